@@ -1,0 +1,9 @@
+//! hookledger's core: everything the Lambda functions share.
+//!
+//! The functions under `functions/` only translate events and errors; configuration, database
+//! access, signature verification, the ledger (every SQL statement on `webhook_event`) and the
+//! business handlers live here.
+#![warn(missing_docs)]
+#![forbid(unsafe_code)]
+
+pub mod verify;
