@@ -6,4 +6,14 @@
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
 
+pub mod config;
+pub mod db;
+pub mod extract;
+pub mod handlers;
+pub mod ledger;
+pub mod receive;
+pub mod telemetry;
 pub mod verify;
+
+pub use config::{Settings, SourceConfig, Sources};
+pub use receive::{Receiver, Reply};

@@ -1,1 +1,354 @@
+//! Test harness and local tooling shared by the end-to-end tests and `hookledger-dev`.
+//!
+//! - [`TestDb`]: a fresh PostgreSQL database per test, created from a migrated template
+//!   database (`CREATE DATABASE ... TEMPLATE`, fast), on the server named by `DATABASE_URL`.
+//! - [`EventFile`]: a Lambda event from `events/` (API Gateway v1/v2, Function URL), with its
+//!   headers and raw body, re-signable with the local development secrets.
 
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+
+use anyhow::{anyhow, bail, Context, Result};
+use base64::Engine;
+use serde_json::Value;
+use shared::config::DatabaseSettings;
+use shared::verify::{Scheme, SigningKey};
+use tokio::sync::OnceCell;
+
+/// The repository root (the workspace), found from this crate's manifest directory.
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from("."))
+}
+
+/// `events/` in the repository.
+pub fn events_dir() -> PathBuf {
+    repo_root().join("events")
+}
+
+/// The local development sources JSON (`events/sources.local.json`).
+pub fn local_sources_json() -> Result<String> {
+    let path = events_dir().join("sources.local.json");
+    std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))
+}
+
+/// The server URL the tests use: `DATABASE_URL`. Tests fail (never skip) without it: run them
+/// through `make test`, which starts a throwaway PostgreSQL.
+pub fn server_url() -> Result<String> {
+    std::env::var("DATABASE_URL").map_err(|_| {
+        anyhow!("DATABASE_URL is not set: run the tests with `make test` (it starts PostgreSQL)")
+    })
+}
+
+/// Replaces the database name in a `postgres://` URL.
+pub fn url_with_database(url: &str, database: &str) -> Result<String> {
+    let (base, query) = match url.split_once('?') {
+        Some((base, query)) => (base, Some(query)),
+        None => (url, None),
+    };
+    let scheme_end = base.find("://").map(|i| i + 3).unwrap_or(0);
+    let path_start = base[scheme_end..]
+        .find('/')
+        .map(|i| i + scheme_end)
+        .unwrap_or(base.len());
+    let mut out = format!("{}/{}", &base[..path_start], database);
+    if let Some(query) = query {
+        out.push('?');
+        out.push_str(query);
+    }
+    Ok(out)
+}
+
+static TEMPLATE: OnceCell<String> = OnceCell::const_new();
+
+/// A fresh, migrated database for one test.
+#[derive(Debug, Clone)]
+pub struct TestDb {
+    /// The database's name.
+    pub name: String,
+    /// Its URL.
+    pub url: String,
+}
+
+impl TestDb {
+    /// Creates a fresh database from the migrated template (made once per test binary, named by
+    /// a digest of the migrations so concurrent binaries and stale runs never mix schemas).
+    pub async fn new() -> Result<Self> {
+        let server = server_url()?;
+        let template = TEMPLATE
+            .get_or_try_init(|| make_template(server.clone()))
+            .await?
+            .clone();
+        let name = format!(
+            "hookledger_test_{}_{}",
+            std::process::id(),
+            NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        );
+        let admin = admin_connect(&server).await?;
+        // Several binaries may clone the template at once; PostgreSQL refuses while another
+        // session is connected to the template, which only happens during its creation.
+        let mut tries = 0;
+        loop {
+            match admin
+                .batch_execute(&format!("CREATE DATABASE \"{name}\" TEMPLATE \"{template}\""))
+                .await
+            {
+                Ok(()) => break,
+                Err(e) if tries < 50 => {
+                    tries += 1;
+                    let _ = e;
+                    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+                }
+                Err(e) => return Err(e).context("creating the test database"),
+            }
+        }
+        Ok(Self {
+            url: url_with_database(&server, &name)?,
+            name,
+        })
+    }
+
+    /// Settings pointing at this database, with a pool of `pool_size` connections.
+    pub fn settings(&self, pool_size: usize) -> DatabaseSettings {
+        let mut settings = DatabaseSettings::with_url(self.url.clone());
+        settings.pool_size = pool_size;
+        settings
+    }
+
+    /// A plain connection to this database (for assertions and setting up state).
+    pub async fn connect(&self) -> Result<tokio_postgres::Client> {
+        Ok(shared::db::connect(&self.settings(1)).await?)
+    }
+}
+
+static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+async fn admin_connect(server: &str) -> Result<tokio_postgres::Client> {
+    let config = tokio_postgres::Config::from_str(server)?;
+    let (client, connection) = config.connect(tokio_postgres::NoTls).await?;
+    tokio::spawn(async move {
+        let _ = connection.await;
+    });
+    Ok(client)
+}
+
+async fn make_template(server: String) -> Result<String> {
+    use sha2::Digest;
+    let mut hasher = sha2::Sha256::new();
+    let mut names = Vec::new();
+    for entry in std::fs::read_dir(repo_root().join("migrations"))? {
+        names.push(entry?.path());
+    }
+    names.sort();
+    for path in &names {
+        hasher.update(path.file_name().map(|n| n.as_encoded_bytes()).unwrap_or(b""));
+        hasher.update(std::fs::read(path)?);
+    }
+    let digest = hex::encode(hasher.finalize());
+    let template = format!("hookledger_template_{}", &digest[..16]);
+    let admin = admin_connect(&server).await?;
+    // One creator at a time across test binaries.
+    admin
+        .batch_execute("SELECT pg_advisory_lock(727274)")
+        .await?;
+    let exists = admin
+        .query_opt("SELECT 1 FROM pg_database WHERE datname = $1", &[&template])
+        .await?
+        .is_some();
+    if !exists {
+        let building = format!("{template}_building");
+        admin
+            .batch_execute(&format!("DROP DATABASE IF EXISTS \"{building}\""))
+            .await?;
+        admin
+            .batch_execute(&format!("CREATE DATABASE \"{building}\""))
+            .await?;
+        let settings = DatabaseSettings::with_url(url_with_database(&server, &building)?);
+        shared::db::migrate(&settings)
+            .await
+            .context("migrating the template database")?;
+        // Wait for the migration connection to go away before renaming.
+        for _ in 0..100 {
+            let others: i64 = admin
+                .query_one(
+                    "SELECT count(*) FROM pg_stat_activity WHERE datname = $1",
+                    &[&building],
+                )
+                .await?
+                .get(0);
+            if others == 0 {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        admin
+            .batch_execute(&format!(
+                "ALTER DATABASE \"{building}\" RENAME TO \"{template}\""
+            ))
+            .await?;
+    }
+    admin
+        .batch_execute("SELECT pg_advisory_unlock(727274)")
+        .await?;
+    Ok(template)
+}
+
+/// One Lambda event file from `events/`, as JSON, with accessors for what a provider sent.
+#[derive(Debug, Clone)]
+pub struct EventFile {
+    /// Path relative to `events/`, e.g. `receiver/stripe-payment-intent-succeeded.json`.
+    pub name: String,
+    /// The event JSON.
+    pub json: Value,
+}
+
+impl EventFile {
+    /// Loads `events/{name}`.
+    pub fn load(name: &str) -> Result<Self> {
+        let path = events_dir().join(name);
+        let text =
+            std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+        Ok(Self {
+            name: name.to_owned(),
+            json: serde_json::from_str(&text)
+                .with_context(|| format!("parsing {}", path.display()))?,
+        })
+    }
+
+    /// The request path (`rawPath` for HTTP API v2 and Function URLs, `path` for REST v1).
+    pub fn path(&self) -> Result<&str> {
+        self.json
+            .get("rawPath")
+            .or_else(|| self.json.get("path"))
+            .and_then(Value::as_str)
+            .ok_or_else(|| anyhow!("{}: no rawPath or path", self.name))
+    }
+
+    /// The source name: the last path segment.
+    pub fn source(&self) -> Result<&str> {
+        let path = self.path()?;
+        path.rsplit('/')
+            .next()
+            .filter(|s| !s.is_empty())
+            .ok_or_else(|| anyhow!("{}: no source in path {path}", self.name))
+    }
+
+    /// The headers, lower-cased names.
+    pub fn headers(&self) -> BTreeMap<String, String> {
+        self.json
+            .get("headers")
+            .and_then(Value::as_object)
+            .map(|h| {
+                h.iter()
+                    .filter_map(|(k, v)| Some((k.to_ascii_lowercase(), v.as_str()?.to_owned())))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// Sets one header (lower-cased name), replacing any spelling of it.
+    pub fn set_header(&mut self, name: &str, value: &str) -> Result<()> {
+        let headers = self
+            .json
+            .get_mut("headers")
+            .and_then(Value::as_object_mut)
+            .ok_or_else(|| anyhow!("no headers object"))?;
+        headers.retain(|k, _| !k.eq_ignore_ascii_case(name));
+        headers.insert(name.to_owned(), Value::String(value.to_owned()));
+        // REST API v1 events carry every header twice; keep both views consistent.
+        if let Some(multi) = self
+            .json
+            .get_mut("multiValueHeaders")
+            .and_then(Value::as_object_mut)
+        {
+            multi.retain(|k, _| !k.eq_ignore_ascii_case(name));
+            multi.insert(name.to_owned(), serde_json::json!([value]));
+        }
+        Ok(())
+    }
+
+    /// Whether the body is base64-encoded in the event.
+    pub fn is_base64(&self) -> bool {
+        self.json
+            .get("isBase64Encoded")
+            .and_then(Value::as_bool)
+            .unwrap_or(false)
+    }
+
+    /// The raw body bytes the provider sent (base64-decoded when flagged).
+    pub fn body(&self) -> Result<Vec<u8>> {
+        let body = self.json.get("body").and_then(Value::as_str).unwrap_or("");
+        if self.is_base64() {
+            Ok(base64::engine::general_purpose::STANDARD.decode(body)?)
+        } else {
+            Ok(body.as_bytes().to_vec())
+        }
+    }
+
+    /// Replaces the body (re-encoding as base64 when the event is flagged so).
+    pub fn set_body(&mut self, body: &[u8]) -> Result<()> {
+        let text = if self.is_base64() {
+            base64::engine::general_purpose::STANDARD.encode(body)
+        } else {
+            String::from_utf8(body.to_vec()).context("a non-base64 event body must be UTF-8")?
+        };
+        self.json["body"] = Value::String(text);
+        Ok(())
+    }
+
+    /// The timestamp the delivery was signed at (Stripe `t=`, Standard Webhooks
+    /// `webhook-timestamp`), if the scheme signs one.
+    pub fn signed_at(&self) -> Option<i64> {
+        let headers = self.headers();
+        if let Some(sig) = headers.get("stripe-signature") {
+            return sig
+                .split(',')
+                .find_map(|part| part.strip_prefix("t="))
+                .and_then(|t| t.parse().ok());
+        }
+        headers
+            .get("webhook-timestamp")
+            .or_else(|| headers.get("svix-timestamp"))
+            .and_then(|t| t.parse().ok())
+    }
+
+    /// Re-signs the event as `source`'s provider would at `timestamp`, with `secret`.
+    pub fn sign(&mut self, scheme: Scheme, secret: &str, timestamp: i64) -> Result<()> {
+        let key = SigningKey::new(scheme, secret).map_err(|e| anyhow!("secret: {e}"))?;
+        let msg_id = self
+            .headers()
+            .get("webhook-id")
+            .cloned()
+            .unwrap_or_default();
+        let body = self.body()?;
+        for (name, value) in shared::verify::sign(scheme, &key, &msg_id, timestamp, &body) {
+            self.set_header(name, &value)?;
+        }
+        Ok(())
+    }
+
+    /// The event as lambda_http deserializes it (the same code path as in Lambda).
+    pub fn request(&self) -> Result<lambda_http::Request> {
+        lambda_http::request::from_str(&self.json.to_string())
+            .map_err(|e| anyhow!("{}: lambda_http cannot read it: {e}", self.name))
+    }
+}
+
+/// One configured local source: its scheme and first secret, from `events/sources.local.json`.
+pub fn local_source(name: &str) -> Result<(Scheme, String)> {
+    let sources: Vec<Value> = serde_json::from_str(&local_sources_json()?)?;
+    for source in sources {
+        if source.get("name").and_then(Value::as_str) == Some(name) {
+            let scheme: Scheme = serde_json::from_value(source["scheme"].clone())?;
+            let secret = source["secrets"][0]
+                .as_str()
+                .ok_or_else(|| anyhow!("source {name} has no secret"))?
+                .to_owned();
+            return Ok((scheme, secret));
+        }
+    }
+    bail!("no source {name} in events/sources.local.json")
+}

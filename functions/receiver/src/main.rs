@@ -1,1 +1,26 @@
-fn main(){}
+//! `receiver`: the webhook endpoint, `POST /webhooks/{source}`.
+//!
+//! - Trigger: API Gateway HTTP API (payload v2), REST API (v1), a Function URL or an ALB;
+//!   `ReceiverFunction` in template.yaml.
+//! - Input: the HTTP request with the provider's raw body and signature headers.
+//! - Environment: `DATABASE_URL`, `HOOKLEDGER_SOURCES` or `HOOKLEDGER_SOURCES_FILE`, and the
+//!   optional database settings read by `shared::config` (see its docs); `RUST_LOG`.
+//! - Side effects: one `webhook_event` row per new event, the handler's business rows in the
+//!   same transaction; one JSON log line per delivery.
+
+use lambda_http::{run, service_fn, Error, Request};
+use receiver::handler::{function_handler, AppState};
+use shared::Settings;
+
+#[tokio::main]
+async fn main() -> Result<(), Error> {
+    shared::telemetry::init();
+    let settings = Settings::from_env()?;
+    let pool = shared::db::pool(&settings.database)?;
+    let state = AppState::new(&settings, pool);
+    let state = &state;
+    run(service_fn(move |request: Request| async move {
+        function_handler(state, request).await
+    }))
+    .await
+}

@@ -1,1 +1,201 @@
-fn main(){}
+//! `hookledger-dev`: local tooling for `make demo`, `make run` and maintainers.
+//!
+//! - `migrate`: apply the migrations to `DATABASE_URL`.
+//! - `deliver PLAN`: send the deliveries listed in a plan (e.g. `events/demo-plan.json`) to a
+//!   running receiver over HTTP, re-signed now with the local development secrets, and print
+//!   one line per delivery.
+//! - `ledger`: print the `webhook_event` rows and the `orders` rows.
+//! - `sign-events`: re-sign every event file in `events/receiver/` at the timestamp it carries
+//!   (after editing a body), except files named `*bad-signature*`.
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use anyhow::{anyhow, Context, Result};
+use clap::{Parser, Subcommand};
+use hookledger_tests::{events_dir, local_source, EventFile};
+use serde::Deserialize;
+use shared::config::DatabaseSettings;
+use shared::verify::Scheme;
+
+#[derive(Parser)]
+#[command(about = "hookledger local tooling")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Apply pending migrations to DATABASE_URL.
+    Migrate {
+        #[arg(long, env = "DATABASE_URL", hide_env_values = true)]
+        database_url: String,
+    },
+    /// Send a plan's deliveries to a receiver and print what happened.
+    Deliver {
+        /// The plan: a JSON array of {"event", "note", "signature": "valid"|"wrong-secret"}.
+        plan: std::path::PathBuf,
+        /// The receiver's base URL; the event's path (`/webhooks/{source}`) is appended.
+        #[arg(long, default_value = "http://127.0.0.1:9000/lambda-url/receiver")]
+        url: String,
+    },
+    /// Print the ledger and the orders.
+    Ledger {
+        #[arg(long, env = "DATABASE_URL", hide_env_values = true)]
+        database_url: String,
+    },
+    /// Re-sign the event files in events/receiver/ at their own timestamps.
+    SignEvents,
+}
+
+#[derive(Deserialize)]
+struct Step {
+    event: String,
+    note: String,
+    #[serde(default = "valid")]
+    signature: String,
+}
+
+fn valid() -> String {
+    "valid".to_owned()
+}
+
+#[tokio::main]
+async fn main() -> Result<()> {
+    match Cli::parse().command {
+        Command::Migrate { database_url } => {
+            let applied = shared::db::migrate(&DatabaseSettings::with_url(database_url)).await?;
+            if applied.is_empty() {
+                println!("migrations: up to date");
+            } else {
+                println!("migrations applied: {}", applied.join(", "));
+            }
+        }
+        Command::Deliver { plan, url } => deliver(&plan, &url).await?,
+        Command::Ledger { database_url } => ledger(&database_url).await?,
+        Command::SignEvents => sign_events()?,
+    }
+    Ok(())
+}
+
+async fn deliver(plan: &std::path::Path, base: &str) -> Result<()> {
+    let steps: Vec<Step> = serde_json::from_str(
+        &std::fs::read_to_string(plan).with_context(|| format!("reading {}", plan.display()))?,
+    )?;
+    let now = SystemTime::now().duration_since(UNIX_EPOCH)?.as_secs() as i64;
+    let client = reqwest::Client::new();
+    for (n, step) in steps.iter().enumerate() {
+        let mut event = EventFile::load(&step.event)?;
+        let source = event.source()?.to_owned();
+        let (scheme, secret) = local_source(&source)?;
+        let secret = match step.signature.as_str() {
+            "valid" => secret,
+            "wrong-secret" => wrong_secret(scheme),
+            other => return Err(anyhow!("unknown signature kind {other:?}")),
+        };
+        event.sign(scheme, &secret, now)?;
+        let mut request = client
+            .post(format!("{base}/webhooks/{source}"))
+            .body(event.body()?);
+        for (name, value) in event.headers() {
+            request = request.header(name, value);
+        }
+        let response = request
+            .send()
+            .await
+            .with_context(|| format!("sending {} to {base}", step.event))?;
+        let status = response.status().as_u16();
+        let replayed = response
+            .headers()
+            .get("idempotent-replayed")
+            .map(|_| " [Idempotent-Replayed]")
+            .unwrap_or("");
+        let retry_after = response
+            .headers()
+            .get("retry-after")
+            .and_then(|v| v.to_str().ok())
+            .map(|v| format!(" [Retry-After: {v}]"))
+            .unwrap_or_default();
+        let body = response.text().await?;
+        println!(
+            "{:>2}. {:<52} -> {status} {body}{replayed}{retry_after}",
+            n + 1,
+            format!("{} ({source})", step.note),
+        );
+    }
+    Ok(())
+}
+
+/// A secret of the right shape for `scheme` that is not the configured one.
+fn wrong_secret(scheme: Scheme) -> String {
+    match scheme {
+        // Standard Webhooks secrets are base64 after the prefix: keep it decodable.
+        Scheme::StandardWebhooks => "whsec_bm90IHRoZSBjb25maWd1cmVkIHNlY3JldA==".to_owned(),
+        _ => "whsec_not_the_configured_secret".to_owned(),
+    }
+}
+
+async fn ledger(database_url: &str) -> Result<()> {
+    let client = shared::db::connect(&DatabaseSettings::with_url(database_url)).await?;
+    println!("webhook_event:");
+    println!(
+        "  {:<10} {:<40} {:<26} {:<10} {:>4}  response_body",
+        "source", "event_id", "event_type", "status", "http"
+    );
+    for row in client
+        .query(
+            "SELECT source, event_id, event_type, status::text, response_status, \
+             coalesce(response_body::text, '') FROM webhook_event ORDER BY claimed_at, event_id",
+            &[],
+        )
+        .await?
+    {
+        let status: Option<i16> = row.get(4);
+        println!(
+            "  {:<10} {:<40} {:<26} {:<10} {:>4}  {}",
+            row.get::<_, String>(0),
+            row.get::<_, String>(1),
+            row.get::<_, String>(2),
+            row.get::<_, String>(3),
+            status.map(|s| s.to_string()).unwrap_or_default(),
+            row.get::<_, String>(5),
+        );
+    }
+    println!("orders:");
+    for row in client
+        .query(
+            "SELECT order_id, total_minor, currency, event_id FROM orders ORDER BY recorded_at",
+            &[],
+        )
+        .await?
+    {
+        println!(
+            "  {:<20} {:>8} {}  (from {})",
+            row.get::<_, String>(0),
+            row.get::<_, i64>(1),
+            row.get::<_, String>(2),
+            row.get::<_, String>(3),
+        );
+    }
+    Ok(())
+}
+
+fn sign_events() -> Result<()> {
+    let dir = events_dir().join("receiver");
+    let mut names: Vec<_> = std::fs::read_dir(&dir)?
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".json") && !n.contains("bad-signature"))
+        .collect();
+    names.sort();
+    for name in names {
+        let mut event = EventFile::load(&format!("receiver/{name}"))?;
+        let (scheme, secret) = local_source(event.source()?)?;
+        let at = event.signed_at().unwrap_or(0);
+        event.sign(scheme, &secret, at)?;
+        let text = serde_json::to_string_pretty(&event.json)? + "\n";
+        std::fs::write(dir.join(&name), text)?;
+        println!("signed receiver/{name} at t={at}");
+    }
+    Ok(())
+}

@@ -1,0 +1,120 @@
+//! Translates API Gateway / Function URL / ALB requests to the receive path and its replies back.
+//!
+//! Routing: the path must end in `/webhooks/{source}`; this holds for HTTP API and Function URL
+//! paths, REST API paths with their stage prefix (`/prod/webhooks/x`), and cargo-lambda's local
+//! `/lambda-url/receiver/webhooks/x`.
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use deadpool_postgres::Pool;
+use lambda_http::http::{header, Method, StatusCode};
+use lambda_http::{Body, Error, Request, Response};
+use shared::{Receiver, Reply, Settings};
+
+/// Everything built once per execution environment and borrowed by every invocation.
+#[derive(Debug, Clone)]
+pub struct AppState {
+    /// The receive path (sources, pool, handlers).
+    pub receiver: Receiver,
+}
+
+impl AppState {
+    /// State for `settings` with the example handlers registered.
+    pub fn new(settings: &Settings, pool: Pool) -> Self {
+        Self {
+            receiver: Receiver::new(settings, pool),
+        }
+    }
+}
+
+/// Handles one request at the current time.
+///
+/// # Errors
+/// Never in practice: every outcome, our own faults included, is an HTTP response; the
+/// `Result` is the runtime's signature.
+pub async fn function_handler(state: &AppState, request: Request) -> Result<Response<Body>, Error> {
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0);
+    handle_at(state, request, now).await
+}
+
+/// Handles one request as if the time were `now` (unix seconds).
+///
+/// # Errors
+/// Only if the response cannot be built (never with the fixed headers used here).
+pub async fn handle_at(
+    state: &AppState,
+    request: Request,
+    now: i64,
+) -> Result<Response<Body>, Error> {
+    let Some(source) = source_from_path(request.uri().path()) else {
+        return Ok(reply(&Reply {
+            status: 404,
+            body: r#"{"error":"not found"}"#.to_owned(),
+            replayed: false,
+            retry_after: None,
+            outcome: "not_found",
+        })?);
+    };
+    if request.method() != Method::POST {
+        let mut response = reply(&Reply {
+            status: 405,
+            body: r#"{"error":"method not allowed"}"#.to_owned(),
+            replayed: false,
+            retry_after: None,
+            outcome: "method_not_allowed",
+        })?;
+        response
+            .headers_mut()
+            .insert(header::ALLOW, header::HeaderValue::from_static("POST"));
+        return Ok(response);
+    }
+    let source = source.to_owned();
+    let outcome = state
+        .receiver
+        .receive(&source, request.headers(), request.body().as_ref(), now)
+        .await;
+    Ok(reply(&outcome)?)
+}
+
+/// The `{source}` of a path ending in `/webhooks/{source}` (a trailing slash is tolerated).
+pub fn source_from_path(path: &str) -> Option<&str> {
+    let path = path.strip_suffix('/').unwrap_or(path);
+    let (prefix, source) = path.rsplit_once('/')?;
+    if source.is_empty() || !(prefix == "/webhooks" || prefix.ends_with("/webhooks")) {
+        return None;
+    }
+    Some(source)
+}
+
+fn reply(reply: &Reply) -> Result<Response<Body>, lambda_http::http::Error> {
+    let mut builder = Response::builder()
+        .status(StatusCode::from_u16(reply.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR))
+        .header(header::CONTENT_TYPE, "application/json");
+    if reply.replayed {
+        builder = builder.header("idempotent-replayed", "true");
+    }
+    if let Some(seconds) = reply.retry_after {
+        builder = builder.header(header::RETRY_AFTER, seconds);
+    }
+    builder.body(Body::from(reply.body.clone()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::source_from_path;
+
+    #[test]
+    fn routes_every_api_gateway_path_shape() {
+        assert_eq!(source_from_path("/webhooks/stripe"), Some("stripe"));
+        assert_eq!(source_from_path("/prod/webhooks/stripe"), Some("stripe"));
+        assert_eq!(source_from_path("/lambda-url/receiver/webhooks/gh/"), Some("gh"));
+        assert_eq!(source_from_path("/webhooks/"), None);
+        assert_eq!(source_from_path("/webhooks"), None);
+        assert_eq!(source_from_path("/hooks/stripe"), None);
+        assert_eq!(source_from_path("/notwebhooks/stripe"), None);
+        assert_eq!(source_from_path("/webhooks/a/b"), None);
+    }
+}

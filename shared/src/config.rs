@@ -1,0 +1,462 @@
+//! Settings and source configuration: the only reader of the process environment.
+//!
+//! Environment variables (all read once, at cold start):
+//!
+//! | variable | meaning | default |
+//! |---|---|---|
+//! | `DATABASE_URL` | PostgreSQL URL (`postgres://user:pass@host:port/db?sslmode=require`) | required |
+//! | `HOOKLEDGER_SOURCES` | the sources, as a JSON array (see [`SourceSpec`]) | one of the two |
+//! | `HOOKLEDGER_SOURCES_FILE` | a path to a file holding the same JSON | one of the two |
+//! | `HOOKLEDGER_DB_CA_FILE` | PEM CA bundle to verify the server's certificate (e.g. the RDS bundle) | system roots |
+//! | `HOOKLEDGER_DB_POOL_SIZE` | connections per execution environment | 4 |
+//! | `HOOKLEDGER_STATEMENT_TIMEOUT_MS` | `statement_timeout`, milliseconds | 5000 |
+//! | `HOOKLEDGER_LOCK_TIMEOUT_MS` | `lock_timeout`, milliseconds: how long a duplicate waits on an in-flight claim | 2000 |
+//! | `HOOKLEDGER_IDLE_IN_TRANSACTION_TIMEOUT_MS` | `idle_in_transaction_session_timeout`, milliseconds | 10000 |
+//!
+//! Everything fails closed: a source without a secret, an unknown scheme or mode, an unknown
+//! field, or malformed JSON is a start-up error that names the problem.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use secrecy::SecretString;
+use serde::Deserialize;
+
+use crate::verify::{KeyError, Scheme, SigningKey};
+
+/// Default timestamp tolerance, seconds. Stripe, Slack and Standard Webhooks all use 300 s.
+pub const DEFAULT_TOLERANCE_SECS: u64 = 300;
+
+/// Default body limit, bytes (1 MiB). Stripe and Standard Webhooks payloads are a few KiB;
+/// GitHub caps its payloads at 25 MB, so raise it for GitHub sources that send large pushes
+/// (API Gateway itself stops at 10 MB, Lambda at 6 MB).
+pub const DEFAULT_MAX_BODY_BYTES: usize = 1024 * 1024;
+
+/// Longest source name, characters; names are path segments and part of the ledger key.
+pub const MAX_SOURCE_NAME_LEN: usize = 64;
+
+/// Why the configuration could not be loaded. All of these stop the function at cold start.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// A required variable is not set.
+    #[error("{0} must be set")]
+    Missing(&'static str),
+    /// Both `HOOKLEDGER_SOURCES` and `HOOKLEDGER_SOURCES_FILE` are set, or neither.
+    #[error("set exactly one of HOOKLEDGER_SOURCES and HOOKLEDGER_SOURCES_FILE")]
+    SourcesAmbiguous,
+    /// The sources file could not be read.
+    #[error("cannot read HOOKLEDGER_SOURCES_FILE {path}: {source}")]
+    SourcesFile {
+        /// The path that was given.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The sources JSON does not parse, or has an unknown scheme, mode or field.
+    #[error("sources JSON is invalid: {0}")]
+    SourcesJson(#[from] serde_json::Error),
+    /// One source is configured wrongly.
+    #[error("source {name:?}: {problem}")]
+    Source {
+        /// The source's name as configured.
+        name: String,
+        /// What is wrong with it.
+        problem: String,
+    },
+    /// A secret cannot be used with its source's scheme (never includes the secret).
+    #[error("source {name:?}: secret #{index}: {error}")]
+    Secret {
+        /// The source's name.
+        name: String,
+        /// 0-based index of the secret in the source's `secrets` list.
+        index: usize,
+        /// Why the secret was refused.
+        error: KeyError,
+    },
+    /// A numeric variable does not parse or is out of range.
+    #[error("{var} must be {expected}, got {value:?}")]
+    Number {
+        /// The variable's name.
+        var: &'static str,
+        /// What was expected, e.g. "a positive integer".
+        expected: &'static str,
+        /// The value found.
+        value: String,
+    },
+}
+
+/// How a source's deliveries are processed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// Claim, run the handler and store the response in one transaction; answer 200 with the
+    /// handler's body. The default.
+    Inline,
+}
+
+/// One source as written in the sources JSON (`HOOKLEDGER_SOURCES`):
+///
+/// ```json
+/// [{"name": "stripe", "scheme": "stripe", "secrets": ["whsec_..."], "mode": "inline",
+///   "tolerance_secs": 300, "max_body_bytes": 1048576, "store_payload": true}]
+/// ```
+///
+/// `name` becomes the path segment in `POST /webhooks/{name}` and the ledger's `source`.
+/// `secrets` takes several values for rotation: a delivery signed with any of them verifies.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SourceSpec {
+    /// Source name: 1 to 64 characters of `[a-z0-9_-]`.
+    pub name: String,
+    /// Signature scheme: `stripe`, `github` or `standard-webhooks`.
+    pub scheme: Scheme,
+    /// Active secrets, newest first by convention; at least one.
+    pub secrets: Vec<String>,
+    /// Processing mode; `inline` when absent.
+    #[serde(default)]
+    pub mode: Option<Mode>,
+    /// Timestamp tolerance in seconds, both directions; [`DEFAULT_TOLERANCE_SECS`] when absent.
+    #[serde(default)]
+    pub tolerance_secs: Option<u64>,
+    /// Largest accepted body in bytes; [`DEFAULT_MAX_BODY_BYTES`] when absent.
+    #[serde(default)]
+    pub max_body_bytes: Option<usize>,
+    /// Keep the raw body in the ledger (`true` when absent); `false` keeps the digest only.
+    #[serde(default)]
+    pub store_payload: Option<bool>,
+}
+
+/// One source, validated and with its secrets prepared for verification.
+#[derive(Debug)]
+pub struct SourceConfig {
+    /// Source name (path segment and ledger `source`).
+    pub name: String,
+    /// Signature scheme.
+    pub scheme: Scheme,
+    /// Prepared signing keys, in configuration order (the log names the matching index).
+    pub keys: Vec<SigningKey>,
+    /// Processing mode.
+    pub mode: Mode,
+    /// Timestamp tolerance, seconds, both directions.
+    pub tolerance_secs: u64,
+    /// Largest accepted body, bytes.
+    pub max_body_bytes: usize,
+    /// Whether the raw body is stored in `webhook_event.payload`.
+    pub store_payload: bool,
+}
+
+impl SourceConfig {
+    /// Validates a [`SourceSpec`] and prepares its keys.
+    ///
+    /// # Errors
+    /// [`ConfigError::Source`] for a bad name, no secrets, a zero body limit;
+    /// [`ConfigError::Secret`] for a secret the scheme cannot use (empty, undecodable).
+    pub fn from_spec(spec: SourceSpec) -> Result<Self, ConfigError> {
+        let problem = |problem: &str| ConfigError::Source {
+            name: spec.name.clone(),
+            problem: problem.to_owned(),
+        };
+        if spec.name.is_empty()
+            || spec.name.len() > MAX_SOURCE_NAME_LEN
+            || !spec
+                .name
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_')
+        {
+            return Err(problem("name must be 1 to 64 characters of [a-z0-9_-]"));
+        }
+        if spec.secrets.is_empty() {
+            return Err(problem("no secrets configured (verification fails closed)"));
+        }
+        let max_body_bytes = spec.max_body_bytes.unwrap_or(DEFAULT_MAX_BODY_BYTES);
+        if max_body_bytes == 0 {
+            return Err(problem("max_body_bytes must be positive"));
+        }
+        let keys = spec
+            .secrets
+            .iter()
+            .enumerate()
+            .map(|(index, secret)| {
+                SigningKey::new(spec.scheme, secret).map_err(|error| ConfigError::Secret {
+                    name: spec.name.clone(),
+                    index,
+                    error,
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Self {
+            scheme: spec.scheme,
+            keys,
+            mode: spec.mode.unwrap_or(Mode::Inline),
+            tolerance_secs: spec.tolerance_secs.unwrap_or(DEFAULT_TOLERANCE_SECS),
+            max_body_bytes,
+            store_payload: spec.store_payload.unwrap_or(true),
+            name: spec.name,
+        })
+    }
+}
+
+/// The configured sources, by name.
+#[derive(Debug, Default, Clone)]
+pub struct Sources(HashMap<String, Arc<SourceConfig>>);
+
+impl Sources {
+    /// Parses and validates the sources JSON (an array of [`SourceSpec`]).
+    ///
+    /// # Errors
+    /// [`ConfigError::SourcesJson`] for malformed JSON, an unknown scheme, mode or field;
+    /// [`ConfigError::Source`] for a duplicate name, an empty list or a bad source;
+    /// [`ConfigError::Secret`] for an unusable secret.
+    pub fn from_json(json: &str) -> Result<Self, ConfigError> {
+        let specs: Vec<SourceSpec> = serde_json::from_str(json)?;
+        if specs.is_empty() {
+            return Err(ConfigError::Source {
+                name: String::new(),
+                problem: "no sources configured".to_owned(),
+            });
+        }
+        let mut sources = HashMap::with_capacity(specs.len());
+        for spec in specs {
+            let source = SourceConfig::from_spec(spec)?;
+            if sources.contains_key(&source.name) {
+                return Err(ConfigError::Source {
+                    name: source.name,
+                    problem: "configured twice".to_owned(),
+                });
+            }
+            sources.insert(source.name.clone(), Arc::new(source));
+        }
+        Ok(Self(sources))
+    }
+
+    /// The source called `name`, if configured.
+    pub fn get(&self, name: &str) -> Option<&Arc<SourceConfig>> {
+        self.0.get(name)
+    }
+
+    /// Every configured source, in no particular order.
+    pub fn iter(&self) -> impl Iterator<Item = &Arc<SourceConfig>> {
+        self.0.values()
+    }
+}
+
+/// Database connection settings.
+#[derive(Debug, Clone)]
+pub struct DatabaseSettings {
+    /// The PostgreSQL URL; `sslmode=require` (or `prefer`, the default) negotiates TLS.
+    pub url: SecretString,
+    /// PEM file of CA certificates added to the trusted roots (e.g. the RDS CA bundle).
+    pub ca_file: Option<PathBuf>,
+    /// Connections per execution environment (Lambda runs one delivery at a time per
+    /// environment, so one is used; the rest serve local runs and tests).
+    pub pool_size: usize,
+    /// `statement_timeout`, milliseconds.
+    pub statement_timeout_ms: u64,
+    /// `lock_timeout`, milliseconds: bounds how long a duplicate waits on an in-flight claim.
+    pub lock_timeout_ms: u64,
+    /// `idle_in_transaction_session_timeout`, milliseconds.
+    pub idle_in_transaction_timeout_ms: u64,
+}
+
+impl DatabaseSettings {
+    /// Settings for `url` with every other field at its default.
+    pub fn with_url(url: impl Into<String>) -> Self {
+        Self {
+            url: SecretString::from(url.into()),
+            ca_file: None,
+            pool_size: 4,
+            statement_timeout_ms: 5_000,
+            lock_timeout_ms: 2_000,
+            idle_in_transaction_timeout_ms: 10_000,
+        }
+    }
+}
+
+/// Everything a function needs from its environment.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// Database connection settings.
+    pub database: DatabaseSettings,
+    /// The configured sources.
+    pub sources: Sources,
+}
+
+impl Settings {
+    /// Reads the settings from the process environment (see the module docs for variables).
+    ///
+    /// # Errors
+    /// Any [`ConfigError`]: a missing `DATABASE_URL`, missing or ambiguous sources, an invalid
+    /// source or secret, a malformed number.
+    pub fn from_env() -> Result<Self, ConfigError> {
+        Self::from_lookup(|name| std::env::var(name).ok())
+    }
+
+    /// Like [`Settings::from_env`], reading variables through `lookup` (for tests).
+    ///
+    /// # Errors
+    /// As [`Settings::from_env`].
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        let url = lookup("DATABASE_URL")
+            .filter(|url| !url.is_empty())
+            .ok_or(ConfigError::Missing("DATABASE_URL"))?;
+        let json = match (
+            lookup("HOOKLEDGER_SOURCES").filter(|v| !v.is_empty()),
+            lookup("HOOKLEDGER_SOURCES_FILE").filter(|v| !v.is_empty()),
+        ) {
+            (Some(json), None) => json,
+            (None, Some(path)) => {
+                let path = PathBuf::from(path);
+                std::fs::read_to_string(&path)
+                    .map_err(|source| ConfigError::SourcesFile { path, source })?
+            }
+            (None, None) => return Err(ConfigError::Missing("HOOKLEDGER_SOURCES")),
+            (Some(_), Some(_)) => return Err(ConfigError::SourcesAmbiguous),
+        };
+        let mut database = DatabaseSettings::with_url(url);
+        database.ca_file = lookup("HOOKLEDGER_DB_CA_FILE")
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from);
+        let number = |var: &'static str, default: u64| -> Result<u64, ConfigError> {
+            match lookup(var).filter(|v| !v.is_empty()) {
+                None => Ok(default),
+                Some(value) => match value.trim().parse::<u64>() {
+                    Ok(n) if n > 0 => Ok(n),
+                    _ => Err(ConfigError::Number {
+                        var,
+                        expected: "a positive integer",
+                        value,
+                    }),
+                },
+            }
+        };
+        database.pool_size = number("HOOKLEDGER_DB_POOL_SIZE", database.pool_size as u64)? as usize;
+        database.statement_timeout_ms = number(
+            "HOOKLEDGER_STATEMENT_TIMEOUT_MS",
+            database.statement_timeout_ms,
+        )?;
+        database.lock_timeout_ms = number("HOOKLEDGER_LOCK_TIMEOUT_MS", database.lock_timeout_ms)?;
+        database.idle_in_transaction_timeout_ms = number(
+            "HOOKLEDGER_IDLE_IN_TRANSACTION_TIMEOUT_MS",
+            database.idle_in_transaction_timeout_ms,
+        )?;
+        Ok(Self {
+            database,
+            sources: Sources::from_json(&json)?,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = r#"[
+        {"name": "stripe", "scheme": "stripe", "secrets": ["whsec_a", "whsec_b"]},
+        {"name": "gh", "scheme": "github", "secrets": ["s"], "mode": "inline",
+         "tolerance_secs": 60, "max_body_bytes": 100, "store_payload": false}
+    ]"#;
+
+    fn env(vars: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+        let vars: HashMap<String, String> = vars
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        move |name| vars.get(name).cloned()
+    }
+
+    fn error_of(json: &str) -> String {
+        match Sources::from_json(json) {
+            Ok(_) => panic!("expected an error for {json}"),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    #[test]
+    fn valid_sources_parse_with_defaults() {
+        let sources = Sources::from_json(GOOD).unwrap();
+        let stripe = sources.get("stripe").unwrap();
+        assert_eq!(stripe.keys.len(), 2);
+        assert_eq!(stripe.mode, Mode::Inline);
+        assert_eq!(stripe.tolerance_secs, DEFAULT_TOLERANCE_SECS);
+        assert_eq!(stripe.max_body_bytes, DEFAULT_MAX_BODY_BYTES);
+        assert!(stripe.store_payload);
+        let gh = sources.get("gh").unwrap();
+        assert_eq!(gh.tolerance_secs, 60);
+        assert_eq!(gh.max_body_bytes, 100);
+        assert!(!gh.store_payload);
+        assert!(sources.get("nope").is_none());
+    }
+
+    #[test]
+    fn a_source_without_a_secret_is_a_start_up_error() {
+        let e = error_of(r#"[{"name": "s", "scheme": "stripe", "secrets": []}]"#);
+        assert!(e.contains("no secrets"), "{e}");
+        let e = error_of(r#"[{"name": "s", "scheme": "stripe"}]"#);
+        assert!(e.contains("secrets"), "{e}");
+        let e = error_of(r#"[{"name": "s", "scheme": "stripe", "secrets": [""]}]"#);
+        assert!(e.contains("secret #0"), "{e}");
+    }
+
+    #[test]
+    fn unknown_scheme_mode_or_field_is_a_start_up_error() {
+        let e = error_of(r#"[{"name": "s", "scheme": "rot13", "secrets": ["x"]}]"#);
+        assert!(e.contains("rot13"), "{e}");
+        let e =
+            error_of(r#"[{"name": "s", "scheme": "github", "secrets": ["x"], "mode": "yolo"}]"#);
+        assert!(e.contains("yolo"), "{e}");
+        let e = error_of(r#"[{"name": "s", "scheme": "github", "secret": "x"}]"#);
+        assert!(e.contains("secret"), "{e}");
+    }
+
+    #[test]
+    fn malformed_json_bad_names_and_duplicates_are_start_up_errors() {
+        assert!(error_of("[{").contains("sources JSON is invalid"));
+        assert!(error_of("[]").contains("no sources"));
+        assert!(
+            error_of(r#"[{"name": "Bad/Name", "scheme": "github", "secrets": ["x"]}]"#)
+                .contains("name must be")
+        );
+        let twice = r#"[{"name": "a", "scheme": "github", "secrets": ["x"]},
+                        {"name": "a", "scheme": "github", "secrets": ["y"]}]"#;
+        assert!(error_of(twice).contains("configured twice"));
+    }
+
+    #[test]
+    fn settings_read_the_environment_and_fail_closed() {
+        let settings = Settings::from_lookup(env(&[
+            ("DATABASE_URL", "postgres://localhost/x"),
+            ("HOOKLEDGER_SOURCES", GOOD),
+            ("HOOKLEDGER_LOCK_TIMEOUT_MS", "250"),
+        ]))
+        .unwrap();
+        assert_eq!(settings.database.lock_timeout_ms, 250);
+        assert_eq!(settings.database.pool_size, 4);
+        assert!(!format!("{settings:?}").contains("whsec_a"));
+
+        let missing = Settings::from_lookup(env(&[("HOOKLEDGER_SOURCES", GOOD)]));
+        assert!(matches!(missing, Err(ConfigError::Missing("DATABASE_URL"))));
+        let none = Settings::from_lookup(env(&[("DATABASE_URL", "postgres://x")]));
+        assert!(matches!(
+            none,
+            Err(ConfigError::Missing("HOOKLEDGER_SOURCES"))
+        ));
+        let both = Settings::from_lookup(env(&[
+            ("DATABASE_URL", "postgres://x"),
+            ("HOOKLEDGER_SOURCES", GOOD),
+            ("HOOKLEDGER_SOURCES_FILE", "/nonexistent"),
+        ]));
+        assert!(matches!(both, Err(ConfigError::SourcesAmbiguous)));
+        let file = Settings::from_lookup(env(&[
+            ("DATABASE_URL", "postgres://x"),
+            ("HOOKLEDGER_SOURCES_FILE", "/nonexistent/sources.json"),
+        ]));
+        assert!(matches!(file, Err(ConfigError::SourcesFile { .. })));
+        let bad_number = Settings::from_lookup(env(&[
+            ("DATABASE_URL", "postgres://x"),
+            ("HOOKLEDGER_SOURCES", GOOD),
+            ("HOOKLEDGER_DB_POOL_SIZE", "0"),
+        ]));
+        assert!(matches!(bad_number, Err(ConfigError::Number { .. })));
+    }
+}

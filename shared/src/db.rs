@@ -1,0 +1,190 @@
+//! PostgreSQL access: connection settings, TLS, the connection pool, and the migrations runner.
+//!
+//! Session settings (`statement_timeout`, `lock_timeout`, `idle_in_transaction_session_timeout`)
+//! travel as start-up options of every connection, never as session-level `SET`, so connections
+//! stay unpinned behind RDS Proxy (DESIGN.md section 10).
+
+use std::str::FromStr;
+use std::time::Duration;
+
+use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
+use postgres_native_tls::MakeTlsConnector;
+use secrecy::ExposeSecret;
+
+use crate::config::DatabaseSettings;
+
+/// Embedded forward-only migrations from `migrations/` (refinery naming `V<n>__<verb>_<object>.sql`).
+mod embedded {
+    refinery::embed_migrations!("../migrations");
+}
+
+/// How long to wait for a new connection (TCP + TLS + start-up), seconds.
+pub const CONNECT_TIMEOUT_SECS: u64 = 5;
+
+/// How long a caller waits for a free pooled connection before giving up, seconds.
+pub const POOL_WAIT_SECS: u64 = 10;
+
+/// Why the database could not be reached or prepared.
+#[derive(Debug, thiserror::Error)]
+pub enum DbError {
+    /// The URL does not parse as a PostgreSQL connection string.
+    #[error("DATABASE_URL is not a valid PostgreSQL URL: {0}")]
+    Url(#[source] tokio_postgres::Error),
+    /// The CA file could not be read or parsed.
+    #[error("cannot load CA certificates from {path}: {reason}")]
+    Ca {
+        /// The configured path.
+        path: String,
+        /// What went wrong.
+        reason: String,
+    },
+    /// The TLS connector could not be built.
+    #[error("cannot build the TLS connector: {0}")]
+    Tls(#[from] native_tls::Error),
+    /// The pool could not be built.
+    #[error("cannot build the connection pool: {0}")]
+    Pool(#[from] deadpool_postgres::BuildError),
+    /// Connecting failed (retryable: the database may be starting or unreachable).
+    #[error("cannot connect to PostgreSQL: {0}")]
+    Connect(#[source] tokio_postgres::Error),
+    /// A migration failed.
+    #[error("migration failed: {0}")]
+    Migrate(#[from] refinery::Error),
+}
+
+/// The connection configuration for `settings`: the URL plus the session timeouts as start-up
+/// options and the connect timeout.
+///
+/// # Errors
+/// [`DbError::Url`] when the URL does not parse.
+pub fn pg_config(settings: &DatabaseSettings) -> Result<tokio_postgres::Config, DbError> {
+    let mut config =
+        tokio_postgres::Config::from_str(settings.url.expose_secret()).map_err(DbError::Url)?;
+    config.options(format!(
+        "-c statement_timeout={} -c lock_timeout={} -c idle_in_transaction_session_timeout={}",
+        settings.statement_timeout_ms,
+        settings.lock_timeout_ms,
+        settings.idle_in_transaction_timeout_ms
+    ));
+    if config.get_application_name().is_none() {
+        config.application_name("hookledger");
+    }
+    config.connect_timeout(Duration::from_secs(CONNECT_TIMEOUT_SECS));
+    Ok(config)
+}
+
+/// The TLS connector: system roots plus the optional CA bundle. With the URL's default
+/// `sslmode=prefer` TLS is used when the server offers it; `sslmode=require` insists on it;
+/// certificates and host names are verified by native-tls.
+///
+/// # Errors
+/// [`DbError::Ca`] when the CA file cannot be read or holds no certificate;
+/// [`DbError::Tls`] when the connector cannot be built.
+pub fn tls_connector(settings: &DatabaseSettings) -> Result<MakeTlsConnector, DbError> {
+    let mut builder = native_tls::TlsConnector::builder();
+    if let Some(path) = &settings.ca_file {
+        let ca_error = |reason: String| DbError::Ca {
+            path: path.display().to_string(),
+            reason,
+        };
+        let pem = std::fs::read(path).map_err(|e| ca_error(e.to_string()))?;
+        let certificates =
+            native_tls::Certificate::stack_from_pem(&pem).map_err(|e| ca_error(e.to_string()))?;
+        if certificates.is_empty() {
+            return Err(ca_error("no certificate found".to_owned()));
+        }
+        for certificate in certificates {
+            builder.add_root_certificate(certificate);
+        }
+    }
+    Ok(MakeTlsConnector::new(builder.build()?))
+}
+
+/// The connection pool. Connections are opened lazily, reused across invocations, and
+/// checked before reuse (a closed connection is dropped and a new one opened).
+///
+/// # Errors
+/// [`DbError`] when the URL, CA file or pool configuration is invalid. No connection is
+/// attempted here.
+pub fn pool(settings: &DatabaseSettings) -> Result<Pool, DbError> {
+    let manager = Manager::from_config(
+        pg_config(settings)?,
+        tls_connector(settings)?,
+        ManagerConfig {
+            recycling_method: RecyclingMethod::Fast,
+        },
+    );
+    Ok(Pool::builder(manager)
+        .max_size(settings.pool_size)
+        .runtime(Runtime::Tokio1)
+        .wait_timeout(Some(Duration::from_secs(POOL_WAIT_SECS)))
+        .create_timeout(Some(Duration::from_secs(CONNECT_TIMEOUT_SECS)))
+        .build()?)
+}
+
+/// One connection outside the pool (migrations, tooling). The connection task is spawned on
+/// the current Tokio runtime and ends when the client is dropped.
+///
+/// # Errors
+/// [`DbError::Connect`] when the server cannot be reached or refuses the login.
+pub async fn connect(settings: &DatabaseSettings) -> Result<tokio_postgres::Client, DbError> {
+    let (client, connection) = pg_config(settings)?
+        .connect(tls_connector(settings)?)
+        .await
+        .map_err(DbError::Connect)?;
+    tokio::spawn(async move {
+        if let Err(error) = connection.await {
+            tracing::warn!(%error, "database connection closed with an error");
+        }
+    });
+    Ok(client)
+}
+
+/// Applies every pending migration (forward-only; refinery records them in
+/// `refinery_schema_history`). Safe to run repeatedly; returns the names applied this time.
+///
+/// # Errors
+/// [`DbError::Connect`] when the database is unreachable, [`DbError::Migrate`] when a
+/// migration fails or the applied history diverges from the embedded files.
+pub async fn migrate(settings: &DatabaseSettings) -> Result<Vec<String>, DbError> {
+    let mut client = connect(settings).await?;
+    let report = embedded::migrations::runner()
+        .run_async(&mut client)
+        .await?;
+    Ok(report
+        .applied_migrations()
+        .iter()
+        .map(|m| m.to_string())
+        .collect())
+}
+
+/// The embedded migrations' names and versions, e.g. `V1__create_webhook_event`.
+pub fn migration_names() -> Vec<String> {
+    embedded::migrations::runner()
+        .get_migrations()
+        .iter()
+        .map(|m| m.to_string())
+        .collect()
+}
+
+/// SQLSTATE classes that mean "our side of the database is unavailable" (retryable, 503):
+/// connection failures, admin shutdown, insufficient resources, statement/lock timeouts.
+pub fn is_unavailable(error: &tokio_postgres::Error) -> bool {
+    if error.is_closed() {
+        return true;
+    }
+    match error.code() {
+        // No server response at all (I/O, connect, TLS): the database is unreachable.
+        None => true,
+        Some(code) => {
+            let code = code.code();
+            code.starts_with("08") // connection exception
+                || code.starts_with("53") // insufficient resources (too many connections)
+                || code.starts_with("57") // operator intervention: shutdown, query_canceled (statement_timeout)
+                || code == "55P03" // lock_not_available (lock_timeout)
+                || code == "40001" // serialization_failure
+                || code == "40P01" // deadlock_detected
+                || code == "25P03" // idle_in_transaction_session_timeout
+        }
+    }
+}

@@ -1,0 +1,316 @@
+//! The receive path (DESIGN.md section 3): from a delivery's source name, headers and raw body
+//! to the reply, with every outcome decided here and logged once.
+//!
+//! | case | status | body |
+//! |---|---|---|
+//! | unknown source | 404 | `{"error": "unknown source"}` |
+//! | body over the source's limit | 413 | `{"error": "body too large"}` |
+//! | bad, missing or stale signature | 401 | `{"error": <fixed reason>}` |
+//! | unreadable body, missing event id | 400 | `{"error": <reason>}` |
+//! | new event | 200 | the handler's body |
+//! | completed duplicate, same body | the stored status | the stored body, verbatim; `Idempotent-Replayed: true` |
+//! | same event id, different body | 409 | `{"error": "event id reused with a different body"}` |
+//! | duplicate still in flight | 409 | `{"error": "event is being processed"}`; `Retry-After` |
+//! | handler failure | 500 | `{"error": "internal error"}` (claim rolled back) |
+//! | database unavailable | 503 | `{"error": "service unavailable"}` |
+//!
+//! Nothing is written for any 4xx, and a 5xx leaves no row behind, so the provider's retry
+//! starts clean.
+
+use std::time::Instant;
+
+use deadpool_postgres::Pool;
+use http::HeaderMap;
+use sha2::{Digest, Sha256};
+
+use crate::config::{Settings, Sources};
+use crate::extract::extract;
+use crate::handlers::{ignored_effect, Event, HandlerError, Registry};
+use crate::ledger::{self, Claim, LedgerError, NewEvent};
+use crate::verify;
+
+/// Seconds a provider is asked to wait before retrying an in-flight duplicate.
+pub const RETRY_AFTER_SECS: u32 = 5;
+
+/// What the receiver answers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reply {
+    /// HTTP status.
+    pub status: u16,
+    /// JSON body text.
+    pub body: String,
+    /// Set on a replayed (cached) response: send `Idempotent-Replayed: true`.
+    pub replayed: bool,
+    /// Seconds for a `Retry-After` header, when set.
+    pub retry_after: Option<u32>,
+    /// What happened, for the log and tests: `processed`, `ignored`, `replayed`,
+    /// `digest_mismatch`, `in_flight`, `unknown_source`, `too_large`, `bad_request`,
+    /// `unauthorized`, `handler_failed`, `unavailable`, `internal_error`.
+    pub outcome: &'static str,
+}
+
+impl Reply {
+    fn error(status: u16, outcome: &'static str, reason: &str) -> Self {
+        Self {
+            status,
+            body: serde_json::json!({ "error": reason }).to_string(),
+            replayed: false,
+            retry_after: None,
+            outcome,
+        }
+    }
+}
+
+/// Everything the receive path needs, built once per execution environment.
+#[derive(Debug, Clone)]
+pub struct Receiver {
+    /// The configured sources.
+    pub sources: Sources,
+    /// The connection pool.
+    pub pool: Pool,
+    /// Handlers by `(source, event_type)`.
+    pub handlers: Registry,
+}
+
+/// Log fields gathered along the path; written once per delivery.
+struct Trace<'a> {
+    source: &'a str,
+    event_id: Option<String>,
+    event_type: Option<String>,
+    key_index: Option<usize>,
+    detail: Option<String>,
+}
+
+impl Receiver {
+    /// A receiver over `settings`' sources with the example handlers registered.
+    pub fn new(settings: &Settings, pool: Pool) -> Self {
+        Self {
+            handlers: Registry::with_examples(&settings.sources),
+            sources: settings.sources.clone(),
+            pool,
+        }
+    }
+
+    /// Receives one delivery for `source`: verify, identify, claim, apply, answer. `now` is
+    /// the current time in unix seconds (injected so tests can sign at fixed times). Never
+    /// fails: every outcome is a [`Reply`], and one JSON log line records it (source,
+    /// event_id, outcome, status, latency_ms; never the body or a signature).
+    pub async fn receive(&self, source: &str, headers: &HeaderMap, body: &[u8], now: i64) -> Reply {
+        let started = Instant::now();
+        let mut trace = Trace {
+            source,
+            event_id: None,
+            event_type: None,
+            key_index: None,
+            detail: None,
+        };
+        let reply = self.decide(&mut trace, source, headers, body, now).await;
+        let latency_ms = started.elapsed().as_secs_f64() * 1000.0;
+        let event_id = trace.event_id.as_deref().unwrap_or("");
+        let event_type = trace.event_type.as_deref().unwrap_or("");
+        if reply.status >= 500 {
+            tracing::error!(
+                source = trace.source,
+                event_id,
+                event_type,
+                outcome = reply.outcome,
+                status = reply.status,
+                latency_ms,
+                error = trace.detail.as_deref().unwrap_or(""),
+                "delivery"
+            );
+        } else if reply.status >= 400 {
+            tracing::warn!(
+                source = trace.source,
+                event_id,
+                event_type,
+                outcome = reply.outcome,
+                status = reply.status,
+                latency_ms,
+                reason = trace.detail.as_deref().unwrap_or(""),
+                "delivery"
+            );
+        } else {
+            tracing::info!(
+                source = trace.source,
+                event_id,
+                event_type,
+                outcome = reply.outcome,
+                status = reply.status,
+                latency_ms,
+                key_index = trace.key_index,
+                "delivery"
+            );
+        }
+        reply
+    }
+
+    async fn decide(
+        &self,
+        trace: &mut Trace<'_>,
+        source: &str,
+        headers: &HeaderMap,
+        body: &[u8],
+        now: i64,
+    ) -> Reply {
+        let Some(config) = self.sources.get(source) else {
+            return Reply::error(404, "unknown_source", "unknown source");
+        };
+        if body.len() > config.max_body_bytes {
+            trace.detail = Some(format!(
+                "{} bytes over the limit of {}",
+                body.len(),
+                config.max_body_bytes
+            ));
+            return Reply::error(413, "too_large", "body too large");
+        }
+        // The signature is checked before the body is parsed at all.
+        match verify::verify(
+            config.scheme,
+            &config.keys,
+            headers,
+            body,
+            now,
+            config.tolerance_secs,
+        ) {
+            Ok(verified) => trace.key_index = Some(verified.key_index),
+            Err(error) => {
+                trace.detail = Some(format!("{error:?}"));
+                return Reply::error(401, "unauthorized", error.reason());
+            }
+        }
+        let meta = match extract(config.scheme, headers, body) {
+            Ok(meta) => meta,
+            Err(error) => {
+                trace.detail = Some(error.to_string());
+                return Reply::error(400, "bad_request", error.reason());
+            }
+        };
+        trace.event_id = Some(meta.event_id.clone().into_owned());
+        trace.event_type = Some(meta.event_type.clone().into_owned());
+        let digest: [u8; 32] = Sha256::digest(body).into();
+        let event = Event {
+            source,
+            event_id: &meta.event_id,
+            event_type: &meta.event_type,
+            body,
+        };
+        let new_event = NewEvent {
+            source,
+            event_id: &meta.event_id,
+            event_type: &meta.event_type,
+            digest: &digest,
+            payload: config.store_payload.then_some(body),
+        };
+        match self.claim_and_apply(&event, &new_event).await {
+            Ok(reply) => reply,
+            Err(Failure::Unavailable(detail)) => {
+                trace.detail = Some(detail);
+                Reply::error(503, "unavailable", "service unavailable")
+            }
+            Err(Failure::Handler(detail)) => {
+                trace.detail = Some(detail);
+                Reply::error(500, "handler_failed", "internal error")
+            }
+            Err(Failure::Internal(detail)) => {
+                trace.detail = Some(detail);
+                Reply::error(500, "internal_error", "internal error")
+            }
+        }
+    }
+
+    async fn claim_and_apply(
+        &self,
+        event: &Event<'_>,
+        new_event: &NewEvent<'_>,
+    ) -> Result<Reply, Failure> {
+        let conn = self
+            .pool
+            .get()
+            .await
+            .map_err(|e| Failure::Unavailable(format!("no database connection: {e}")))?;
+        let tx = match ledger::claim(&conn, new_event)
+            .await
+            .map_err(Failure::ledger)?
+        {
+            Claim::Won(tx) => tx,
+            Claim::Completed(stored) => {
+                return Ok(Reply {
+                    status: stored.status,
+                    body: stored.body,
+                    replayed: true,
+                    retry_after: None,
+                    outcome: "replayed",
+                })
+            }
+            Claim::InFlight => {
+                let mut reply = Reply::error(409, "in_flight", "event is being processed");
+                reply.retry_after = Some(RETRY_AFTER_SECS);
+                return Ok(reply);
+            }
+            Claim::DigestMismatch => {
+                return Ok(Reply::error(
+                    409,
+                    "digest_mismatch",
+                    "event id reused with a different body",
+                ))
+            }
+        };
+        let (effect, outcome) = match self.handlers.get(event.source, event.event_type) {
+            Some(handler) => match handler.handle(&tx, event).await {
+                Ok(effect) => (effect, "processed"),
+                Err(error) => {
+                    // Dropping the claim transaction rolls it back; say so explicitly.
+                    let rolled_back = tx.rollback().await;
+                    return Err(match (error, rolled_back) {
+                        (HandlerError::Db(e), _) if crate::db::is_unavailable(&e) => {
+                            Failure::Unavailable(format!("handler: {e}"))
+                        }
+                        (error, _) => Failure::Handler(error.to_string()),
+                    });
+                }
+            },
+            None => (ignored_effect(event), "ignored"),
+        };
+        let stored = tx
+            .complete(
+                (event.source, event.event_id),
+                effect.status,
+                &effect.body,
+                &effect.writes,
+            )
+            .await
+            .map_err(|e| match e {
+                // A handler's write failing (constraint, type) is the handler's failure.
+                LedgerError::Db(ref db)
+                    if !crate::db::is_unavailable(db) && !effect.writes.is_empty() =>
+                {
+                    Failure::Handler(format!("commit: {e}"))
+                }
+                e => Failure::ledger(e),
+            })?;
+        Ok(Reply {
+            status: stored.status,
+            body: stored.body,
+            replayed: false,
+            retry_after: None,
+            outcome,
+        })
+    }
+}
+
+enum Failure {
+    Unavailable(String),
+    Handler(String),
+    Internal(String),
+}
+
+impl Failure {
+    fn ledger(error: LedgerError) -> Self {
+        if error.is_unavailable() {
+            Failure::Unavailable(error.to_string())
+        } else {
+            Failure::Internal(error.to_string())
+        }
+    }
+}

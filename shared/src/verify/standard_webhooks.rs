@@ -1,0 +1,737 @@
+//! The Standard Webhooks scheme (also Svix's): the three `webhook-*` headers, their parsers,
+//! verify and sign.
+//!
+//! Source: the Standard Webhooks specification (github.com/standard-webhooks/standard-webhooks,
+//! `spec/standard-webhooks.md`, "Signature scheme") and its reference libraries:
+//!
+//! - headers `webhook-id` (message id), `webhook-timestamp` (unix seconds) and
+//!   `webhook-signature`: a space-delimited list of `<version>,<base64>` entries; only `v1`
+//!   (HMAC-SHA256) is read, other versions (`v1a`, `v2`, ...) are ignored;
+//! - Svix sends the same headers named `svix-id`, `svix-timestamp`, `svix-signature`: each is
+//!   read under its `webhook-*` name if present, else under its `svix-*` name;
+//! - signed content: the bytes `{webhook-id}.{webhook-timestamp}.{body}`;
+//! - signature: standard base64 (padded) of HMAC-SHA256 keyed with the base64-decoded secret
+//!   (secrets are written `whsec_<base64>`);
+//! - tolerance: five minutes, in both directions.
+
+use base64::engine::general_purpose::STANDARD;
+use base64::Engine as _;
+use http::HeaderMap;
+
+use super::{
+    check_tolerance, first_matching_key, parse_unix_seconds, single_header, SigningKey, Tag,
+    Verified, VerifyError, MAX_SIGNATURES, TAG_LEN,
+};
+
+/// Name of the message id header, lowercase (`webhook-id`); part of the signed content.
+pub const ID_HEADER: &str = "webhook-id";
+/// Name of the timestamp header, lowercase (`webhook-timestamp`): unix seconds.
+pub const TIMESTAMP_HEADER: &str = "webhook-timestamp";
+/// Name of the signature header, lowercase (`webhook-signature`).
+pub const SIGNATURE_HEADER: &str = "webhook-signature";
+/// Svix's name for [`ID_HEADER`], read when `webhook-id` is absent.
+pub const SVIX_ID_HEADER: &str = "svix-id";
+/// Svix's name for [`TIMESTAMP_HEADER`], read when `webhook-timestamp` is absent.
+pub const SVIX_TIMESTAMP_HEADER: &str = "svix-timestamp";
+/// Svix's name for [`SIGNATURE_HEADER`], read when `webhook-signature` is absent.
+pub const SVIX_SIGNATURE_HEADER: &str = "svix-signature";
+
+/// Default timestamp tolerance in seconds: the specification's five minutes (300 s).
+pub const DEFAULT_TOLERANCE_SECS: u64 = super::DEFAULT_TOLERANCE_SECS;
+
+/// Prefix of Standard Webhooks secrets (`whsec_<base64>`), stripped before decoding when present.
+pub const SECRET_PREFIX: &str = "whsec_";
+
+/// The signature version this module verifies (HMAC-SHA256, symmetric).
+const VERSION: &str = "v1";
+
+/// Length of a padded standard base64 encoding of a [`Tag`] (32 bytes -> 44 characters).
+const TAG_BASE64_LEN: usize = TAG_LEN.div_ceil(3) * 4;
+
+/// A parsed `webhook-signature` value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Signatures {
+    /// The decodable `v1` entries (padded standard base64 of exactly 32 bytes), in header order,
+    /// at most [`MAX_SIGNATURES`] of the first `v1` entries considered. Other `v1` entries are
+    /// dropped: they could never match.
+    v1: Vec<Tag>,
+}
+
+/// Parse a `webhook-signature` value: `<version>,<base64>` entries separated by spaces.
+///
+/// Runs of spaces (and leading or trailing ones) are tolerated. `None` (malformed) if there is
+/// no entry at all, or an entry has no `,` or an empty version. Entries of other versions are
+/// ignored; `v1` entries that are not the padded standard base64 of 32 bytes are dropped.
+fn parse_signatures(value: &str) -> Option<Signatures> {
+    let mut v1 = Vec::new();
+    let mut v1_seen = 0_usize;
+    let mut entries = 0_usize;
+    for entry in value.split(' ').filter(|entry| !entry.is_empty()) {
+        entries += 1;
+        let (version, signature) = entry.split_once(',')?;
+        match version {
+            "" => return None,
+            VERSION => {
+                v1_seen += 1;
+                if v1_seen <= MAX_SIGNATURES {
+                    v1.extend(decode_tag(signature));
+                }
+            }
+            _ => {}
+        }
+    }
+    (entries > 0).then_some(Signatures { v1 })
+}
+
+/// Decode a padded standard base64 tag (44 characters). `None` for anything else.
+fn decode_tag(signature: &str) -> Option<Tag> {
+    if signature.len() != TAG_BASE64_LEN {
+        return None;
+    }
+    let decoded = STANDARD.decode(signature).ok()?;
+    decoded.try_into().ok()
+}
+
+/// Parse a `webhook-id` value: any non-empty header string (providers send `msg_<id>`).
+/// `None` (malformed) if empty.
+fn parse_id(value: &str) -> Option<&str> {
+    (!value.is_empty()).then_some(value)
+}
+
+/// The value of a header read as `primary` if present, else as `fallback`, with the name it was
+/// read under.
+///
+/// # Errors
+///
+/// [`VerifyError::MissingHeader`]`(primary)` if neither is present;
+/// [`VerifyError::MalformedHeader`] (the name read) as in [`single_header`].
+fn either_header<'h>(
+    headers: &'h HeaderMap,
+    primary: &'static str,
+    fallback: &'static str,
+) -> Result<(&'h str, &'static str), VerifyError> {
+    if let Some(value) = single_header(headers, primary)? {
+        return Ok((value, primary));
+    }
+    single_header(headers, fallback)?
+        .map(|value| (value, fallback))
+        .ok_or(VerifyError::MissingHeader(primary))
+}
+
+/// Verify a Standard Webhooks (or Svix) delivery: `body` is the exact raw bytes received.
+///
+/// Steps: read `webhook-signature`, `webhook-timestamp` and `webhook-id` in that order (each
+/// exactly once; each falls back to its `svix-*` name when absent) and parse them; check the
+/// timestamp against `now` (unix seconds) within `tolerance_secs` seconds in both directions,
+/// before any HMAC; then compare HMAC-SHA256(key, `{id}.{timestamp}.{body}`) of every key with
+/// every `v1` signature, in constant time.
+///
+/// # Errors
+///
+/// - [`VerifyError::NoKeys`]: `keys` is empty;
+/// - [`VerifyError::MissingHeader`] with the `webhook-*` name of the first absent header;
+/// - [`VerifyError::MalformedHeader`] with the name read (`webhook-*` or `svix-*`): repeated,
+///   over [`super::MAX_HEADER_LEN`] bytes, not visible ASCII, an empty id, a timestamp that is
+///   not unix seconds in ASCII digits, a signature list that is empty or has an entry without
+///   `,`;
+/// - [`VerifyError::TimestampOutsideTolerance`]: `|now - timestamp| > tolerance_secs`;
+/// - [`VerifyError::NoSignatureMatched`]: no `v1` entry, or none matched any key.
+pub fn verify(
+    keys: &[SigningKey],
+    headers: &HeaderMap,
+    body: &[u8],
+    now: i64,
+    tolerance_secs: u64,
+) -> Result<Verified, VerifyError> {
+    if keys.is_empty() {
+        return Err(VerifyError::NoKeys);
+    }
+    let (signature, signature_name) =
+        either_header(headers, SIGNATURE_HEADER, SVIX_SIGNATURE_HEADER)?;
+    let (timestamp, timestamp_name) =
+        either_header(headers, TIMESTAMP_HEADER, SVIX_TIMESTAMP_HEADER)?;
+    let (id, id_name) = either_header(headers, ID_HEADER, SVIX_ID_HEADER)?;
+
+    let signatures =
+        parse_signatures(signature).ok_or(VerifyError::MalformedHeader(signature_name))?;
+    let timestamp =
+        parse_unix_seconds(timestamp).ok_or(VerifyError::MalformedHeader(timestamp_name))?;
+    let id = parse_id(id).ok_or(VerifyError::MalformedHeader(id_name))?;
+
+    check_tolerance(timestamp, now, tolerance_secs)?;
+    let timestamp = timestamp.to_string();
+    first_matching_key(
+        keys,
+        &[id.as_bytes(), b".", timestamp.as_bytes(), b".", body],
+        &signatures.v1,
+    )
+}
+
+/// Sign `body` as a Standard Webhooks sender does, for message `msg_id` (non-empty, visible
+/// ASCII to verify) at `timestamp` (unix seconds, non-negative to verify).
+///
+/// Returns three pairs, in this order: `("webhook-id", msg_id)`,
+/// `("webhook-timestamp", "<timestamp>")`, `("webhook-signature", "v1,<padded base64>")`.
+#[must_use]
+pub fn sign(
+    key: &SigningKey,
+    msg_id: &str,
+    timestamp: i64,
+    body: &[u8],
+) -> Vec<(&'static str, String)> {
+    let t = timestamp.to_string();
+    let tag = key.tag(&[msg_id.as_bytes(), b".", t.as_bytes(), b".", body]);
+    vec![
+        (ID_HEADER, msg_id.to_owned()),
+        (TIMESTAMP_HEADER, t),
+        (
+            SIGNATURE_HEADER,
+            format!("{VERSION},{}", STANDARD.encode(tag)),
+        ),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_support::{header_map, signed_map};
+    use super::super::{KeyError, Scheme, MAX_HEADER_LEN};
+    use super::*;
+    use proptest::prelude::*;
+
+    // Vector A: the libraries' shared test suite; vector B: the Rust library's own test.
+    const SECRET_A: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+    const ID_A: &str = "msg_p5jXN8AQM9LWM0D4loKWxJek";
+    const T_A: i64 = 1_614_265_330;
+    const BODY_A: &[u8] = br#"{"test": 2432232314}"#;
+    const SIG_A: &str = "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=";
+
+    const SECRET_B: &str = "whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD";
+    const ID_B: &str = "msg_27UH4WbU6Z5A5EzD8u03UvzRbpk";
+    const T_B: i64 = 1_649_367_553;
+    const BODY_B: &[u8] = br#"{"email":"test@example.com","username":"test_user"}"#;
+    const SIG_B: &str = "v1,tZ1I4/hDygAJgO5TYxiSd6Sd0kDW6hPenDe+bTa3Kkw=";
+
+    const JUNK: &str = "v1,Ceo5qEr07ixe2NLpvHk3FH9bwy/WavXrAFQ/9tdO6mc=";
+
+    fn key(secret: &str) -> SigningKey {
+        SigningKey::new(Scheme::StandardWebhooks, secret).unwrap()
+    }
+
+    /// Headers of vector A with `signature` as the signature header.
+    fn headers_a(signature: &str) -> HeaderMap {
+        header_map(&[
+            ("webhook-id", ID_A),
+            ("webhook-timestamp", &T_A.to_string()),
+            ("webhook-signature", signature),
+        ])
+    }
+
+    fn check_a(headers: &HeaderMap, body: &[u8], now: i64) -> Result<Verified, VerifyError> {
+        verify(&[key(SECRET_A)], headers, body, now, DEFAULT_TOLERANCE_SECS)
+    }
+
+    // Vectors: /work/shared/vectors/standard-webhooks.json, copied.
+
+    #[test]
+    fn standard_webhooks_vector_a_verifies() {
+        assert_eq!(
+            check_a(&headers_a(SIG_A), BODY_A, 1_614_265_330),
+            Ok(Verified { key_index: 0 })
+        );
+    }
+
+    #[test]
+    fn standard_webhooks_vector_a_with_a_tampered_signature_is_no_signature_matched() {
+        assert_eq!(
+            check_a(
+                &headers_a("v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OA="),
+                BODY_A,
+                1_614_265_330
+            ),
+            Err(VerifyError::NoSignatureMatched)
+        );
+    }
+
+    #[test]
+    fn standard_webhooks_vector_a_with_multiple_signatures_verifies() {
+        let signature = "v1,Ceo5qEr07ixe2NLpvHk3FH9bwy/WavXrAFQ/9tdO6mc= \
+                         v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE= \
+                         v2,Ceo5qEr07ixe2NLpvHk3FH9bwy/WavXrAFQ/9tdO6mc=";
+        assert_eq!(
+            check_a(&headers_a(signature), BODY_A, 1_614_265_330),
+            Ok(Verified { key_index: 0 })
+        );
+    }
+
+    #[test]
+    fn standard_webhooks_vector_a_too_old_is_outside_tolerance() {
+        assert_eq!(
+            check_a(&headers_a(SIG_A), BODY_A, 1_614_265_631),
+            Err(VerifyError::TimestampOutsideTolerance)
+        );
+    }
+
+    #[test]
+    fn standard_webhooks_vector_a_too_new_is_outside_tolerance() {
+        assert_eq!(
+            check_a(&headers_a(SIG_A), BODY_A, 1_614_265_029),
+            Err(VerifyError::TimestampOutsideTolerance)
+        );
+    }
+
+    #[test]
+    fn standard_webhooks_vector_b_verifies() {
+        let headers = header_map(&[
+            ("webhook-id", ID_B),
+            ("webhook-timestamp", "1649367553"),
+            ("webhook-signature", SIG_B),
+        ]);
+        assert_eq!(
+            verify(&[key(SECRET_B)], &headers, BODY_B, 1_649_367_553, 300),
+            Ok(Verified { key_index: 0 })
+        );
+    }
+
+    #[test]
+    fn sign_reproduces_both_vectors() {
+        assert_eq!(
+            sign(&key(SECRET_A), ID_A, T_A, BODY_A),
+            vec![
+                ("webhook-id", ID_A.to_owned()),
+                ("webhook-timestamp", "1614265330".to_owned()),
+                ("webhook-signature", SIG_A.to_owned()),
+            ]
+        );
+        assert_eq!(sign(&key(SECRET_B), ID_B, T_B, BODY_B)[2].1, SIG_B);
+    }
+
+    #[test]
+    fn sign_then_verify_round_trips() {
+        let k = key("whsec_c2VjcmV0LWtleS1mb3ItdGVzdHM=");
+        let headers = signed_map(&sign(&k, "msg_1", 1_700_000_000, b"{}"));
+        assert_eq!(
+            verify(&[k], &headers, b"{}", 1_700_000_000, 300),
+            Ok(Verified { key_index: 0 })
+        );
+    }
+
+    #[test]
+    fn tampering_one_body_byte_is_no_signature_matched() {
+        let mut body = BODY_A.to_vec();
+        body[3] ^= 0x20;
+        assert_eq!(
+            check_a(&headers_a(SIG_A), &body, T_A),
+            Err(VerifyError::NoSignatureMatched)
+        );
+    }
+
+    #[test]
+    fn a_different_message_id_is_no_signature_matched() {
+        let headers = header_map(&[
+            ("webhook-id", "msg_other"),
+            ("webhook-timestamp", "1614265330"),
+            ("webhook-signature", SIG_A),
+        ]);
+        assert_eq!(
+            check_a(&headers, BODY_A, T_A),
+            Err(VerifyError::NoSignatureMatched)
+        );
+    }
+
+    #[test]
+    fn exactly_tolerance_away_is_accepted_in_both_directions() {
+        assert!(check_a(&headers_a(SIG_A), BODY_A, T_A + 300).is_ok());
+        assert!(check_a(&headers_a(SIG_A), BODY_A, T_A - 300).is_ok());
+    }
+
+    #[test]
+    fn one_second_beyond_tolerance_is_rejected_in_both_directions() {
+        for now in [T_A + 301, T_A - 301] {
+            assert_eq!(
+                check_a(&headers_a(SIG_A), BODY_A, now),
+                Err(VerifyError::TimestampOutsideTolerance)
+            );
+        }
+    }
+
+    #[test]
+    fn the_timestamp_is_checked_before_the_signature() {
+        assert_eq!(
+            check_a(&headers_a(JUNK), BODY_A, T_A - 10_000),
+            Err(VerifyError::TimestampOutsideTolerance)
+        );
+    }
+
+    #[test]
+    fn each_missing_header_is_reported_by_its_webhook_name() {
+        let t = T_A.to_string();
+        for (missing, present) in [
+            (
+                "webhook-signature",
+                [("webhook-id", ID_A), ("webhook-timestamp", t.as_str())],
+            ),
+            (
+                "webhook-timestamp",
+                [("webhook-id", ID_A), ("webhook-signature", SIG_A)],
+            ),
+            (
+                "webhook-id",
+                [
+                    ("webhook-timestamp", t.as_str()),
+                    ("webhook-signature", SIG_A),
+                ],
+            ),
+        ] {
+            assert_eq!(
+                check_a(&header_map(&present), BODY_A, T_A),
+                Err(VerifyError::MissingHeader(missing))
+            );
+        }
+        assert_eq!(
+            check_a(&HeaderMap::new(), BODY_A, T_A),
+            Err(VerifyError::MissingHeader("webhook-signature"))
+        );
+    }
+
+    #[test]
+    fn svix_header_names_are_accepted() {
+        let headers = header_map(&[
+            ("svix-id", ID_A),
+            ("svix-timestamp", "1614265330"),
+            ("svix-signature", SIG_A),
+        ]);
+        assert_eq!(
+            check_a(&headers, BODY_A, T_A),
+            Ok(Verified { key_index: 0 })
+        );
+    }
+
+    #[test]
+    fn svix_header_names_in_any_case_are_accepted() {
+        let headers = header_map(&[
+            ("Svix-Id", ID_A),
+            ("Svix-Timestamp", "1614265330"),
+            ("Svix-Signature", SIG_A),
+        ]);
+        assert_eq!(
+            check_a(&headers, BODY_A, T_A),
+            Ok(Verified { key_index: 0 })
+        );
+    }
+
+    #[test]
+    fn webhook_names_win_over_svix_names_header_by_header() {
+        let headers = header_map(&[
+            ("webhook-id", ID_A),
+            ("svix-id", "msg_ignored"),
+            ("svix-timestamp", "1614265330"),
+            ("webhook-signature", SIG_A),
+            ("svix-signature", JUNK),
+        ]);
+        assert_eq!(
+            check_a(&headers, BODY_A, T_A),
+            Ok(Verified { key_index: 0 })
+        );
+    }
+
+    #[test]
+    fn a_missing_header_with_svix_names_is_reported_by_its_webhook_name() {
+        let headers = header_map(&[("svix-id", ID_A), ("svix-signature", SIG_A)]);
+        assert_eq!(
+            check_a(&headers, BODY_A, T_A),
+            Err(VerifyError::MissingHeader("webhook-timestamp"))
+        );
+    }
+
+    #[test]
+    fn a_duplicated_header_is_malformed() {
+        let t = T_A.to_string();
+        for name in ["webhook-id", "webhook-timestamp", "webhook-signature"] {
+            let mut pairs = vec![
+                ("webhook-id", ID_A),
+                ("webhook-timestamp", t.as_str()),
+                ("webhook-signature", SIG_A),
+            ];
+            let value = pairs.iter().find(|(n, _)| *n == name).unwrap().1;
+            pairs.push((name, value));
+            assert_eq!(
+                check_a(&header_map(&pairs), BODY_A, T_A),
+                Err(VerifyError::MalformedHeader(name))
+            );
+        }
+    }
+
+    #[test]
+    fn a_duplicated_svix_header_is_malformed_under_its_svix_name() {
+        let headers = header_map(&[
+            ("svix-id", ID_A),
+            ("svix-timestamp", "1614265330"),
+            ("svix-signature", SIG_A),
+            ("svix-signature", SIG_A),
+        ]);
+        assert_eq!(
+            check_a(&headers, BODY_A, T_A),
+            Err(VerifyError::MalformedHeader("svix-signature"))
+        );
+    }
+
+    #[test]
+    fn malformed_signature_lists_are_malformed_header() {
+        for signature in [
+            "",
+            " ",
+            "   ",
+            "v1",
+            "g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=",
+            ",g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=",
+            "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE= v1",
+            "v1=g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=",
+        ] {
+            assert_eq!(
+                check_a(&headers_a(signature), BODY_A, T_A),
+                Err(VerifyError::MalformedHeader("webhook-signature")),
+                "{signature:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn malformed_timestamps_are_malformed_header() {
+        for timestamp in [
+            "",
+            "abc",
+            "-1614265330",
+            "+1614265330",
+            " 1614265330",
+            "1614265330.0",
+            "1614265330000000000000",
+        ] {
+            let headers = header_map(&[
+                ("webhook-id", ID_A),
+                ("webhook-timestamp", timestamp),
+                ("webhook-signature", SIG_A),
+            ]);
+            assert_eq!(
+                check_a(&headers, BODY_A, T_A),
+                Err(VerifyError::MalformedHeader("webhook-timestamp")),
+                "{timestamp:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn an_empty_message_id_is_malformed_header() {
+        let headers = header_map(&[
+            ("webhook-id", ""),
+            ("webhook-timestamp", "1614265330"),
+            ("webhook-signature", SIG_A),
+        ]);
+        assert_eq!(
+            check_a(&headers, BODY_A, T_A),
+            Err(VerifyError::MalformedHeader("webhook-id"))
+        );
+    }
+
+    #[test]
+    fn a_header_over_eight_kib_is_malformed() {
+        let mut at_max = SIG_A.to_owned();
+        at_max.push(' ');
+        at_max.push_str("v9,");
+        at_max.push_str(&"a".repeat(MAX_HEADER_LEN - at_max.len()));
+        assert_eq!(at_max.len(), MAX_HEADER_LEN);
+        assert!(check_a(&headers_a(&at_max), BODY_A, T_A).is_ok());
+        assert_eq!(
+            check_a(&headers_a(&format!("{at_max}a")), BODY_A, T_A),
+            Err(VerifyError::MalformedHeader("webhook-signature"))
+        );
+    }
+
+    #[test]
+    fn junk_and_other_versions_do_not_fail_the_header() {
+        let unpadded = SIG_A.trim_end_matches('=');
+        for junk in [
+            "v1,",
+            "v1,!!!!",
+            "v1,g0hM9SsE",
+            "v1,g0hM9SsE-OTPJTGt_tmIKtSyZlE3uFJELVlNIOLJ1OE=",
+            unpadded,
+            "v1a,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=",
+            "v2,anything",
+        ] {
+            assert_eq!(
+                check_a(&headers_a(&format!("{junk} {SIG_A}")), BODY_A, T_A),
+                Ok(Verified { key_index: 0 }),
+                "{junk:?}"
+            );
+            assert_eq!(
+                check_a(&headers_a(junk), BODY_A, T_A),
+                Err(VerifyError::NoSignatureMatched),
+                "{junk:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn extra_spaces_between_entries_are_tolerated() {
+        let signature = format!("  {JUNK}   {SIG_A}  ");
+        assert_eq!(
+            check_a(&headers_a(&signature), BODY_A, T_A),
+            Ok(Verified { key_index: 0 })
+        );
+    }
+
+    #[test]
+    fn several_signatures_with_only_the_last_valid_verify() {
+        let signature = format!("{JUNK} {JUNK} v1a,xyz {JUNK} {SIG_A}");
+        assert_eq!(
+            check_a(&headers_a(&signature), BODY_A, T_A),
+            Ok(Verified { key_index: 0 })
+        );
+    }
+
+    #[test]
+    fn only_the_first_sixteen_v1_entries_are_considered() {
+        let mut entries = vec![JUNK; MAX_SIGNATURES - 1];
+        entries.push(SIG_A);
+        assert!(check_a(&headers_a(&entries.join(" ")), BODY_A, T_A).is_ok());
+        let mut entries = vec![JUNK; MAX_SIGNATURES];
+        entries.push(SIG_A);
+        assert_eq!(
+            check_a(&headers_a(&entries.join(" ")), BODY_A, T_A),
+            Err(VerifyError::NoSignatureMatched)
+        );
+    }
+
+    #[test]
+    fn rotation_reports_the_index_of_the_key_that_matched() {
+        let keys = [key(SECRET_B), key(SECRET_A)];
+        assert_eq!(
+            verify(&keys, &headers_a(SIG_A), BODY_A, T_A, 300),
+            Ok(Verified { key_index: 1 })
+        );
+    }
+
+    #[test]
+    fn no_keys_is_no_keys() {
+        assert_eq!(
+            verify(&[], &headers_a(SIG_A), BODY_A, T_A, 300),
+            Err(VerifyError::NoKeys)
+        );
+    }
+
+    #[test]
+    fn a_secret_without_the_whsec_prefix_is_the_same_key() {
+        let k = key("MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw");
+        assert_eq!(
+            verify(&[k], &headers_a(SIG_A), BODY_A, T_A, 300),
+            Ok(Verified { key_index: 0 })
+        );
+    }
+
+    #[test]
+    fn a_secret_with_or_without_padding_is_the_same_key() {
+        // 16 bytes: 22 base64 characters + "==".
+        let padded = key("whsec_AAECAwQFBgcICQoLDA0ODw==");
+        let unpadded = key("whsec_AAECAwQFBgcICQoLDA0ODw");
+        let bare = key("AAECAwQFBgcICQoLDA0ODw");
+        let expected = sign(&padded, "msg_1", T_A, BODY_A);
+        assert_eq!(sign(&unpadded, "msg_1", T_A, BODY_A), expected);
+        assert_eq!(sign(&bare, "msg_1", T_A, BODY_A), expected);
+        let headers = signed_map(&expected);
+        assert_eq!(
+            verify(&[unpadded], &headers, BODY_A, T_A, 300),
+            Ok(Verified { key_index: 0 })
+        );
+    }
+
+    #[test]
+    fn an_undecodable_secret_is_not_base64() {
+        for secret in [
+            "whsec_not base64",
+            "whsec_%%%%",
+            "whsec_abc$",
+            "whsec_A",
+            "whsec_AAECAwQFBgcICQoLDA0ODw=",
+            "whsec_-_-_",
+            "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw\n",
+        ] {
+            assert_eq!(
+                SigningKey::new(Scheme::StandardWebhooks, secret).unwrap_err(),
+                KeyError::NotBase64,
+                "{secret:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn an_empty_secret_or_a_bare_prefix_is_empty() {
+        for secret in ["", "whsec_"] {
+            assert_eq!(
+                SigningKey::new(Scheme::StandardWebhooks, secret).unwrap_err(),
+                KeyError::Empty,
+                "{secret:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn parse_keeps_only_decodable_v1_entries() {
+        let parsed = parse_signatures(&format!("{SIG_A} v2,x v1,short")).unwrap();
+        assert_eq!(parsed.v1.len(), 1);
+        assert_eq!(format!("v1,{}", STANDARD.encode(parsed.v1[0])), SIG_A);
+    }
+
+    proptest! {
+        #[test]
+        fn the_signature_parser_never_panics(value in any::<String>()) {
+            let _ = parse_signatures(&value);
+        }
+
+        #[test]
+        fn the_signature_parser_never_panics_on_header_like_strings(
+            value in "(v1,[A-Za-z0-9+/=]{0,50} ?){0,20}"
+        ) {
+            let _ = parse_signatures(&value);
+        }
+
+        #[test]
+        fn the_id_parser_never_panics(value in any::<String>()) {
+            let _ = parse_id(&value);
+        }
+
+        #[test]
+        fn verify_never_panics_on_arbitrary_headers_and_bodies(
+            id in proptest::collection::vec(any::<u8>(), 0..100),
+            timestamp in proptest::collection::vec(any::<u8>(), 0..30),
+            signature in proptest::collection::vec(any::<u8>(), 0..300),
+            svix in any::<bool>(),
+            body in proptest::collection::vec(any::<u8>(), 0..300),
+            now in any::<i64>(),
+            tolerance in any::<u64>(),
+        ) {
+            let names = if svix {
+                [SVIX_ID_HEADER, SVIX_TIMESTAMP_HEADER, SVIX_SIGNATURE_HEADER]
+            } else {
+                [ID_HEADER, TIMESTAMP_HEADER, SIGNATURE_HEADER]
+            };
+            let mut headers = HeaderMap::new();
+            for (name, value) in names.into_iter().zip([id, timestamp, signature]) {
+                if let Ok(value) = http::HeaderValue::from_bytes(&value) {
+                    headers.insert(name, value);
+                }
+            }
+            let _ = verify(&[key(SECRET_A)], &headers, &body, now, tolerance);
+        }
+
+        #[test]
+        fn sign_then_verify_round_trips_any_body_id_and_timestamp(
+            body in proptest::collection::vec(any::<u8>(), 0..300),
+            id in "[!-~]{1,64}",
+            timestamp in 0..i64::MAX,
+        ) {
+            let k = key(SECRET_A);
+            let headers = signed_map(&sign(&k, &id, timestamp, &body));
+            prop_assert_eq!(verify(&[k], &headers, &body, timestamp, 0), Ok(Verified { key_index: 0 }));
+        }
+    }
+}
