@@ -1,0 +1,38 @@
+# hookledger: the two README commands are `make demo` and `make test`.
+SHELL := /bin/bash
+VENV := .venv-tools
+export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
+export SAM_CLI_TELEMETRY := 0
+
+.PHONY: demo run test tools postgres build clean
+
+## demo: set up, run the receiver under cargo-lambda on a throwaway PostgreSQL, deliver events/, print
+demo: tools postgres
+	scripts/demo.sh demo
+
+## run: the same set-up; keep the receiver serving on 127.0.0.1:9000 until interrupted
+run: tools postgres
+	scripts/demo.sh run
+
+## test: fmt, clippy, every test on a throwaway PostgreSQL (fails if no test ran)
+test: postgres
+	scripts/test.sh
+
+## tools: a venv with cargo-lambda (and zig for cross builds)
+tools: $(VENV)/.installed
+
+$(VENV)/.installed: scripts/requirements-tools.txt
+	python3 -m venv $(VENV)
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check -r scripts/requirements-tools.txt
+	touch $@
+
+## postgres: PostgreSQL server binaries (apt-get when missing)
+postgres:
+	@scripts/postgres.sh install
+
+build:
+	cargo build --workspace
+
+clean:
+	cargo clean
+	rm -rf $(VENV)

@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# `make demo` / `make run`: the receiver under cargo-lambda's emulator on PostgreSQL.
+#
+#   scripts/demo.sh demo   deliver events/demo-plan.json, print replies and the ledger, stop
+#   scripts/demo.sh run    keep serving at http://127.0.0.1:$PORT/lambda-url/receiver/webhooks/{source}
+#
+# Uses DATABASE_URL when set (migrating it), else a throwaway cluster removed on exit.
+# Sources: HOOKLEDGER_SOURCES or HOOKLEDGER_SOURCES_FILE when set, else events/sources.local.json.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+mode=${1:-demo}
+port=${PORT:-9000}
+root=$(pwd)
+
+cluster=""
+watch_pid=""
+cleanup() {
+  if [ -n "$watch_pid" ]; then
+    kill -TERM -- "-$watch_pid" 2>/dev/null || kill -TERM "$watch_pid" 2>/dev/null || true
+    wait "$watch_pid" 2>/dev/null || true
+  fi
+  if [ -n "$cluster" ]; then scripts/postgres.sh stop "$cluster"; fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+command -v cargo-lambda >/dev/null || { echo "cargo-lambda not found: run through make ($0 expects .venv-tools on PATH)" >&2; exit 1; }
+
+if [ -z "${DATABASE_URL:-}" ]; then
+  cluster=$(mktemp -d /tmp/hookledger-pg.XXXXXX)
+  chmod 755 "$cluster"
+  DATABASE_URL=$(scripts/postgres.sh start "$cluster")
+  echo "== throwaway PostgreSQL: $DATABASE_URL"
+else
+  echo "== using DATABASE_URL from the environment"
+fi
+export DATABASE_URL
+
+source_args=()
+if [ -n "${HOOKLEDGER_SOURCES:-}" ]; then
+  source_args=(--env-var "HOOKLEDGER_SOURCES=$HOOKLEDGER_SOURCES")
+else
+  sources_file=${HOOKLEDGER_SOURCES_FILE:-$root/events/sources.local.json}
+  source_args=(--env-var "HOOKLEDGER_SOURCES_FILE=$(realpath "$sources_file")")
+fi
+
+echo "== building (first build takes a few minutes)"
+cargo build --quiet --bin receiver --bin hookledger-dev
+dev=target/debug/hookledger-dev
+"$dev" migrate
+
+if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+  echo "port $port is in use: set PORT=... to pick another" >&2
+  exit 1
+fi
+
+echo "== starting the receiver: cargo lambda watch on 127.0.0.1:$port"
+log=$(mktemp /tmp/hookledger-watch.XXXXXX.log)
+setsid cargo lambda watch --quiet --ignore-changes -A 127.0.0.1 -P "$port" --bin receiver \
+  --env-var "DATABASE_URL=$DATABASE_URL" "${source_args[@]}" \
+  --env-var "RUST_LOG=${RUST_LOG:-info}" >"$log" 2>&1 &
+watch_pid=$!
+for _ in $(seq 1 600); do
+  if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then break; fi
+  kill -0 "$watch_pid" 2>/dev/null || { cat "$log" >&2; echo "cargo lambda watch exited" >&2; exit 1; }
+  sleep 0.2
+done
+base="http://127.0.0.1:$port/lambda-url/receiver"
+
+if [ "$mode" = run ]; then
+  echo "== serving $base/webhooks/{source}   (log: $log; Ctrl-C stops)"
+  tail -f "$log" &
+  wait "$watch_pid"
+  exit 0
+fi
+
+echo "== delivering events/demo-plan.json to $base/webhooks/{source}"
+"$dev" deliver events/demo-plan.json --url "$base"
+echo
+echo "== ledger"
+"$dev" ledger
+echo
+echo "== receiver log (one line per delivery)"
+grep '"message":"delivery"' "$log" | sed 's/^/  /' || true
+rm -f "$log"

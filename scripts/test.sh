@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# The whole suite: formatting, clippy, then every test against a throwaway PostgreSQL.
+# Fails when any step fails, and when no test ran at all.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export CARGO_TERM_COLOR=${CARGO_TERM_COLOR:-never}
+
+echo "== cargo fmt --check"
+cargo fmt --all -- --check
+
+echo "== cargo clippy --all-targets -D warnings"
+cargo clippy --workspace --all-targets --locked -- -D warnings
+
+echo "== cargo test (throwaway PostgreSQL)"
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+set +e
+scripts/with-postgres.sh cargo test --workspace --locked 2>&1 | tee "$log"
+status=${PIPESTATUS[0]}
+set -e
+
+passed=$(awk '/^test result:/ { for (i = 1; i <= NF; i++) if ($(i+1) ~ /^passed/) s += $i } END { print s + 0 }' "$log")
+failed=$(awk '/^test result:/ { for (i = 1; i <= NF; i++) if ($(i+1) ~ /^failed/) s += $i } END { print s + 0 }' "$log")
+echo "== $passed passed, $failed failed"
+if [ "$status" != 0 ] || [ "$failed" != 0 ]; then
+  echo "tests failed" >&2
+  exit 1
+fi
+if [ "$passed" -eq 0 ]; then
+  echo "no test ran: refusing to pass" >&2
+  exit 1
+fi
