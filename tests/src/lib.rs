@@ -93,7 +93,9 @@ impl TestDb {
         let mut tries = 0;
         loop {
             match admin
-                .batch_execute(&format!("CREATE DATABASE \"{name}\" TEMPLATE \"{template}\""))
+                .batch_execute(&format!(
+                    "CREATE DATABASE \"{name}\" TEMPLATE \"{template}\""
+                ))
                 .await
             {
                 Ok(()) => break,
@@ -144,7 +146,11 @@ async fn make_template(server: String) -> Result<String> {
     }
     names.sort();
     for path in &names {
-        hasher.update(path.file_name().map(|n| n.as_encoded_bytes()).unwrap_or(b""));
+        hasher.update(
+            path.file_name()
+                .map(|n| n.as_encoded_bytes())
+                .unwrap_or(b""),
+        );
         hasher.update(std::fs::read(path)?);
     }
     let digest = hex::encode(hasher.finalize());
@@ -209,8 +215,8 @@ impl EventFile {
     /// Loads `events/{name}`.
     pub fn load(name: &str) -> Result<Self> {
         let path = events_dir().join(name);
-        let text =
-            std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+        let text = std::fs::read_to_string(&path)
+            .with_context(|| format!("reading {}", path.display()))?;
         Ok(Self {
             name: name.to_owned(),
             json: serde_json::from_str(&text)

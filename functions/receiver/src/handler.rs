@@ -110,7 +110,10 @@ mod tests {
     fn routes_every_api_gateway_path_shape() {
         assert_eq!(source_from_path("/webhooks/stripe"), Some("stripe"));
         assert_eq!(source_from_path("/prod/webhooks/stripe"), Some("stripe"));
-        assert_eq!(source_from_path("/lambda-url/receiver/webhooks/gh/"), Some("gh"));
+        assert_eq!(
+            source_from_path("/lambda-url/receiver/webhooks/gh/"),
+            Some("gh")
+        );
         assert_eq!(source_from_path("/webhooks/"), None);
         assert_eq!(source_from_path("/webhooks"), None);
         assert_eq!(source_from_path("/hooks/stripe"), None);

@@ -110,8 +110,9 @@ pub struct SigningKey {
     mac: Hmac<Sha256>,
 }
 
-/// Base64 engine for Standard Webhooks secrets: standard alphabet, padding optional, non-zero
-/// trailing bits tolerated (as Python's `base64.b64decode` does).
+/// Base64 engine for Standard Webhooks secrets: standard alphabet; padding optional (full,
+/// partial or none); non-zero trailing bits tolerated (as Python's `base64.b64decode` does).
+/// Leniency here only concerns our own configuration, never what a sender controls.
 const SECRET_BASE64: GeneralPurpose = GeneralPurpose::new(
     &alphabet::STANDARD,
     GeneralPurposeConfig::new()
@@ -128,7 +129,8 @@ impl SigningKey {
     ///   libraries key the HMAC with the whole endpoint secret);
     /// - GitHub: the secret string's UTF-8 bytes (GitHub docs, "Validating webhook deliveries");
     /// - Standard Webhooks: the secret without an optional `whsec_` prefix, base64-decoded
-    ///   (standard alphabet; missing padding accepted, as the Python and JS libraries do).
+    ///   (standard alphabet; missing or partial padding accepted, as the Python and JS libraries
+    ///   do; no whitespace).
     ///
     /// # Errors
     ///

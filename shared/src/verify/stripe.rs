@@ -59,7 +59,7 @@ fn parse_signature(value: &str) -> Option<StripeSignature> {
                 timestamp = Some(parse_unix_seconds(entry_value)?);
             }
             EXPECTED_SCHEME => {
-                v1_seen += 1;
+                v1_seen = v1_seen.saturating_add(1);
                 if v1_seen <= MAX_SIGNATURES {
                     v1.extend(decode_lower_hex(entry_value));
                 }

@@ -1,0 +1,188 @@
+//! The claim itself, on two real connections: the primary key is the concurrency control.
+
+use std::time::Duration;
+
+use serde_json::json;
+use shared::ledger::{self, Claim, NewEvent};
+
+use crate::helpers::spawn_app_with;
+
+const DIGEST: [u8; 32] = [7; 32];
+
+fn event<'a>(id: &'a str, digest: &'a [u8; 32]) -> NewEvent<'a> {
+    NewEvent {
+        source: "stripe",
+        event_id: id,
+        event_type: "payment_intent.succeeded",
+        digest,
+        payload: Some(b"{}"),
+    }
+}
+
+/// Waits until some session is blocked on a lock (the second claim waiting on the first's
+/// uncommitted tuple), reading pg_stat_activity rather than sleeping a guessed time.
+async fn wait_for_lock_waiter(app: &crate::helpers::TestApp) {
+    let client = app.db.connect().await.unwrap();
+    for _ in 0..500 {
+        let waiting: i64 = client
+            .query_one(
+                "SELECT count(*) FROM pg_stat_activity \
+                 WHERE datname = current_database() AND wait_event_type = 'Lock'",
+                &[],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        if waiting > 0 {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("the second claim never waited on the first");
+}
+
+#[tokio::test]
+async fn a_concurrent_second_claim_waits_for_the_first_and_then_sees_it_completed() {
+    let app = spawn_app_with(4, 10_000).await;
+    let first_conn = app.receiver().pool.get().await.unwrap();
+    let second_conn = app.receiver().pool.get().await.unwrap();
+
+    let Claim::Won(tx) = ledger::claim(&first_conn, &event("evt_race", &DIGEST))
+        .await
+        .unwrap()
+    else {
+        panic!("the first claim must win");
+    };
+    let second = tokio::spawn(async move {
+        let outcome = ledger::claim(&second_conn, &event("evt_race", &DIGEST)).await;
+        match outcome.unwrap() {
+            Claim::Won(_) => "won".to_owned(),
+            Claim::Completed(stored) => stored.body,
+            other => format!("{other:?}"),
+        }
+    });
+    wait_for_lock_waiter(&app).await;
+    assert!(
+        !second.is_finished(),
+        "the second claim must block on the uncommitted row"
+    );
+
+    let stored = tx
+        .complete(("stripe", "evt_race"), 200, &json!({"ok": true}), &[])
+        .await
+        .unwrap();
+    assert_eq!(second.await.unwrap(), stored.body);
+    assert_eq!(app.ledger_rows().await, 1);
+}
+
+#[tokio::test]
+async fn a_second_claim_wins_when_the_first_rolls_back() {
+    let app = spawn_app_with(4, 10_000).await;
+    let first_conn = app.receiver().pool.get().await.unwrap();
+    let second_conn = app.receiver().pool.get().await.unwrap();
+
+    let Claim::Won(tx) = ledger::claim(&first_conn, &event("evt_rb", &DIGEST))
+        .await
+        .unwrap()
+    else {
+        panic!("the first claim must win");
+    };
+    let second = tokio::spawn(async move {
+        match ledger::claim(&second_conn, &event("evt_rb", &DIGEST))
+            .await
+            .unwrap()
+        {
+            Claim::Won(tx) => {
+                tx.complete(("stripe", "evt_rb"), 200, &json!({"second": true}), &[])
+                    .await
+                    .unwrap();
+                true
+            }
+            _ => false,
+        }
+    });
+    wait_for_lock_waiter(&app).await;
+    tx.rollback().await.unwrap();
+    assert!(
+        second.await.unwrap(),
+        "after a rollback the waiting claim wins"
+    );
+    assert_eq!(app.ledger_rows().await, 1);
+}
+
+#[tokio::test]
+async fn a_claim_waiting_longer_than_lock_timeout_is_in_flight_not_an_error() {
+    let app = spawn_app_with(4, 200).await;
+    let first_conn = app.receiver().pool.get().await.unwrap();
+    let second_conn = app.receiver().pool.get().await.unwrap();
+    let Claim::Won(tx) = ledger::claim(&first_conn, &event("evt_slow", &DIGEST))
+        .await
+        .unwrap()
+    else {
+        panic!("the first claim must win");
+    };
+    let second = ledger::claim(&second_conn, &event("evt_slow", &DIGEST))
+        .await
+        .unwrap();
+    assert!(matches!(second, Claim::InFlight), "{second:?}");
+    drop(second);
+    // The waiting side's connection is usable again (its transaction was rolled back).
+    second_conn.simple_query("SELECT 1").await.unwrap();
+    tx.complete(("stripe", "evt_slow"), 200, &json!({}), &[])
+        .await
+        .unwrap();
+    assert_eq!(app.ledger_rows().await, 1);
+}
+
+#[tokio::test]
+async fn a_dropped_claim_is_rolled_back_and_the_connection_is_clean() {
+    let app = spawn_app_with(1, 2_000).await;
+    {
+        let conn = app.receiver().pool.get().await.unwrap();
+        let claim = ledger::claim(&conn, &event("evt_drop", &DIGEST))
+            .await
+            .unwrap();
+        assert!(matches!(claim, Claim::Won(_)));
+        // `claim` (and its open transaction) is dropped here without completing.
+    }
+    // The only pooled connection comes back outside any transaction, and the row is gone.
+    let conn = app.receiver().pool.get().await.unwrap();
+    // Still inside the dropped transaction, this session would see its own uncommitted row
+    // and have a transaction id assigned.
+    let row = conn
+        .query_one(
+            "SELECT count(*), pg_current_xact_id_if_assigned() IS NULL FROM webhook_event",
+            &[],
+        )
+        .await
+        .unwrap();
+    assert_eq!(row.get::<_, i64>(0), 0);
+    assert!(row.get::<_, bool>(1), "no transaction left open");
+    assert_eq!(app.ledger_rows().await, 0);
+    let again = ledger::claim(&conn, &event("evt_drop", &DIGEST))
+        .await
+        .unwrap();
+    assert!(matches!(again, Claim::Won(_)));
+}
+
+#[tokio::test]
+async fn a_completed_claim_with_another_digest_is_a_mismatch() {
+    let app = spawn_app_with(2, 2_000).await;
+    let conn = app.receiver().pool.get().await.unwrap();
+    let Claim::Won(tx) = ledger::claim(&conn, &event("evt_d", &DIGEST))
+        .await
+        .unwrap()
+    else {
+        panic!("must win");
+    };
+    tx.complete(("stripe", "evt_d"), 200, &json!({"a": 1}), &[])
+        .await
+        .unwrap();
+    let other = [8u8; 32];
+    let outcome = ledger::claim(&conn, &event("evt_d", &other)).await.unwrap();
+    assert!(matches!(outcome, Claim::DigestMismatch), "{outcome:?}");
+    let outcome = ledger::claim(&conn, &event("evt_d", &DIGEST))
+        .await
+        .unwrap();
+    assert!(matches!(outcome, Claim::Completed(_)), "{outcome:?}");
+}

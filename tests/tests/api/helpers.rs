@@ -1,0 +1,190 @@
+//! `spawn_app`: a receiver over a fresh database with the local development sources, plus
+//! builders for signed deliveries at an injected time.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use hookledger_tests::{local_sources_json, TestDb};
+use http::{HeaderMap, HeaderName, HeaderValue};
+use receiver::handler::AppState;
+use shared::config::{DatabaseSettings, Settings, Sources};
+use shared::handlers::{Effect, Event, Handler, HandlerError};
+use shared::ledger::ClaimTx;
+use shared::verify::{Scheme, SigningKey};
+use shared::{Receiver, Reply};
+
+/// The time every test delivery is signed at and received at (unix seconds).
+pub const NOW: i64 = 1_750_000_000;
+
+pub const STRIPE_SECRET: &str = "whsec_hookledger_local_development_secret";
+pub const GITHUB_SECRET: &str = "hookledger-local-development-secret";
+pub const ACME_SECRET: &str = "whsec_aG9va2xlZGdlciBsb2NhbCBkZXZlbG9wbWVudCBrZXk=";
+
+pub struct TestApp {
+    pub db: TestDb,
+    pub state: AppState,
+    pub settings: Settings,
+}
+
+impl TestApp {
+    pub fn receiver(&self) -> &Receiver {
+        &self.state.receiver
+    }
+
+    pub async fn receive(&self, source: &str, delivery: &Delivery) -> Reply {
+        self.receiver()
+            .receive(source, &delivery.headers, &delivery.body, NOW)
+            .await
+    }
+
+    pub async fn count(&self, sql: &str) -> i64 {
+        let client = self.db.connect().await.unwrap();
+        client.query_one(sql, &[]).await.unwrap().get(0)
+    }
+
+    pub async fn ledger_rows(&self) -> i64 {
+        self.count("SELECT count(*) FROM webhook_event").await
+    }
+
+    pub async fn order_rows(&self) -> i64 {
+        self.count("SELECT count(*) FROM orders").await
+    }
+}
+
+/// A receiver over a fresh database, `pool_size` connections, with `lock_timeout_ms`.
+pub async fn spawn_app_with(pool_size: usize, lock_timeout_ms: u64) -> TestApp {
+    shared::telemetry::init();
+    let db = TestDb::new().await.expect("test database");
+    let mut database: DatabaseSettings = db.settings(pool_size);
+    database.lock_timeout_ms = lock_timeout_ms;
+    let settings = Settings {
+        database,
+        sources: Sources::from_json(&local_sources_json().unwrap()).unwrap(),
+    };
+    let pool = shared::db::pool(&settings.database).unwrap();
+    let state = AppState::new(&settings, pool);
+    TestApp {
+        db,
+        state,
+        settings,
+    }
+}
+
+pub async fn spawn_app() -> TestApp {
+    spawn_app_with(8, 2_000).await
+}
+
+/// A delivery: the headers and raw body a provider sends.
+#[derive(Debug, Clone)]
+pub struct Delivery {
+    pub headers: HeaderMap,
+    pub body: Vec<u8>,
+}
+
+impl Delivery {
+    pub fn without_header(mut self, name: &str) -> Self {
+        self.headers.remove(name);
+        self
+    }
+}
+
+fn signed(scheme: Scheme, secret: &str, msg_id: &str, at: i64, body: Vec<u8>) -> Delivery {
+    let key = SigningKey::new(scheme, secret).unwrap();
+    let mut headers = HeaderMap::new();
+    headers.insert("content-type", HeaderValue::from_static("application/json"));
+    for (name, value) in shared::verify::sign(scheme, &key, msg_id, at, &body) {
+        headers.insert(
+            HeaderName::from_static(name),
+            HeaderValue::from_str(&value).unwrap(),
+        );
+    }
+    Delivery { headers, body }
+}
+
+pub fn payment_intent_body(event_id: &str, order_id: &str, amount: i64) -> Vec<u8> {
+    serde_json::to_vec_pretty(&serde_json::json!({
+        "id": event_id,
+        "object": "event",
+        "created": NOW - 1,
+        "type": "payment_intent.succeeded",
+        "data": {"object": {
+            "id": format!("pi_{order_id}"),
+            "object": "payment_intent",
+            "amount": amount,
+            "amount_received": amount,
+            "currency": "usd",
+            "metadata": {"order_id": order_id}
+        }}
+    }))
+    .unwrap()
+}
+
+/// A Stripe `payment_intent.succeeded` delivery signed at `at`.
+pub fn stripe_payment(event_id: &str, order_id: &str, amount: i64, at: i64) -> Delivery {
+    stripe_body(payment_intent_body(event_id, order_id, amount), at)
+}
+
+/// Any Stripe body, signed at `at` with the local secret.
+pub fn stripe_body(body: Vec<u8>, at: i64) -> Delivery {
+    signed(Scheme::Stripe, STRIPE_SECRET, "", at, body)
+}
+
+/// A GitHub delivery with the given delivery id and event name.
+pub fn github(delivery_id: &str, event: &str, body: &str) -> Delivery {
+    let mut d = signed(
+        Scheme::Github,
+        GITHUB_SECRET,
+        "",
+        NOW,
+        body.as_bytes().to_vec(),
+    );
+    d.headers.insert(
+        "x-github-delivery",
+        HeaderValue::from_str(delivery_id).unwrap(),
+    );
+    d.headers
+        .insert("x-github-event", HeaderValue::from_str(event).unwrap());
+    d
+}
+
+/// A Standard Webhooks delivery (source `acme`).
+pub fn standard(msg_id: &str, body: &str, at: i64) -> Delivery {
+    let mut d = signed(
+        Scheme::StandardWebhooks,
+        ACME_SECRET,
+        msg_id,
+        at,
+        body.as_bytes().to_vec(),
+    );
+    d.headers
+        .insert("webhook-id", HeaderValue::from_str(msg_id).unwrap());
+    d
+}
+
+/// A handler that fails while `failing` is set, and records an order otherwise.
+#[derive(Default)]
+pub struct FlakyHandler {
+    pub failing: AtomicBool,
+}
+
+#[async_trait::async_trait]
+impl Handler for FlakyHandler {
+    async fn handle(&self, tx: &ClaimTx<'_>, event: &Event<'_>) -> Result<Effect, HandlerError> {
+        if self.failing.load(Ordering::SeqCst) {
+            return Err(HandlerError::Failed("downstream is down".to_owned()));
+        }
+        shared::handlers::stripe_orders::PaymentIntentSucceeded
+            .handle(tx, event)
+            .await
+    }
+}
+
+pub fn flaky(app: &mut TestApp) -> Arc<FlakyHandler> {
+    let handler = Arc::new(FlakyHandler::default());
+    app.state.receiver.handlers.register(
+        "stripe",
+        "payment_intent.succeeded",
+        handler.clone() as Arc<dyn Handler>,
+    );
+    handler
+}
