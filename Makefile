@@ -15,7 +15,7 @@ run: tools postgres
 	scripts/demo.sh run
 
 ## test: fmt, clippy, every test on a throwaway PostgreSQL (fails if no test ran)
-test: postgres
+test: tools postgres
 	scripts/test.sh
 
 ## tools: a venv with cargo-lambda (and zig for cross builds)

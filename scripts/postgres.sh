@@ -3,6 +3,8 @@
 #
 #   scripts/postgres.sh install          install the server binaries with apt-get if missing
 #   scripts/postgres.sh start DIR        initdb + start a cluster in DIR; prints DATABASE_URL
+#                                        (TLS is on too, with a throwaway CA in DIR/tls/ca.crt and a
+#                                        server certificate for localhost and 127.0.0.1)
 #   scripts/postgres.sh stop DIR         stop it and delete DIR
 #
 # The cluster listens on 127.0.0.1 on a free port, trusts local connections, and runs as the
@@ -36,8 +38,23 @@ free_port() {
   python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
 }
 
+make_certificates() {
+  local tls=$1
+  mkdir -p "$tls"
+  (
+    cd "$tls"
+    openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=hookledger test CA" \
+      -keyout ca.key -out ca.crt 2>/dev/null
+    openssl req -newkey rsa:2048 -nodes -subj "/CN=localhost" -keyout server.key -out server.csr 2>/dev/null
+    printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\n' > san.ext
+    openssl x509 -req -in server.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 2 \
+      -extfile san.ext -out server.crt 2>/dev/null
+    chmod 600 server.key
+  )
+}
+
 start() {
-  local dir=$1 bin port
+  local dir=$1 bin port ssl_opts=""
   install_server
   bin=$(pg_bindir)
   if [ "$(id -u)" = 0 ]; then
@@ -46,10 +63,15 @@ start() {
   fi
   chmod 700 "$dir"
   port=$(free_port)
+  if command -v openssl >/dev/null 2>&1; then
+    make_certificates "$dir/tls"
+    ssl_opts="-c ssl=on -c ssl_cert_file=$dir/tls/server.crt -c ssl_key_file=$dir/tls/server.key"
+  fi
+  if [ "$(id -u)" = 0 ]; then chown -R postgres "$dir"; fi
   as_owner "$bin/initdb" -D "$dir/data" -U postgres --auth=trust -E UTF8 --no-sync >"$dir/initdb.log" 2>&1 \
     || { cat "$dir/initdb.log" >&2; exit 1; }
   as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
-    -o "-h 127.0.0.1 -p $port -k $dir -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=300" \
+    -o "-h 127.0.0.1 -p $port -k $dir -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=300 $ssl_opts" \
     start >/dev/null || { cat "$dir/server.log" >&2; exit 1; }
   echo "postgres://postgres@127.0.0.1:$port/postgres?sslmode=disable"
 }

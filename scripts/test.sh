@@ -11,11 +11,14 @@ cargo fmt --all -- --check
 echo "== cargo clippy --all-targets -D warnings"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 
-echo "== cargo test (throwaway PostgreSQL)"
+echo "== sam validate --lint template.yaml"
+sam validate --lint --template-file template.yaml
+
+echo "== cargo test (throwaway PostgreSQL with TLS, moto for Secrets Manager)"
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 set +e
-scripts/with-postgres.sh cargo test --workspace --locked 2>&1 | tee "$log"
+scripts/with-moto.sh scripts/with-postgres.sh cargo test --workspace --locked 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
 set -e
 

@@ -12,5 +12,7 @@ chmod 755 "$dir"
 trap '"$here/postgres.sh" stop "$dir"' EXIT INT TERM
 DATABASE_URL=$("$here/postgres.sh" start "$dir")
 export DATABASE_URL
+# The cluster also speaks TLS with this CA (tests of sslmode=require and CA verification).
+if [ -f "$dir/tls/ca.crt" ]; then export HOOKLEDGER_TEST_CA_FILE="$dir/tls/ca.crt"; fi
 echo "throwaway PostgreSQL at ${DATABASE_URL} (data in $dir)" >&2
 "$@"

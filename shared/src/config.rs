@@ -4,9 +4,11 @@
 //!
 //! | variable | meaning | default |
 //! |---|---|---|
-//! | `DATABASE_URL` | PostgreSQL URL (`postgres://user:pass@host:port/db?sslmode=require`) | required |
-//! | `HOOKLEDGER_SOURCES` | the sources, as a JSON array (see [`SourceSpec`]) | one of the two |
-//! | `HOOKLEDGER_SOURCES_FILE` | a path to a file holding the same JSON | one of the two |
+//! | `DATABASE_URL` | PostgreSQL URL (`postgres://user:pass@host:port/db?sslmode=require`) | one of the two |
+//! | `HOOKLEDGER_DB_SECRET_ARN` | an RDS-style Secrets Manager secret instead (AWS; TLS required) | one of the two |
+//! | `HOOKLEDGER_SOURCES` | the sources, as a JSON array (see [`SourceSpec`]) | one of the three |
+//! | `HOOKLEDGER_SOURCES_FILE` | a path to a file holding the same JSON | one of the three |
+//! | `HOOKLEDGER_SOURCES_SECRET_ARN` | a Secrets Manager secret holding the same JSON (AWS) | one of the three |
 //! | `HOOKLEDGER_DB_CA_FILE` | PEM CA bundle to verify the server's certificate (e.g. the RDS bundle) | system roots |
 //! | `HOOKLEDGER_DB_POOL_SIZE` | connections per execution environment | 4 |
 //! | `HOOKLEDGER_STATEMENT_TIMEOUT_MS` | `statement_timeout`, milliseconds | 5000 |
@@ -20,7 +22,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use secrecy::SecretString;
+use secrecy::{ExposeSecret, SecretString};
 use serde::Deserialize;
 
 use crate::verify::{KeyError, Scheme, SigningKey};
@@ -42,9 +44,16 @@ pub enum ConfigError {
     /// A required variable is not set.
     #[error("{0} must be set")]
     Missing(&'static str),
-    /// Both `HOOKLEDGER_SOURCES` and `HOOKLEDGER_SOURCES_FILE` are set, or neither.
-    #[error("set exactly one of HOOKLEDGER_SOURCES and HOOKLEDGER_SOURCES_FILE")]
+    /// More than one of `HOOKLEDGER_SOURCES`, `HOOKLEDGER_SOURCES_FILE` and
+    /// `HOOKLEDGER_SOURCES_SECRET_ARN` is set.
+    #[error("set only one of HOOKLEDGER_SOURCES, HOOKLEDGER_SOURCES_FILE and HOOKLEDGER_SOURCES_SECRET_ARN")]
     SourcesAmbiguous,
+    /// Both `DATABASE_URL` and `HOOKLEDGER_DB_SECRET_ARN` are set.
+    #[error("set only one of DATABASE_URL and HOOKLEDGER_DB_SECRET_ARN")]
+    DatabaseAmbiguous,
+    /// A secret could not be fetched from Secrets Manager or has the wrong shape.
+    #[error(transparent)]
+    Secrets(#[from] crate::secrets::SecretsError),
     /// The sources file could not be read.
     #[error("cannot read HOOKLEDGER_SOURCES_FILE {path}: {source}")]
     SourcesFile {
@@ -283,13 +292,56 @@ pub struct Settings {
 }
 
 impl Settings {
-    /// Reads the settings from the process environment (see the module docs for variables).
+    /// Reads the settings from the process environment (see the module docs for variables),
+    /// fetching `HOOKLEDGER_DB_SECRET_ARN` and `HOOKLEDGER_SOURCES_SECRET_ARN` from Secrets
+    /// Manager when they are set. Call once per cold start.
     ///
     /// # Errors
-    /// Any [`ConfigError`]: a missing `DATABASE_URL`, missing or ambiguous sources, an invalid
-    /// source or secret, a malformed number.
-    pub fn from_env() -> Result<Self, ConfigError> {
-        Self::from_lookup(|name| std::env::var(name).ok())
+    /// Any [`ConfigError`]: no database or sources, two of them at once, a secret that cannot be
+    /// fetched, an invalid source or signing secret, a malformed number.
+    pub async fn from_env() -> Result<Self, ConfigError> {
+        Self::from_lookup_with_secrets(|name| std::env::var(name).ok()).await
+    }
+
+    /// Like [`Settings::from_env`], reading variables through `lookup` (for tests).
+    ///
+    /// # Errors
+    /// As [`Settings::from_env`].
+    pub async fn from_lookup_with_secrets(
+        lookup: impl Fn(&str) -> Option<String>,
+    ) -> Result<Self, ConfigError> {
+        let set = |name: &str| lookup(name).filter(|v| !v.is_empty());
+        let db_arn = set("HOOKLEDGER_DB_SECRET_ARN");
+        let sources_arn = set("HOOKLEDGER_SOURCES_SECRET_ARN");
+        if db_arn.is_none() && sources_arn.is_none() {
+            return Self::from_lookup(lookup);
+        }
+        if db_arn.is_some() && set("DATABASE_URL").is_some() {
+            return Err(ConfigError::DatabaseAmbiguous);
+        }
+        if sources_arn.is_some()
+            && (set("HOOKLEDGER_SOURCES").is_some() || set("HOOKLEDGER_SOURCES_FILE").is_some())
+        {
+            return Err(ConfigError::SourcesAmbiguous);
+        }
+        let secrets = crate::secrets::Secrets::from_env().await;
+        let database_url = match &db_arn {
+            Some(arn) => Some(secrets.database_url(arn).await?),
+            None => None,
+        };
+        let sources = match &sources_arn {
+            Some(arn) => Some(secrets.secret_string(arn).await?),
+            None => None,
+        };
+        Self::from_lookup(|name| match name {
+            "DATABASE_URL" if database_url.is_some() => {
+                database_url.as_ref().map(|s| s.expose_secret().to_owned())
+            }
+            "HOOKLEDGER_SOURCES" if sources.is_some() => {
+                sources.as_ref().map(|s| s.expose_secret().to_owned())
+            }
+            other => lookup(other),
+        })
     }
 
     /// Like [`Settings::from_env`], reading variables through `lookup` (for tests).

@@ -12,6 +12,7 @@ pub mod extract;
 pub mod handlers;
 pub mod ledger;
 pub mod receive;
+pub mod secrets;
 pub mod telemetry;
 pub mod verify;
 

@@ -3,7 +3,8 @@
 //! - Trigger: API Gateway HTTP API (payload v2), REST API (v1), a Function URL or an ALB;
 //!   `ReceiverFunction` in template.yaml.
 //! - Input: the HTTP request with the provider's raw body and signature headers.
-//! - Environment: `DATABASE_URL`, `HOOKLEDGER_SOURCES` or `HOOKLEDGER_SOURCES_FILE`, and the
+//! - Environment: `DATABASE_URL` or `HOOKLEDGER_DB_SECRET_ARN`; `HOOKLEDGER_SOURCES`,
+//!   `HOOKLEDGER_SOURCES_FILE` or `HOOKLEDGER_SOURCES_SECRET_ARN`; and the
 //!   optional database settings read by `shared::config` (see its docs); `RUST_LOG`.
 //! - Side effects: one `webhook_event` row per new event, the handler's business rows in the
 //!   same transaction; one JSON log line per delivery.
@@ -15,7 +16,7 @@ use shared::Settings;
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     shared::telemetry::init();
-    let settings = Settings::from_env()?;
+    let settings = Settings::from_env().await?;
     let pool = shared::db::pool(&settings.database)?;
     let state = AppState::new(&settings, pool);
     let state = &state;

@@ -1,0 +1,186 @@
+//! AWS Secrets Manager: the database credentials and the sources JSON, fetched once per cold
+//! start (DESIGN.md section 7). The template passes ARNs, never values.
+//!
+//! The endpoint, region and credentials come from the standard AWS chain; tests point it at a
+//! local emulator with `AWS_ENDPOINT_URL_SECRETS_MANAGER`.
+
+use aws_sdk_secretsmanager::Client;
+use secrecy::SecretString;
+use serde_json::Value;
+
+/// Why a secret could not be used. The messages name the ARN, never a value.
+#[derive(Debug, thiserror::Error)]
+pub enum SecretsError {
+    /// Secrets Manager refused or could not be reached (retryable at the next cold start).
+    #[error("cannot read secret {arn}: {reason}")]
+    Fetch {
+        /// The secret's ARN or name.
+        arn: String,
+        /// The SDK's error, as text.
+        reason: String,
+    },
+    /// The secret has no `SecretString` (a binary secret).
+    #[error("secret {0} has no SecretString")]
+    NotAString(String),
+    /// The database secret is not RDS-shaped JSON.
+    #[error("secret {arn} is not an RDS-style secret: {problem}")]
+    NotRds {
+        /// The secret's ARN or name.
+        arn: String,
+        /// What is missing or wrong (a field name, never a value).
+        problem: String,
+    },
+}
+
+/// A Secrets Manager client built once per execution environment.
+#[derive(Debug, Clone)]
+pub struct Secrets {
+    client: Client,
+}
+
+impl Secrets {
+    /// A client configured from the environment (region, credentials, endpoint overrides).
+    pub async fn from_env() -> Self {
+        let config = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
+        Self {
+            client: Client::new(&config),
+        }
+    }
+
+    /// The current `SecretString` of `arn`.
+    ///
+    /// # Errors
+    /// [`SecretsError::Fetch`] when the call fails, [`SecretsError::NotAString`] for a binary
+    /// secret.
+    pub async fn secret_string(&self, arn: &str) -> Result<SecretString, SecretsError> {
+        let output = self
+            .client
+            .get_secret_value()
+            .secret_id(arn)
+            .send()
+            .await
+            .map_err(|e| SecretsError::Fetch {
+                arn: arn.to_owned(),
+                reason: aws_sdk_secretsmanager::error::DisplayErrorContext(e).to_string(),
+            })?;
+        output
+            .secret_string
+            .map(SecretString::from)
+            .ok_or_else(|| SecretsError::NotAString(arn.to_owned()))
+    }
+
+    /// The database connection string from an RDS-style secret of `arn`; see
+    /// [`rds_connection_string`].
+    ///
+    /// # Errors
+    /// As [`Secrets::secret_string`] and [`rds_connection_string`].
+    pub async fn database_url(&self, arn: &str) -> Result<SecretString, SecretsError> {
+        use secrecy::ExposeSecret;
+        let json = self.secret_string(arn).await?;
+        rds_connection_string(arn, json.expose_secret())
+    }
+}
+
+/// Turns an RDS-style secret (`{"username", "password", "host", "port", "dbname"}`, as RDS and
+/// its rotation functions write it; `port` a number or a string, `dbname` defaulting to
+/// `postgres`) into a key-value connection string with `sslmode=require`:
+/// `host='..' port=5432 user='..' password='..' dbname='..' sslmode=require`.
+///
+/// # Errors
+/// [`SecretsError::NotRds`] when the JSON does not parse or a required field is missing.
+pub fn rds_connection_string(arn: &str, json: &str) -> Result<SecretString, SecretsError> {
+    let problem = |problem: &str| SecretsError::NotRds {
+        arn: arn.to_owned(),
+        problem: problem.to_owned(),
+    };
+    let value: Value = serde_json::from_str(json).map_err(|_| problem("not JSON"))?;
+    let field = |name: &str| -> Result<String, SecretsError> {
+        match value.get(name) {
+            Some(Value::String(s)) if !s.is_empty() => Ok(s.clone()),
+            Some(Value::Number(n)) => Ok(n.to_string()),
+            _ => Err(problem(&format!("missing {name}"))),
+        }
+    };
+    let username = field("username")?;
+    let password = field("password")?;
+    let host = field("host")?;
+    let port = match value.get("port") {
+        None | Some(Value::Null) => "5432".to_owned(),
+        Some(_) => field("port")?,
+    };
+    if !port.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(problem("port is not a number"));
+    }
+    let dbname = field("dbname").unwrap_or_else(|_| "postgres".to_owned());
+    Ok(SecretString::from(format!(
+        "host={} port={port} user={} password={} dbname={} sslmode=require",
+        quote(&host),
+        quote(&username),
+        quote(&password),
+        quote(&dbname)
+    )))
+}
+
+/// libpq key-value quoting: single quotes around, `\` before `'` and `\`.
+fn quote(value: &str) -> String {
+    let mut out = String::with_capacity(value.len() + 2);
+    out.push('\'');
+    for c in value.chars() {
+        if c == '\'' || c == '\\' {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out.push('\'');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use secrecy::ExposeSecret;
+    use std::str::FromStr;
+
+    #[test]
+    fn an_rds_secret_becomes_a_tls_connection_string_that_round_trips() {
+        let json = r#"{"engine":"postgres","username":"app","password":"p'a\\ss w=rd",
+                       "host":"db.example.internal","port":5432,"dbname":"ledger"}"#;
+        let url = rds_connection_string("arn:db", json).unwrap();
+        let config = tokio_postgres::Config::from_str(url.expose_secret()).unwrap();
+        assert_eq!(config.get_user(), Some("app"));
+        assert_eq!(config.get_password(), Some(&b"p'a\\ss w=rd"[..]));
+        assert_eq!(config.get_dbname(), Some("ledger"));
+        assert_eq!(config.get_ports(), &[5432]);
+        assert_eq!(
+            config.get_ssl_mode(),
+            tokio_postgres::config::SslMode::Require
+        );
+    }
+
+    #[test]
+    fn a_string_port_and_a_missing_dbname_are_accepted() {
+        let json = r#"{"username":"u","password":"p","host":"h","port":"6432"}"#;
+        let url = rds_connection_string("arn:db", json).unwrap();
+        let config = tokio_postgres::Config::from_str(url.expose_secret()).unwrap();
+        assert_eq!(config.get_ports(), &[6432]);
+        assert_eq!(config.get_dbname(), Some("postgres"));
+    }
+
+    #[test]
+    fn a_malformed_rds_secret_names_the_problem_not_the_value() {
+        for (json, expected) in [
+            ("nope", "not JSON"),
+            (r#"{"password":"hunter2","host":"h"}"#, "missing username"),
+            (
+                r#"{"username":"u","password":"hunter2","host":"h","port":"x1"}"#,
+                "port",
+            ),
+        ] {
+            let error = rds_connection_string("arn:db", json)
+                .unwrap_err()
+                .to_string();
+            assert!(error.contains(expected), "{error}");
+            assert!(!error.contains("hunter2"), "{error}");
+        }
+    }
+}
