@@ -105,10 +105,11 @@ impl Receiver {
             detail: None,
         };
         let reply = self.decide(&mut trace, source, headers, body, now).await;
-        let latency_ms = started.elapsed().as_secs_f64() * 1000.0;
+        // Microsecond resolution is plenty for a log line.
+        let latency_ms = (started.elapsed().as_secs_f64() * 1e6).round() / 1e3;
         let event_id = trace.event_id.as_deref().unwrap_or("");
         let event_type = trace.event_type.as_deref().unwrap_or("");
-        if reply.status >= 500 {
+        if reply.status >= 500 || reply.outcome == "digest_mismatch" {
             tracing::error!(
                 source = trace.source,
                 event_id,
@@ -203,7 +204,13 @@ impl Receiver {
             payload: config.store_payload.then_some(body),
         };
         match self.claim_and_apply(&event, &new_event).await {
-            Ok(reply) => reply,
+            Ok(reply) => {
+                if reply.outcome == "digest_mismatch" {
+                    trace.detail =
+                        Some("stored payload_digest differs from this body's".to_owned());
+                }
+                reply
+            }
             Err(Failure::Unavailable(detail)) => {
                 trace.detail = Some(detail);
                 Reply::error(503, "unavailable", "service unavailable")

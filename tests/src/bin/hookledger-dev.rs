@@ -33,7 +33,8 @@ enum Command {
     },
     /// Send a plan's deliveries to a receiver and print what happened.
     Deliver {
-        /// The plan: a JSON array of {"event", "note", "signature": "valid"|"wrong-secret"}.
+        /// The plan: a JSON array of {"event", "note", "signature": "valid"|"wrong-secret",
+        /// "signed_seconds_ago": n}.
         plan: std::path::PathBuf,
         /// The receiver's base URL; the event's path (`/webhooks/{source}`) is appended.
         #[arg(long, default_value = "http://127.0.0.1:9000/lambda-url/receiver")]
@@ -54,6 +55,9 @@ struct Step {
     note: String,
     #[serde(default = "valid")]
     signature: String,
+    /// Sign this many seconds before now (to show the tolerance check).
+    #[serde(default)]
+    signed_seconds_ago: i64,
 }
 
 fn valid() -> String {
@@ -93,7 +97,7 @@ async fn deliver(plan: &std::path::Path, base: &str) -> Result<()> {
             "wrong-secret" => wrong_secret(scheme),
             other => return Err(anyhow!("unknown signature kind {other:?}")),
         };
-        event.sign(scheme, &secret, now)?;
+        event.sign(scheme, &secret, now - step.signed_seconds_ago)?;
         let mut request = client
             .post(format!("{base}/webhooks/{source}"))
             .body(event.body()?);
