@@ -16,14 +16,15 @@ run: tools postgres
 
 ## test: fmt, clippy, every test on a throwaway PostgreSQL (fails if no test ran)
 test: tools postgres
-	scripts/test.sh
+	HOOKLEDGER_TOOLS_PYTHON=$(CURDIR)/$(VENV)/bin/python scripts/test.sh
 
-## tools: a venv with cargo-lambda (and zig for cross builds)
+## tools: a venv with cargo-lambda and zig, aws-sam-cli, moto, and the providers' libraries
 tools: $(VENV)/.installed
 
-$(VENV)/.installed: scripts/requirements-tools.txt
+$(VENV)/.installed: scripts/requirements-tools.txt tests/interop/requirements.txt
 	python3 -m venv $(VENV)
-	$(VENV)/bin/pip install --quiet --disable-pip-version-check -r scripts/requirements-tools.txt
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check \
+	  -r scripts/requirements-tools.txt -r tests/interop/requirements.txt
 	touch $@
 
 ## postgres: PostgreSQL server binaries (apt-get when missing)

@@ -25,7 +25,7 @@ use std::sync::Arc;
 use secrecy::{ExposeSecret, SecretString};
 use serde::Deserialize;
 
-use crate::verify::{KeyError, Scheme, SigningKey};
+use crate::verify::{GenericHmac, Scheme, Verifier, VerifierError};
 
 /// Default timestamp tolerance, seconds. Stripe, Slack and Standard Webhooks all use 300 s.
 pub const DEFAULT_TOLERANCE_SECS: u64 = 300;
@@ -73,15 +73,14 @@ pub enum ConfigError {
         /// What is wrong with it.
         problem: String,
     },
-    /// A secret cannot be used with its source's scheme (never includes the secret).
-    #[error("source {name:?}: secret #{index}: {error}")]
-    Secret {
+    /// The source's verification cannot be prepared: no secret, a secret the scheme cannot
+    /// use, or an invalid `generic` block (never includes a secret).
+    #[error("source {name:?}: {error}")]
+    Verifier {
         /// The source's name.
         name: String,
-        /// 0-based index of the secret in the source's `secrets` list.
-        index: usize,
-        /// Why the secret was refused.
-        error: KeyError,
+        /// Why.
+        error: VerifierError,
     },
     /// A numeric variable does not parse or is out of range.
     #[error("{var} must be {expected}, got {value:?}")]
@@ -118,7 +117,8 @@ pub enum Mode {
 pub struct SourceSpec {
     /// Source name: 1 to 64 characters of `[a-z0-9_-]`.
     pub name: String,
-    /// Signature scheme: `stripe`, `github` or `standard-webhooks`.
+    /// Signature scheme: `stripe`, `github`, `shopify`, `slack`, `paddle`,
+    /// `standard-webhooks` (Svix too) or `generic-hmac`.
     pub scheme: Scheme,
     /// Active secrets, newest first by convention; at least one.
     pub secrets: Vec<String>,
@@ -134,6 +134,11 @@ pub struct SourceSpec {
     /// Keep the raw body in the ledger (`true` when absent); `false` keeps the digest only.
     #[serde(default)]
     pub store_payload: Option<bool>,
+    /// For `generic-hmac` only: the signature header, algorithm, encoding, prefix, timestamp
+    /// header, signed-payload template and where the event id and type are (see
+    /// [`GenericHmac`]).
+    #[serde(default)]
+    pub generic: Option<GenericHmac>,
 }
 
 /// One source, validated and with its secrets prepared for verification.
@@ -143,12 +148,11 @@ pub struct SourceConfig {
     pub name: String,
     /// Signature scheme.
     pub scheme: Scheme,
-    /// Prepared signing keys, in configuration order (the log names the matching index).
-    pub keys: Vec<SigningKey>,
+    /// The prepared verification: keys in configuration order (the log names the matching
+    /// index), tolerance, generic rules.
+    pub verifier: Verifier,
     /// Processing mode.
     pub mode: Mode,
-    /// Timestamp tolerance, seconds, both directions.
-    pub tolerance_secs: u64,
     /// Largest accepted body, bytes.
     pub max_body_bytes: usize,
     /// Whether the raw body is stored in `webhook_event.payload`.
@@ -159,8 +163,9 @@ impl SourceConfig {
     /// Validates a [`SourceSpec`] and prepares its keys.
     ///
     /// # Errors
-    /// [`ConfigError::Source`] for a bad name, no secrets, a zero body limit;
-    /// [`ConfigError::Secret`] for a secret the scheme cannot use (empty, undecodable).
+    /// [`ConfigError::Source`] for a bad name or a zero body limit;
+    /// [`ConfigError::Verifier`] for no secrets, a secret the scheme cannot use (empty,
+    /// undecodable) or an invalid `generic` block.
     pub fn from_spec(spec: SourceSpec) -> Result<Self, ConfigError> {
         let problem = |problem: &str| ConfigError::Source {
             name: spec.name.clone(),
@@ -175,30 +180,25 @@ impl SourceConfig {
         {
             return Err(problem("name must be 1 to 64 characters of [a-z0-9_-]"));
         }
-        if spec.secrets.is_empty() {
-            return Err(problem("no secrets configured (verification fails closed)"));
-        }
         let max_body_bytes = spec.max_body_bytes.unwrap_or(DEFAULT_MAX_BODY_BYTES);
         if max_body_bytes == 0 {
             return Err(problem("max_body_bytes must be positive"));
         }
-        let keys = spec
-            .secrets
-            .iter()
-            .enumerate()
-            .map(|(index, secret)| {
-                SigningKey::new(spec.scheme, secret).map_err(|error| ConfigError::Secret {
-                    name: spec.name.clone(),
-                    index,
-                    error,
-                })
-            })
-            .collect::<Result<Vec<_>, _>>()?;
+        let secrets: Vec<&str> = spec.secrets.iter().map(String::as_str).collect();
+        let verifier = Verifier::new(
+            spec.scheme,
+            &secrets,
+            spec.tolerance_secs.unwrap_or(DEFAULT_TOLERANCE_SECS),
+            spec.generic,
+        )
+        .map_err(|error| ConfigError::Verifier {
+            name: spec.name.clone(),
+            error,
+        })?;
         Ok(Self {
             scheme: spec.scheme,
-            keys,
+            verifier,
             mode: spec.mode.unwrap_or(Mode::Inline),
-            tolerance_secs: spec.tolerance_secs.unwrap_or(DEFAULT_TOLERANCE_SECS),
             max_body_bytes,
             store_payload: spec.store_payload.unwrap_or(true),
             name: spec.name,
@@ -216,7 +216,7 @@ impl Sources {
     /// # Errors
     /// [`ConfigError::SourcesJson`] for malformed JSON, an unknown scheme, mode or field;
     /// [`ConfigError::Source`] for a duplicate name, an empty list or a bad source;
-    /// [`ConfigError::Secret`] for an unusable secret.
+    /// [`ConfigError::Verifier`] for missing or unusable secrets or generic rules.
     pub fn from_json(json: &str) -> Result<Self, ConfigError> {
         let specs: Vec<SourceSpec> = serde_json::from_str(json)?;
         if specs.is_empty() {
@@ -428,13 +428,13 @@ mod tests {
     fn valid_sources_parse_with_defaults() {
         let sources = Sources::from_json(GOOD).unwrap();
         let stripe = sources.get("stripe").unwrap();
-        assert_eq!(stripe.keys.len(), 2);
+        assert_eq!(stripe.verifier.key_count(), 2);
         assert_eq!(stripe.mode, Mode::Inline);
-        assert_eq!(stripe.tolerance_secs, DEFAULT_TOLERANCE_SECS);
+        assert_eq!(stripe.verifier.tolerance_secs(), DEFAULT_TOLERANCE_SECS);
         assert_eq!(stripe.max_body_bytes, DEFAULT_MAX_BODY_BYTES);
         assert!(stripe.store_payload);
         let gh = sources.get("gh").unwrap();
-        assert_eq!(gh.tolerance_secs, 60);
+        assert_eq!(gh.verifier.tolerance_secs(), 60);
         assert_eq!(gh.max_body_bytes, 100);
         assert!(!gh.store_payload);
         assert!(sources.get("nope").is_none());
@@ -443,11 +443,13 @@ mod tests {
     #[test]
     fn a_source_without_a_secret_is_a_start_up_error() {
         let e = error_of(r#"[{"name": "s", "scheme": "stripe", "secrets": []}]"#);
-        assert!(e.contains("no secrets"), "{e}");
+        assert!(e.contains("no signing secrets"), "{e}");
         let e = error_of(r#"[{"name": "s", "scheme": "stripe"}]"#);
         assert!(e.contains("secrets"), "{e}");
         let e = error_of(r#"[{"name": "s", "scheme": "stripe", "secrets": [""]}]"#);
         assert!(e.contains("secret #0"), "{e}");
+        let e = error_of(r#"[{"name": "g", "scheme": "generic-hmac", "secrets": ["x"]}]"#);
+        assert!(e.contains("generic"), "{e}");
     }
 
     #[test]

@@ -1,20 +1,31 @@
-//! Event id and type extraction, per scheme, from a verified delivery (DESIGN.md section 3.4).
+//! Event id, type and JSON document extraction, per scheme, from a verified delivery
+//! (DESIGN.md section 3.4). Runs after the signature check, so the body is parsed only when it
+//! is authentic.
 //!
-//! | scheme | event id | event type |
-//! |---|---|---|
-//! | Stripe | body `id` | body `type` |
-//! | GitHub | header `X-GitHub-Delivery` | header `X-GitHub-Event` |
-//! | Standard Webhooks | header `webhook-id` (or `svix-id`) | body `type` |
+//! | scheme | event id | event type | document |
+//! |---|---|---|---|
+//! | Stripe | body `id` | body `type` | body |
+//! | GitHub | header `X-GitHub-Delivery` | header `X-GitHub-Event` | body, or the `payload` field of a form-encoded body |
+//! | Shopify | header `X-Shopify-Event-Id`, else `X-Shopify-Webhook-Id` | header `X-Shopify-Topic` | body |
+//! | Slack Events API (JSON) | body `event_id` | body `event.type`, else `type` | body |
+//! | Slack slash command (form) | form `trigger_id` | `slash_command` | the form as a JSON object |
+//! | Slack interactivity (form `payload=`) | payload `trigger_id`, else `slack:` + SHA-256 of the body | payload `type` | the payload |
+//! | Paddle Billing | body `event_id` | body `event_type` | body |
+//! | Standard Webhooks / Svix | header `webhook-id` (or `svix-id`) | body `type` | body |
+//! | generic HMAC | the configured header or JSON pointer | the configured header or pointer | body |
 //!
-//! The body must be a JSON object for every scheme (it is parsed once, here, after the
-//! signature has been checked). A missing id is an error: idempotency is never skipped silently.
+//! The document must be a JSON object. A missing id is an error: idempotency is never skipped
+//! silently. A Slack `url_verification` request is not an event: it is answered with its
+//! challenge ([`Extracted::Challenge`]).
 
 use std::borrow::Cow;
 
 use http::HeaderMap;
 use serde::Deserialize;
+use serde_json::Value;
+use sha2::{Digest, Sha256};
 
-use crate::verify::Scheme;
+use crate::verify::{GenericHmac, Scheme};
 
 /// Longest accepted event id, bytes (the ledger's CHECK constraint says the same).
 pub const MAX_EVENT_ID_BYTES: usize = 255;
@@ -26,39 +37,65 @@ pub const MAX_EVENT_TYPE_BYTES: usize = 255;
 pub const GITHUB_DELIVERY_HEADER: &str = "x-github-delivery";
 /// GitHub: the event name, e.g. `push`.
 pub const GITHUB_EVENT_HEADER: &str = "x-github-event";
+/// Shopify: the event's id, shared by every delivery of it (Shopify's duplicate-detection key).
+pub const SHOPIFY_EVENT_ID_HEADER: &str = "x-shopify-event-id";
+/// Shopify: the webhook delivery's id; the fallback when the event id is absent (older API
+/// versions).
+pub const SHOPIFY_WEBHOOK_ID_HEADER: &str = "x-shopify-webhook-id";
+/// Shopify: the topic, e.g. `orders/create`.
+pub const SHOPIFY_TOPIC_HEADER: &str = "x-shopify-topic";
 /// Standard Webhooks: the message id, also part of the signed content.
 pub const WEBHOOK_ID_HEADER: &str = "webhook-id";
 /// Svix's name for [`WEBHOOK_ID_HEADER`].
 pub const SVIX_ID_HEADER: &str = "svix-id";
 
-/// What identifies an event in the ledger.
+/// What identifies an event in the ledger, and what its handler reads.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EventMeta<'a> {
     /// The provider's event id, 1 to [`MAX_EVENT_ID_BYTES`] bytes.
     pub event_id: Cow<'a, str>,
     /// The provider's event type; empty when the provider sent none.
     pub event_type: Cow<'a, str>,
+    /// The JSON object the handler reads: the body itself, or the JSON carried inside a
+    /// form-encoded body.
+    pub document: Cow<'a, [u8]>,
+}
+
+/// What a verified delivery is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Extracted<'a> {
+    /// An event to claim.
+    Event(EventMeta<'a>),
+    /// Slack's `url_verification` handshake: answer 200 with this challenge, claim nothing.
+    Challenge(String),
 }
 
 /// Why a verified delivery could not be identified: the receiver answers 400 with
 /// [`ExtractError::reason`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ExtractError {
-    /// The body is not a JSON object.
+    /// The body (or the JSON inside a form) is not a JSON object.
     #[error("body is not a JSON object: {0}")]
     NotJson(String),
+    /// A form-encoded body lacks the field that carries the event.
+    #[error("form body has no {0} field")]
+    MissingFormField(&'static str),
     /// No event id where the scheme keeps it.
     #[error("missing event id")]
     MissingEventId,
-    /// The event id is empty or longer than [`MAX_EVENT_ID_BYTES`].
-    #[error("event id must be 1 to 255 bytes")]
+    /// The event id is empty, longer than [`MAX_EVENT_ID_BYTES`], or not a string or number.
+    #[error("event id must be a string or number of 1 to 255 bytes")]
     BadEventId,
-    /// The event type is longer than [`MAX_EVENT_TYPE_BYTES`].
-    #[error("event type longer than 255 bytes")]
+    /// The event type is longer than [`MAX_EVENT_TYPE_BYTES`] or not a string.
+    #[error("event type must be a string of at most 255 bytes")]
     BadEventType,
     /// A header is present more than once or is not visible ASCII.
     #[error("header {0} is malformed")]
     MalformedHeader(&'static str),
+    /// A generic source has no extraction rule (configuration is validated at start-up, so
+    /// this is a bug).
+    #[error("source has no event id rule")]
+    NoRule,
 }
 
 impl ExtractError {
@@ -66,48 +103,163 @@ impl ExtractError {
     pub fn reason(&self) -> &'static str {
         match self {
             ExtractError::NotJson(_) => "body is not a JSON object",
+            ExtractError::MissingFormField(_) => "form body has no payload",
             ExtractError::MissingEventId => "missing event id",
             ExtractError::BadEventId => "event id must be 1 to 255 bytes",
             ExtractError::BadEventType => "event type too long",
             ExtractError::MalformedHeader(_) => "malformed event header",
+            ExtractError::NoRule => "source misconfigured",
         }
     }
 }
 
+/// Stripe's event envelope: the fields that name it (serde skips the rest).
 #[derive(Deserialize)]
-struct Envelope<'a> {
+struct StripeEnvelope<'a> {
     #[serde(default, borrow)]
     id: Option<Cow<'a, str>>,
     #[serde(default, borrow, rename = "type")]
     event_type: Option<Cow<'a, str>>,
 }
 
-/// Finds the event id and type of a delivery signed with `scheme`.
+/// A document whose only naming field is `type` (Standard Webhooks).
+#[derive(Deserialize)]
+struct TypeOnly<'a> {
+    #[serde(default, borrow, rename = "type")]
+    event_type: Option<Cow<'a, str>>,
+}
+
+/// Slack Events API envelope (JSON bodies).
+#[derive(Deserialize)]
+struct SlackEnvelope<'a> {
+    #[serde(default, borrow, rename = "type")]
+    event_type: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    event_id: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    event: Option<TypeOnly<'a>>,
+    #[serde(default, borrow)]
+    challenge: Option<Cow<'a, str>>,
+}
+
+/// Slack interactivity payload (the JSON in a form's `payload` field).
+#[derive(Deserialize)]
+struct SlackPayload<'a> {
+    #[serde(default, borrow, rename = "type")]
+    event_type: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    trigger_id: Option<Cow<'a, str>>,
+}
+
+/// Finds what a delivery signed with `scheme` is. `generic` is the source's generic HMAC rule
+/// set (required for [`Scheme::GenericHmac`], ignored otherwise).
 ///
 /// # Errors
-/// [`ExtractError`] when the body is not a JSON object, the id is missing or out of bounds,
+/// [`ExtractError`] when the document is not a JSON object, the id is missing or out of bounds,
 /// or an id/type header is repeated or not ASCII.
 pub fn extract<'a>(
     scheme: Scheme,
+    generic: Option<&GenericHmac>,
     headers: &'a HeaderMap,
     body: &'a [u8],
-) -> Result<EventMeta<'a>, ExtractError> {
-    let envelope: Envelope<'a> =
-        serde_json::from_slice(body).map_err(|e| ExtractError::NotJson(e.to_string()))?;
-    let (event_id, event_type) = match scheme {
-        Scheme::Stripe => (envelope.id, envelope.event_type),
-        Scheme::Github => (
-            header(headers, GITHUB_DELIVERY_HEADER)?.map(Cow::Borrowed),
-            header(headers, GITHUB_EVENT_HEADER)?.map(Cow::Borrowed),
-        ),
+) -> Result<Extracted<'a>, ExtractError> {
+    let (event_id, event_type, document): (
+        Option<Cow<'a, str>>,
+        Option<Cow<'a, str>>,
+        Cow<'a, [u8]>,
+    ) = match scheme {
+        Scheme::Stripe => {
+            let envelope: StripeEnvelope<'a> = parse(body)?;
+            (envelope.id, envelope.event_type, Cow::Borrowed(body))
+        }
+        Scheme::Github => {
+            let document = if is_form(headers) {
+                Cow::Owned(form_field(body, "payload")?)
+            } else {
+                Cow::Borrowed(body)
+            };
+            check_object(&document)?;
+            (
+                header(headers, GITHUB_DELIVERY_HEADER)?.map(Cow::Borrowed),
+                header(headers, GITHUB_EVENT_HEADER)?.map(Cow::Borrowed),
+                document,
+            )
+        }
+        Scheme::Shopify => {
+            check_object(body)?;
+            let id = match header(headers, SHOPIFY_EVENT_ID_HEADER)? {
+                Some(id) => Some(id),
+                None => header(headers, SHOPIFY_WEBHOOK_ID_HEADER)?,
+            };
+            (
+                id.map(Cow::Borrowed),
+                header(headers, SHOPIFY_TOPIC_HEADER)?.map(Cow::Borrowed),
+                Cow::Borrowed(body),
+            )
+        }
+        Scheme::Slack if is_form(headers) => return slack_form(body),
+        Scheme::Slack => {
+            let envelope: SlackEnvelope<'a> = parse(body)?;
+            if envelope.event_type.as_deref() == Some("url_verification") {
+                return match envelope.challenge {
+                    Some(challenge) => Ok(Extracted::Challenge(challenge.into_owned())),
+                    None => Err(ExtractError::MissingFormField("challenge")),
+                };
+            }
+            let event_type = envelope
+                .event
+                .and_then(|e| e.event_type)
+                .or(envelope.event_type);
+            (envelope.event_id, event_type, Cow::Borrowed(body))
+        }
+        Scheme::Paddle => {
+            let value = object(body)?;
+            (
+                string_at(&value, "/event_id", ExtractError::BadEventId)?.map(Cow::Owned),
+                string_at(&value, "/event_type", ExtractError::BadEventType)?.map(Cow::Owned),
+                Cow::Borrowed(body),
+            )
+        }
         Scheme::StandardWebhooks => {
+            let envelope: TypeOnly<'a> = parse(body)?;
             let id = match header(headers, WEBHOOK_ID_HEADER)? {
                 Some(id) => Some(id),
                 None => header(headers, SVIX_ID_HEADER)?,
             };
-            (id.map(Cow::Borrowed), envelope.event_type)
+            (
+                id.map(Cow::Borrowed),
+                envelope.event_type,
+                Cow::Borrowed(body),
+            )
+        }
+        Scheme::GenericHmac => {
+            let rule = generic.ok_or(ExtractError::NoRule)?;
+            let value = object(body)?;
+            let id = match (&rule.event_id_header, &rule.event_id_pointer) {
+                (Some(name), _) => header_named(headers, name)?.map(Cow::Borrowed),
+                (None, Some(pointer)) => {
+                    string_at(&value, pointer, ExtractError::BadEventId)?.map(Cow::Owned)
+                }
+                (None, None) => return Err(ExtractError::NoRule),
+            };
+            let event_type = match (&rule.event_type_header, &rule.event_type_pointer) {
+                (Some(name), _) => header_named(headers, name)?.map(Cow::Borrowed),
+                (None, Some(pointer)) => {
+                    string_at(&value, pointer, ExtractError::BadEventType)?.map(Cow::Owned)
+                }
+                (None, None) => None,
+            };
+            (id, event_type, Cow::Borrowed(body))
         }
     };
+    finish(event_id, event_type, document)
+}
+
+fn finish<'a>(
+    event_id: Option<Cow<'a, str>>,
+    event_type: Option<Cow<'a, str>>,
+    document: Cow<'a, [u8]>,
+) -> Result<Extracted<'a>, ExtractError> {
     let event_id = event_id.ok_or(ExtractError::MissingEventId)?;
     if event_id.is_empty() || event_id.len() > MAX_EVENT_ID_BYTES {
         return Err(ExtractError::BadEventId);
@@ -116,10 +268,114 @@ pub fn extract<'a>(
     if event_type.len() > MAX_EVENT_TYPE_BYTES {
         return Err(ExtractError::BadEventType);
     }
-    Ok(EventMeta {
+    Ok(Extracted::Event(EventMeta {
         event_id,
         event_type,
-    })
+        document,
+    }))
+}
+
+/// Slack form bodies: slash commands (`command=...&trigger_id=...`) and interactivity
+/// (`payload=<json>`). Slack documents `trigger_id` on both; a payload without one is
+/// identified by a digest of the whole body (which the signature covers).
+fn slack_form(body: &[u8]) -> Result<Extracted<'_>, ExtractError> {
+    let fields: Vec<(Cow<'_, str>, Cow<'_, str>)> = form_urlencoded::parse(body).collect();
+    let field = |name: &str| {
+        fields
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.clone().into_owned())
+    };
+    if let Some(payload) = field("payload") {
+        let document = payload.into_bytes();
+        let payload: SlackPayload<'_> = parse(&document)?;
+        let event_id = match payload.trigger_id {
+            Some(id) => id.into_owned(),
+            None => format!("slack:{}", hex::encode(Sha256::digest(body))),
+        };
+        let event_type = payload.event_type.map(Cow::into_owned);
+        return finish(
+            Some(Cow::Owned(event_id)),
+            event_type.map(Cow::Owned),
+            Cow::Owned(document.clone()),
+        );
+    }
+    if field("command").is_some() {
+        let map: serde_json::Map<String, Value> = fields
+            .iter()
+            .map(|(k, v)| (k.to_string(), Value::String(v.to_string())))
+            .collect();
+        let document = serde_json::to_vec(&Value::Object(map))
+            .map_err(|e| ExtractError::NotJson(e.to_string()))?;
+        return finish(
+            field("trigger_id").map(Cow::Owned),
+            Some(Cow::Borrowed("slash_command")),
+            Cow::Owned(document),
+        );
+    }
+    Err(ExtractError::MissingFormField("payload"))
+}
+
+/// Parses the naming fields of a JSON object document (serde checks the whole document's syntax
+/// while skipping the rest).
+/// (A derived struct would also accept a JSON array, positionally: hence the object check.)
+fn parse<'a, T: Deserialize<'a>>(document: &'a [u8]) -> Result<T, ExtractError> {
+    starts_as_object(document)?;
+    serde_json::from_slice(document).map_err(|e| ExtractError::NotJson(e.to_string()))
+}
+
+fn starts_as_object(document: &[u8]) -> Result<(), ExtractError> {
+    match document.iter().find(|b| !b.is_ascii_whitespace()) {
+        Some(b'{') => Ok(()),
+        _ => Err(ExtractError::NotJson("not an object".to_owned())),
+    }
+}
+
+fn check_object(document: &[u8]) -> Result<(), ExtractError> {
+    starts_as_object(document)?;
+    serde_json::from_slice::<serde::de::IgnoredAny>(document)
+        .map(|_| ())
+        .map_err(|e| ExtractError::NotJson(e.to_string()))
+}
+
+fn object(document: &[u8]) -> Result<Value, ExtractError> {
+    match serde_json::from_slice(document) {
+        Ok(value @ Value::Object(_)) => Ok(value),
+        Ok(_) => Err(ExtractError::NotJson("not an object".to_owned())),
+        Err(e) => Err(ExtractError::NotJson(e.to_string())),
+    }
+}
+
+/// The string (or integer, as text) at a JSON pointer; `None` when absent or null.
+fn string_at(
+    value: &Value,
+    pointer: &str,
+    wrong: ExtractError,
+) -> Result<Option<String>, ExtractError> {
+    match value.pointer(pointer) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(Value::Number(n)) if n.is_i64() || n.is_u64() => Ok(Some(n.to_string())),
+        Some(_) => Err(wrong),
+    }
+}
+
+fn is_form(headers: &HeaderMap) -> bool {
+    headers
+        .get(http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|v| {
+            v.trim()
+                .eq_ignore_ascii_case("application/x-www-form-urlencoded")
+        })
+}
+
+fn form_field(body: &[u8], name: &'static str) -> Result<Vec<u8>, ExtractError> {
+    form_urlencoded::parse(body)
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v.into_owned().into_bytes())
+        .ok_or(ExtractError::MissingFormField(name))
 }
 
 /// The single value of header `name` as ASCII text; `None` when absent.
@@ -137,6 +393,21 @@ fn header<'a>(headers: &'a HeaderMap, name: &'static str) -> Result<Option<&'a s
         .map_err(|_| ExtractError::MalformedHeader(name))
 }
 
+/// [`header`] for a configured (non-static) name.
+fn header_named<'a>(headers: &'a HeaderMap, name: &str) -> Result<Option<&'a str>, ExtractError> {
+    let mut values = headers.get_all(name).iter();
+    let Some(value) = values.next() else {
+        return Ok(None);
+    };
+    if values.next().is_some() {
+        return Err(ExtractError::MalformedHeader("event header"));
+    }
+    value
+        .to_str()
+        .map(|v| Some(v.trim()))
+        .map_err(|_| ExtractError::MalformedHeader("event header"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -150,15 +421,28 @@ mod tests {
         map
     }
 
+    fn event<'a>(scheme: Scheme, h: &'a HeaderMap, body: &'a [u8]) -> EventMeta<'a> {
+        match extract(scheme, None, h, body) {
+            Ok(Extracted::Event(meta)) => meta,
+            other => panic!("expected an event, got {other:?}"),
+        }
+    }
+
+    fn error(scheme: Scheme, h: &HeaderMap, body: &[u8]) -> ExtractError {
+        match extract(scheme, None, h, body) {
+            Err(e) => e,
+            other => panic!("expected an error, got {other:?}"),
+        }
+    }
+
     #[test]
     fn stripe_takes_id_and_type_from_the_body() {
         let h = HeaderMap::new();
-        let meta = extract(
+        let meta = event(
             Scheme::Stripe,
             &h,
             br#"{"id":"evt_1","type":"a.b","data":{}}"#,
-        )
-        .unwrap();
+        );
         assert_eq!(meta.event_id, "evt_1");
         assert_eq!(meta.event_type, "a.b");
     }
@@ -166,46 +450,187 @@ mod tests {
     #[test]
     fn github_takes_id_and_type_from_headers() {
         let h = headers(&[("X-GitHub-Delivery", "guid-1"), ("X-GitHub-Event", "push")]);
-        let meta = extract(Scheme::Github, &h, br#"{"zen":"x"}"#).unwrap();
+        let meta = event(Scheme::Github, &h, br#"{"zen":"x"}"#);
         assert_eq!(meta.event_id, "guid-1");
         assert_eq!(meta.event_type, "push");
+    }
+
+    #[test]
+    fn a_form_encoded_github_delivery_hands_the_decoded_payload_to_the_handler() {
+        let h = headers(&[
+            ("X-GitHub-Delivery", "guid-2"),
+            ("X-GitHub-Event", "ping"),
+            ("Content-Type", "application/x-www-form-urlencoded"),
+        ]);
+        let body = b"payload=%7B%22zen%22%3A%22Keep+it+simple.%22%7D";
+        let meta = event(Scheme::Github, &h, body);
+        assert_eq!(&*meta.document, br#"{"zen":"Keep it simple."}"#);
+        let no_payload = error(Scheme::Github, &h, b"other=1");
+        assert_eq!(no_payload, ExtractError::MissingFormField("payload"));
+    }
+
+    #[test]
+    fn shopify_prefers_the_event_id_and_falls_back_to_the_webhook_id() {
+        let both = headers(&[
+            ("X-Shopify-Event-Id", "ev-1"),
+            ("X-Shopify-Webhook-Id", "wh-1"),
+            ("X-Shopify-Topic", "orders/create"),
+        ]);
+        let meta = event(Scheme::Shopify, &both, b"{}");
+        assert_eq!(
+            (&*meta.event_id, &*meta.event_type),
+            ("ev-1", "orders/create")
+        );
+        let webhook_only = headers(&[("X-Shopify-Webhook-Id", "wh-2")]);
+        assert_eq!(
+            event(Scheme::Shopify, &webhook_only, b"{}").event_id,
+            "wh-2"
+        );
+    }
+
+    #[test]
+    fn slack_events_api_uses_event_id_and_the_inner_type() {
+        let h = HeaderMap::new();
+        let body =
+            br#"{"type":"event_callback","event_id":"Ev123","event":{"type":"app_mention"}}"#;
+        let meta = event(Scheme::Slack, &h, body);
+        assert_eq!(
+            (&*meta.event_id, &*meta.event_type),
+            ("Ev123", "app_mention")
+        );
+    }
+
+    #[test]
+    fn slack_url_verification_is_a_challenge_not_an_event() {
+        let h = HeaderMap::new();
+        let body = br#"{"token":"t","challenge":"3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P","type":"url_verification"}"#;
+        assert_eq!(
+            extract(Scheme::Slack, None, &h, body),
+            Ok(Extracted::Challenge(
+                "3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P".to_owned()
+            ))
+        );
+    }
+
+    #[test]
+    fn slack_slash_commands_use_trigger_id_and_become_a_json_document() {
+        let h = headers(&[("content-type", "application/x-www-form-urlencoded")]);
+        let body = b"command=%2Fdeploy&text=prod&trigger_id=398738663015.47445629121.803a0bc887a14d10d2c447fce8b6703c";
+        let meta = event(Scheme::Slack, &h, body);
+        assert_eq!(
+            meta.event_id,
+            "398738663015.47445629121.803a0bc887a14d10d2c447fce8b6703c"
+        );
+        assert_eq!(meta.event_type, "slash_command");
+        let doc: Value = serde_json::from_slice(&meta.document).unwrap();
+        assert_eq!(doc["command"], "/deploy");
+    }
+
+    #[test]
+    fn slack_interactivity_without_trigger_id_is_identified_by_a_body_digest() {
+        let h = headers(&[(
+            "content-type",
+            "application/x-www-form-urlencoded; charset=utf-8",
+        )]);
+        let body = b"payload=%7B%22type%22%3A%22block_actions%22%7D";
+        let meta = event(Scheme::Slack, &h, body);
+        assert!(meta.event_id.starts_with("slack:"));
+        assert_eq!(meta.event_id.len(), "slack:".len() + 64);
+        assert_eq!(meta.event_type, "block_actions");
+        assert_eq!(
+            error(Scheme::Slack, &h, b"text=hi"),
+            ExtractError::MissingFormField("payload")
+        );
+    }
+
+    #[test]
+    fn paddle_takes_event_id_and_event_type_from_the_body() {
+        let h = HeaderMap::new();
+        let meta = event(
+            Scheme::Paddle,
+            &h,
+            br#"{"event_id":"evt_01h","event_type":"transaction.completed","data":{}}"#,
+        );
+        assert_eq!(
+            (&*meta.event_id, &*meta.event_type),
+            ("evt_01h", "transaction.completed")
+        );
     }
 
     #[test]
     fn standard_webhooks_takes_the_id_from_either_header_name() {
         let body = br#"{"type":"user.created","data":{}}"#;
         let h = headers(&[("webhook-id", "msg_1")]);
-        assert_eq!(
-            extract(Scheme::StandardWebhooks, &h, body)
-                .unwrap()
-                .event_id,
-            "msg_1"
-        );
+        assert_eq!(event(Scheme::StandardWebhooks, &h, body).event_id, "msg_1");
         let h = headers(&[("svix-id", "msg_2")]);
-        let meta = extract(Scheme::StandardWebhooks, &h, body).unwrap();
+        let meta = event(Scheme::StandardWebhooks, &h, body);
         assert_eq!(meta.event_id, "msg_2");
         assert_eq!(meta.event_type, "user.created");
+    }
+
+    #[test]
+    fn generic_sources_use_their_configured_header_or_pointer() {
+        let rule: GenericHmac = serde_json::from_value(serde_json::json!({
+            "signature_header": "X-Signature",
+            "event_id_pointer": "/meta/id",
+            "event_type_header": "X-Kind"
+        }))
+        .unwrap();
+        let h = headers(&[("x-kind", "thing.done")]);
+        let body = br#"{"meta":{"id":42}}"#;
+        match extract(Scheme::GenericHmac, Some(&rule), &h, body).unwrap() {
+            Extracted::Event(meta) => {
+                assert_eq!((&*meta.event_id, &*meta.event_type), ("42", "thing.done"))
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(
+            extract(Scheme::GenericHmac, Some(&rule), &h, br#"{"meta":{}}"#),
+            Err(ExtractError::MissingEventId)
+        );
+        assert_eq!(
+            extract(
+                Scheme::GenericHmac,
+                Some(&rule),
+                &h,
+                br#"{"meta":{"id":[1]}}"#
+            ),
+            Err(ExtractError::BadEventId)
+        );
+        assert_eq!(
+            extract(Scheme::GenericHmac, None, &h, body),
+            Err(ExtractError::NoRule)
+        );
     }
 
     #[test]
     fn a_missing_or_oversized_id_is_an_error() {
         let h = HeaderMap::new();
         assert_eq!(
-            extract(Scheme::Stripe, &h, br#"{"type":"x"}"#),
-            Err(ExtractError::MissingEventId)
+            error(Scheme::Stripe, &h, br#"{"type":"x"}"#),
+            ExtractError::MissingEventId
         );
         assert_eq!(
-            extract(Scheme::Stripe, &h, br#"{"id":""}"#),
-            Err(ExtractError::BadEventId)
+            error(Scheme::Stripe, &h, br#"{"id":""}"#),
+            ExtractError::BadEventId
         );
         let long = format!(r#"{{"id":"{}"}}"#, "x".repeat(256));
         assert_eq!(
-            extract(Scheme::Stripe, &h, long.as_bytes()),
-            Err(ExtractError::BadEventId)
+            error(Scheme::Stripe, &h, long.as_bytes()),
+            ExtractError::BadEventId
+        );
+        let exact = format!(r#"{{"id":"{}"}}"#, "x".repeat(255));
+        assert_eq!(
+            event(Scheme::Stripe, &h, exact.as_bytes()).event_id.len(),
+            255
         );
         assert_eq!(
-            extract(Scheme::Github, &h, b"{}"),
-            Err(ExtractError::MissingEventId)
+            error(Scheme::Github, &h, b"{}"),
+            ExtractError::MissingEventId
+        );
+        assert_eq!(
+            error(Scheme::Paddle, &h, b"{}"),
+            ExtractError::MissingEventId
         );
     }
 
@@ -218,10 +643,11 @@ mod tests {
             b"{\"id\":",
             b"{} trailing",
             b"\xff\xfe",
+            b"\"s\"",
         ] {
             assert!(
                 matches!(
-                    extract(Scheme::Github, &h, body),
+                    extract(Scheme::Github, None, &h, body),
                     Err(ExtractError::NotJson(_))
                 ),
                 "{body:?}"
@@ -229,7 +655,7 @@ mod tests {
         }
         // A non-string id is unreadable too, not silently missing.
         assert!(matches!(
-            extract(Scheme::Stripe, &h, br#"{"id":42}"#),
+            extract(Scheme::Stripe, None, &h, br#"{"id":42}"#),
             Err(ExtractError::NotJson(_))
         ));
     }
@@ -238,8 +664,8 @@ mod tests {
     fn a_repeated_id_header_is_an_error() {
         let h = headers(&[("X-GitHub-Delivery", "a"), ("X-GitHub-Delivery", "b")]);
         assert_eq!(
-            extract(Scheme::Github, &h, b"{}"),
-            Err(ExtractError::MalformedHeader(GITHUB_DELIVERY_HEADER))
+            error(Scheme::Github, &h, b"{}"),
+            ExtractError::MalformedHeader(GITHUB_DELIVERY_HEADER)
         );
     }
 }

@@ -24,10 +24,9 @@ use http::HeaderMap;
 use sha2::{Digest, Sha256};
 
 use crate::config::{Settings, Sources};
-use crate::extract::extract;
+use crate::extract::{extract, Extracted};
 use crate::handlers::{ignored_effect, Event, HandlerError, Registry};
 use crate::ledger::{self, Claim, LedgerError, NewEvent};
-use crate::verify;
 
 /// Seconds a provider is asked to wait before retrying an in-flight duplicate.
 pub const RETRY_AFTER_SECS: u32 = 5;
@@ -146,6 +145,23 @@ impl Receiver {
         reply
     }
 
+    /// Refuses a delivery the transport could not read (e.g. a body flagged base64 that does
+    /// not decode), with `{"error": reason}`, logging the delivery line like [`Self::receive`].
+    pub fn refuse(&self, source: &str, status: u16, outcome: &'static str, reason: &str) -> Reply {
+        let reply = Reply::error(status, outcome, reason);
+        tracing::warn!(
+            source,
+            event_id = "",
+            event_type = "",
+            outcome,
+            status,
+            latency_ms = 0.0,
+            reason,
+            "delivery"
+        );
+        reply
+    }
+
     async fn decide(
         &self,
         trace: &mut Trace<'_>,
@@ -166,22 +182,25 @@ impl Receiver {
             return Reply::error(413, "too_large", "body too large");
         }
         // The signature is checked before the body is parsed at all.
-        match verify::verify(
-            config.scheme,
-            &config.keys,
-            headers,
-            body,
-            now,
-            config.tolerance_secs,
-        ) {
+        match config.verifier.verify(headers, body, now) {
             Ok(verified) => trace.key_index = Some(verified.key_index),
             Err(error) => {
                 trace.detail = Some(format!("{error:?}"));
                 return Reply::error(401, "unauthorized", error.reason());
             }
         }
-        let meta = match extract(config.scheme, headers, body) {
-            Ok(meta) => meta,
+        let meta = match extract(config.scheme, config.verifier.generic(), headers, body) {
+            Ok(Extracted::Event(meta)) => meta,
+            Ok(Extracted::Challenge(challenge)) => {
+                // Slack's url_verification handshake: signed, answered, not an event.
+                return Reply {
+                    status: 200,
+                    body: serde_json::json!({ "challenge": challenge }).to_string(),
+                    replayed: false,
+                    retry_after: None,
+                    outcome: "challenge",
+                };
+            }
             Err(error) => {
                 trace.detail = Some(error.to_string());
                 return Reply::error(400, "bad_request", error.reason());
@@ -195,6 +214,7 @@ impl Receiver {
             event_id: &meta.event_id,
             event_type: &meta.event_type,
             body,
+            document: &meta.document,
         };
         let new_event = NewEvent {
             source,

@@ -9,11 +9,11 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{anyhow, Context, Result};
 use base64::Engine;
 use serde_json::Value;
-use shared::config::DatabaseSettings;
-use shared::verify::{Scheme, SigningKey};
+use shared::config::{DatabaseSettings, SourceConfig, Sources};
+use shared::verify::Verifier;
 use tokio::sync::OnceCell;
 
 /// The repository root (the workspace), found from this crate's manifest directory.
@@ -305,33 +305,51 @@ impl EventFile {
         Ok(())
     }
 
-    /// The timestamp the delivery was signed at (Stripe `t=`, Standard Webhooks
-    /// `webhook-timestamp`), if the scheme signs one.
+    /// The timestamp the delivery was signed at (Stripe `t=`, Paddle `ts=`, Slack
+    /// `X-Slack-Request-Timestamp`, Standard Webhooks `webhook-timestamp`, a generic source's
+    /// `*-timestamp` header), if the scheme signs one.
     pub fn signed_at(&self) -> Option<i64> {
         let headers = self.headers();
-        if let Some(sig) = headers.get("stripe-signature") {
-            return sig
-                .split(',')
-                .find_map(|part| part.strip_prefix("t="))
-                .and_then(|t| t.parse().ok());
-        }
-        headers
-            .get("webhook-timestamp")
-            .or_else(|| headers.get("svix-timestamp"))
-            .and_then(|t| t.parse().ok())
+        let field = |header: &str, separator: char, key: &str| {
+            headers.get(header).and_then(|value| {
+                value
+                    .split(separator)
+                    .find_map(|part| part.strip_prefix(key))
+                    .and_then(|t| t.parse().ok())
+            })
+        };
+        field("stripe-signature", ',', "t=")
+            .or_else(|| field("paddle-signature", ';', "ts="))
+            .or_else(|| {
+                [
+                    "webhook-timestamp",
+                    "svix-timestamp",
+                    "x-slack-request-timestamp",
+                ]
+                .iter()
+                .find_map(|name| headers.get(*name).and_then(|t| t.parse().ok()))
+            })
+            // Generic HMAC sources name their own timestamp header (`X-Partner-Timestamp`).
+            .or_else(|| {
+                headers
+                    .iter()
+                    .filter(|(name, _)| name.ends_with("-timestamp"))
+                    .find_map(|(_, value)| value.parse().ok())
+            })
     }
 
-    /// Re-signs the event as `source`'s provider would at `timestamp`, with `secret`.
-    pub fn sign(&mut self, scheme: Scheme, secret: &str, timestamp: i64) -> Result<()> {
-        let key = SigningKey::new(scheme, secret).map_err(|e| anyhow!("secret: {e}"))?;
-        let msg_id = self
-            .headers()
+    /// Re-signs the event as the source's provider would at `timestamp` (unix seconds), with
+    /// key `key_index` of `verifier`.
+    pub fn sign(&mut self, verifier: &Verifier, key_index: usize, timestamp: i64) -> Result<()> {
+        let headers = self.headers();
+        let msg_id = headers
             .get("webhook-id")
+            .or_else(|| headers.get("svix-id"))
             .cloned()
             .unwrap_or_default();
         let body = self.body()?;
-        for (name, value) in shared::verify::sign(scheme, &key, &msg_id, timestamp, &body) {
-            self.set_header(name, &value)?;
+        for (name, value) in verifier.sign(key_index, &msg_id, timestamp, &body) {
+            self.set_header(&name, &value)?;
         }
         Ok(())
     }
@@ -343,18 +361,23 @@ impl EventFile {
     }
 }
 
-/// One configured local source: its scheme and first secret, from `events/sources.local.json`.
-pub fn local_source(name: &str) -> Result<(Scheme, String)> {
-    let sources: Vec<Value> = serde_json::from_str(&local_sources_json()?)?;
-    for source in sources {
-        if source.get("name").and_then(Value::as_str) == Some(name) {
-            let scheme: Scheme = serde_json::from_value(source["scheme"].clone())?;
-            let secret = source["secrets"][0]
-                .as_str()
-                .ok_or_else(|| anyhow!("source {name} has no secret"))?
-                .to_owned();
-            return Ok((scheme, secret));
-        }
-    }
-    bail!("no source {name} in events/sources.local.json")
+/// One configured local source from `events/sources.local.json`, verification prepared.
+pub fn local_source(name: &str) -> Result<std::sync::Arc<SourceConfig>> {
+    let sources = Sources::from_json(&local_sources_json()?)?;
+    sources
+        .get(name)
+        .cloned()
+        .ok_or_else(|| anyhow!("no source {name} in events/sources.local.json"))
+}
+
+/// A verifier for `source`'s scheme (and generic rules) that signs with `secret` instead of the
+/// configured one: for deliveries that must fail verification.
+pub fn verifier_with_secret(source: &SourceConfig, secret: &str) -> Result<Verifier> {
+    Verifier::new(
+        source.scheme,
+        &[secret],
+        source.verifier.tolerance_secs(),
+        source.verifier.generic().cloned(),
+    )
+    .map_err(|e| anyhow!("{e}"))
 }

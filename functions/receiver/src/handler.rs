@@ -72,6 +72,16 @@ pub async fn handle_at(
         return Ok(response);
     }
     let source = source.to_owned();
+    if request
+        .headers()
+        .contains_key(crate::transport::INVALID_BASE64_HEADER)
+    {
+        let outcome =
+            state
+                .receiver
+                .refuse(&source, 400, "bad_request", "body is not valid base64");
+        return Ok(reply(&outcome)?);
+    }
     let outcome = state
         .receiver
         .receive(&source, request.headers(), request.body().as_ref(), now)

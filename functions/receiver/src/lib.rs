@@ -1,4 +1,5 @@
-//! The receiver function as a library, so the end-to-end tests drive the exact handler the
-//! binary runs.
+//! The receiver function as a library, so the end-to-end tests drive the exact handler and
+//! service stack the binary runs.
 
 pub mod handler;
+pub mod transport;

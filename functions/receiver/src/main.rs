@@ -9,8 +9,9 @@
 //! - Side effects: one `webhook_event` row per new event, the handler's business rows in the
 //!   same transaction; one JSON log line per delivery.
 
-use lambda_http::{run, service_fn, Error, Request};
+use lambda_http::{service_fn, Adapter, Error, Request};
 use receiver::handler::{function_handler, AppState};
+use receiver::transport::Base64Guard;
 use shared::Settings;
 
 #[tokio::main]
@@ -18,10 +19,9 @@ async fn main() -> Result<(), Error> {
     shared::telemetry::init();
     let settings = Settings::from_env().await?;
     let pool = shared::db::pool(&settings.database)?;
-    let state = AppState::new(&settings, pool);
-    let state = &state;
-    run(service_fn(move |request: Request| async move {
-        function_handler(state, request).await
-    }))
-    .await
+    // Lives for the whole execution environment.
+    let state: &'static AppState = Box::leak(Box::new(AppState::new(&settings, pool)));
+    let handler = service_fn(move |request: Request| function_handler(state, request));
+    // lambda_http::run(handler) is this without the guard, which panics on invalid base64.
+    lambda_runtime::run(Base64Guard::new(Adapter::from(handler))).await
 }

@@ -29,6 +29,9 @@ pub struct Event<'a> {
     pub event_type: &'a str,
     /// The raw body exactly as received and verified.
     pub body: &'a [u8],
+    /// The JSON object to read: the body itself, or the JSON a form-encoded body carries
+    /// (GitHub `payload=`, Slack interactivity and slash commands).
+    pub document: &'a [u8],
 }
 
 /// What a handler decided: the response to store (and send, now and on every retry) and the

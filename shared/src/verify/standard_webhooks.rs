@@ -19,8 +19,8 @@ use base64::Engine as _;
 use http::HeaderMap;
 
 use super::{
-    check_tolerance, first_matching_key, parse_unix_seconds, single_header, SigningKey, Tag,
-    Verified, VerifyError, MAX_SIGNATURES, TAG_LEN,
+    check_tolerance, decode_base64_tag, first_matching_key, parse_unix_seconds, single_header,
+    SigningKey, Tag, Verified, VerifyError, MAX_SIGNATURES,
 };
 
 /// Name of the message id header, lowercase (`webhook-id`); part of the signed content.
@@ -44,9 +44,6 @@ pub const SECRET_PREFIX: &str = "whsec_";
 
 /// The signature version this module verifies (HMAC-SHA256, symmetric).
 const VERSION: &str = "v1";
-
-/// Length of a padded standard base64 encoding of a [`Tag`] (32 bytes -> 44 characters).
-const TAG_BASE64_LEN: usize = TAG_LEN.div_ceil(3) * 4;
 
 /// A parsed `webhook-signature` value.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -74,22 +71,13 @@ fn parse_signatures(value: &str) -> Option<Signatures> {
             VERSION => {
                 v1_seen = v1_seen.saturating_add(1);
                 if v1_seen <= MAX_SIGNATURES {
-                    v1.extend(decode_tag(signature));
+                    v1.extend(decode_base64_tag(signature));
                 }
             }
             _ => {}
         }
     }
     any_entry.then_some(Signatures { v1 })
-}
-
-/// Decode a padded standard base64 tag (44 characters). `None` for anything else.
-fn decode_tag(signature: &str) -> Option<Tag> {
-    if signature.len() != TAG_BASE64_LEN {
-        return None;
-    }
-    let decoded = STANDARD.decode(signature).ok()?;
-    decoded.try_into().ok()
 }
 
 /// Parse a `webhook-id` value: any non-empty header string (providers send `msg_<id>`).
@@ -115,7 +103,7 @@ fn either_header<'h>(
     }
     single_header(headers, fallback)?
         .map(|value| (value, fallback))
-        .ok_or(VerifyError::MissingHeader(primary))
+        .ok_or(VerifyError::MissingHeader(primary.into()))
 }
 
 /// Verify a Standard Webhooks (or Svix) delivery: `body` is the exact raw bytes received.
@@ -153,10 +141,10 @@ pub fn verify(
     let (id, id_name) = either_header(headers, ID_HEADER, SVIX_ID_HEADER)?;
 
     let signatures =
-        parse_signatures(signature).ok_or(VerifyError::MalformedHeader(signature_name))?;
+        parse_signatures(signature).ok_or(VerifyError::MalformedHeader(signature_name.into()))?;
     let timestamp =
-        parse_unix_seconds(timestamp).ok_or(VerifyError::MalformedHeader(timestamp_name))?;
-    let id = parse_id(id).ok_or(VerifyError::MalformedHeader(id_name))?;
+        parse_unix_seconds(timestamp).ok_or(VerifyError::MalformedHeader(timestamp_name.into()))?;
+    let id = parse_id(id).ok_or(VerifyError::MalformedHeader(id_name.into()))?;
 
     check_tolerance(timestamp, now, tolerance_secs)?;
     let timestamp = timestamp.to_string();
@@ -384,12 +372,12 @@ mod tests {
         ] {
             assert_eq!(
                 check_a(&header_map(&present), BODY_A, T_A),
-                Err(VerifyError::MissingHeader(missing))
+                Err(VerifyError::MissingHeader(missing.into()))
             );
         }
         assert_eq!(
             check_a(&HeaderMap::new(), BODY_A, T_A),
-            Err(VerifyError::MissingHeader("webhook-signature"))
+            Err(VerifyError::MissingHeader("webhook-signature".into()))
         );
     }
 
@@ -439,7 +427,7 @@ mod tests {
         let headers = header_map(&[("svix-id", ID_A), ("svix-signature", SIG_A)]);
         assert_eq!(
             check_a(&headers, BODY_A, T_A),
-            Err(VerifyError::MissingHeader("webhook-timestamp"))
+            Err(VerifyError::MissingHeader("webhook-timestamp".into()))
         );
     }
 
@@ -456,7 +444,7 @@ mod tests {
             pairs.push((name, value));
             assert_eq!(
                 check_a(&header_map(&pairs), BODY_A, T_A),
-                Err(VerifyError::MalformedHeader(name))
+                Err(VerifyError::MalformedHeader(name.into()))
             );
         }
     }
@@ -471,7 +459,7 @@ mod tests {
         ]);
         assert_eq!(
             check_a(&headers, BODY_A, T_A),
-            Err(VerifyError::MalformedHeader("svix-signature"))
+            Err(VerifyError::MalformedHeader("svix-signature".into()))
         );
     }
 
@@ -489,7 +477,7 @@ mod tests {
         ] {
             assert_eq!(
                 check_a(&headers_a(signature), BODY_A, T_A),
-                Err(VerifyError::MalformedHeader("webhook-signature")),
+                Err(VerifyError::MalformedHeader("webhook-signature".into())),
                 "{signature:?}"
             );
         }
@@ -513,7 +501,7 @@ mod tests {
             ]);
             assert_eq!(
                 check_a(&headers, BODY_A, T_A),
-                Err(VerifyError::MalformedHeader("webhook-timestamp")),
+                Err(VerifyError::MalformedHeader("webhook-timestamp".into())),
                 "{timestamp:?}"
             );
         }
@@ -528,7 +516,7 @@ mod tests {
         ]);
         assert_eq!(
             check_a(&headers, BODY_A, T_A),
-            Err(VerifyError::MalformedHeader("webhook-id"))
+            Err(VerifyError::MalformedHeader("webhook-id".into()))
         );
     }
 
@@ -542,7 +530,7 @@ mod tests {
         assert!(check_a(&headers_a(&at_max), BODY_A, T_A).is_ok());
         assert_eq!(
             check_a(&headers_a(&format!("{at_max}a")), BODY_A, T_A),
-            Err(VerifyError::MalformedHeader("webhook-signature"))
+            Err(VerifyError::MalformedHeader("webhook-signature".into()))
         );
     }
 

@@ -6,13 +6,13 @@
 //!   one line per delivery.
 //! - `ledger`: print the `webhook_event` rows and the `orders` rows.
 //! - `sign-events`: re-sign every event file in `events/receiver/` at the timestamp it carries
-//!   (after editing a body), except files named `*bad-signature*`.
+//!   (after editing a body), except files named `*bad-signature*` and `*invalid-base64*`.
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::{anyhow, Context, Result};
 use clap::{Parser, Subcommand};
-use hookledger_tests::{events_dir, local_source, EventFile};
+use hookledger_tests::{events_dir, local_source, verifier_with_secret, EventFile};
 use serde::Deserialize;
 use shared::config::DatabaseSettings;
 use shared::verify::Scheme;
@@ -33,7 +33,7 @@ enum Command {
     },
     /// Send a plan's deliveries to a receiver and print what happened.
     Deliver {
-        /// The plan: a JSON array of {"event", "note", "signature": "valid"|"wrong-secret",
+        /// The plan: a JSON array of {"event", "note", "signature": "valid"|"wrong-secret"|"key:N",
         /// "signed_seconds_ago": n}.
         plan: std::path::PathBuf,
         /// The receiver's base URL; the event's path (`/webhooks/{source}`) is appended.
@@ -91,13 +91,25 @@ async fn deliver(plan: &std::path::Path, base: &str) -> Result<()> {
     for (n, step) in steps.iter().enumerate() {
         let mut event = EventFile::load(&step.event)?;
         let source = event.source()?.to_owned();
-        let (scheme, secret) = local_source(&source)?;
-        let secret = match step.signature.as_str() {
-            "valid" => secret,
-            "wrong-secret" => wrong_secret(scheme),
+        let config = local_source(&source)?;
+        let at = now - step.signed_seconds_ago;
+        match step.signature.as_str() {
+            "valid" => event.sign(&config.verifier, 0, at)?,
+            // An older secret still configured during a rotation.
+            kind if kind.starts_with("key:") => {
+                let index: usize = kind[4..].parse().context("key:<index>")?;
+                event.sign(
+                    &config.verifier,
+                    index.min(config.verifier.key_count() - 1),
+                    at,
+                )?
+            }
+            "wrong-secret" => {
+                let wrong = verifier_with_secret(&config, wrong_secret(config.scheme))?;
+                event.sign(&wrong, 0, at)?
+            }
             other => return Err(anyhow!("unknown signature kind {other:?}")),
-        };
-        event.sign(scheme, &secret, now - step.signed_seconds_ago)?;
+        }
         let mut request = client
             .post(format!("{base}/webhooks/{source}"))
             .body(event.body()?);
@@ -131,11 +143,11 @@ async fn deliver(plan: &std::path::Path, base: &str) -> Result<()> {
 }
 
 /// A secret of the right shape for `scheme` that is not the configured one.
-fn wrong_secret(scheme: Scheme) -> String {
+fn wrong_secret(scheme: Scheme) -> &'static str {
     match scheme {
         // Standard Webhooks secrets are base64 after the prefix: keep it decodable.
-        Scheme::StandardWebhooks => "whsec_bm90IHRoZSBjb25maWd1cmVkIHNlY3JldA==".to_owned(),
-        _ => "whsec_not_the_configured_secret".to_owned(),
+        Scheme::StandardWebhooks => "whsec_bm90IHRoZSBjb25maWd1cmVkIHNlY3JldA==",
+        _ => "whsec_not_the_configured_secret",
     }
 }
 
@@ -189,14 +201,16 @@ fn sign_events() -> Result<()> {
     let mut names: Vec<_> = std::fs::read_dir(&dir)?
         .filter_map(|e| e.ok())
         .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n.ends_with(".json") && !n.contains("bad-signature"))
+        .filter(|n| {
+            n.ends_with(".json") && !n.contains("bad-signature") && !n.contains("invalid-base64")
+        })
         .collect();
     names.sort();
     for name in names {
         let mut event = EventFile::load(&format!("receiver/{name}"))?;
-        let (scheme, secret) = local_source(event.source()?)?;
+        let config = local_source(event.source()?)?;
         let at = event.signed_at().unwrap_or(0);
-        event.sign(scheme, &secret, at)?;
+        event.sign(&config.verifier, 0, at)?;
         let text = serde_json::to_string_pretty(&event.json)? + "\n";
         std::fs::write(dir.join(&name), text)?;
         println!("signed receiver/{name} at t={at}");

@@ -115,3 +115,185 @@ async fn other_methods_and_paths_are_refused() {
     assert_eq!(send(&app, elsewhere, 0).await.0, 404);
     assert_eq!(app.ledger_rows().await, 0);
 }
+
+const INVALID_BASE64: [&str; 2] = [
+    "receiver/stripe-invalid-base64.function-url.json",
+    "receiver/stripe-invalid-base64.rest-v1.json",
+];
+
+#[test]
+fn lambda_http_alone_panics_on_a_body_flagged_base64_that_does_not_decode() {
+    // The reason Base64Guard exists: if this ever stops panicking, the guard may go.
+    for name in INVALID_BASE64 {
+        let event = EventFile::load(name).unwrap();
+        let text = event.json.to_string();
+        let outcome = std::panic::catch_unwind(|| lambda_http::request::from_str(&text));
+        assert!(outcome.is_err(), "{name}: lambda_http no longer panics");
+    }
+}
+
+#[tokio::test]
+async fn the_full_service_stack_answers_400_to_invalid_base64_and_writes_nothing() {
+    use lambda_http::{service_fn, Adapter, Context, LambdaEvent, Service};
+    use receiver::transport::Base64Guard;
+
+    let app = spawn_app().await;
+    let state: &'static receiver::handler::AppState = Box::leak(Box::new(app.state.clone()));
+    let mut service = Base64Guard::new(Adapter::from(service_fn(move |request| {
+        receiver::handler::function_handler(state, request)
+    })));
+    for name in INVALID_BASE64 {
+        let event = EventFile::load(name).unwrap();
+        let payload: lambda_http::request::LambdaRequest =
+            serde_json::from_value(event.json.clone()).unwrap();
+        let response = service
+            .call(LambdaEvent::new(payload, Context::default()))
+            .await
+            .unwrap();
+        let response = serde_json::to_value(response).unwrap();
+        assert_eq!(response["statusCode"], 400, "{name}: {response}");
+        assert!(
+            response["body"].as_str().unwrap().contains("base64"),
+            "{name}: {response}"
+        );
+    }
+    // A valid event still goes through the same stack.
+    let event = EventFile::load(STRIPE_FLAVOURS[3]).unwrap();
+    let mut valid = event.clone();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64;
+    let stripe = hookledger_tests::local_source("stripe").unwrap();
+    valid.sign(&stripe.verifier, 0, now).unwrap();
+    let payload: lambda_http::request::LambdaRequest =
+        serde_json::from_value(valid.json.clone()).unwrap();
+    let response = service
+        .call(LambdaEvent::new(payload, Context::default()))
+        .await
+        .unwrap();
+    let response = serde_json::to_value(response).unwrap();
+    assert_eq!(response["statusCode"], 200, "{response}");
+    assert_eq!(app.ledger_rows().await, 1);
+}
+
+#[tokio::test]
+async fn a_sender_cannot_forge_the_invalid_base64_marker() {
+    let app = spawn_app().await;
+    let mut event = EventFile::load(STRIPE_FLAVOURS[0]).unwrap();
+    event
+        .set_header(receiver::transport::INVALID_BASE64_HEADER, "1")
+        .unwrap();
+    let mut payload: lambda_http::request::LambdaRequest =
+        serde_json::from_value(event.json.clone()).unwrap();
+    receiver::transport::guard(&mut payload);
+    let request: lambda_http::Request = payload.into();
+    let now = event.signed_at().unwrap();
+    let (status, body, _) = send(&app, request, now).await;
+    assert_eq!(status, 200, "{body}");
+}
+
+#[tokio::test]
+async fn every_provider_event_file_is_accepted_once_and_replayed_after() {
+    let app = spawn_app().await;
+    let cases = [
+        ("receiver/github-push.json", "push"),
+        ("receiver/github-ping-form.json", "ping"),
+        ("receiver/shopify-orders-create.json", "orders/create"),
+        ("receiver/slack-app-mention.json", "app_mention"),
+        ("receiver/slack-slash-command.json", "slash_command"),
+        (
+            "receiver/paddle-transaction-completed.json",
+            "transaction.completed",
+        ),
+        (
+            "receiver/standard-webhooks-invoice-paid.json",
+            "invoice.paid",
+        ),
+        ("receiver/svix-invoice-paid.json", "invoice.paid"),
+        (
+            "receiver/generic-partner-order-shipped.json",
+            "order.shipped",
+        ),
+    ];
+    for (name, event_type) in cases {
+        let event = EventFile::load(name).unwrap();
+        let now = event.signed_at().unwrap_or(1_732_870_000);
+        let (status, body, replayed) = send(&app, event.request().unwrap(), now).await;
+        assert_eq!(status, 200, "{name}: {body}");
+        assert!(!replayed, "{name}");
+        assert!(body.contains(event_type), "{name}: {body}");
+        let (again, again_body, replayed) = send(&app, event.request().unwrap(), now).await;
+        assert_eq!((again, again_body.as_str()), (200, body.as_str()), "{name}");
+        assert!(replayed, "{name}");
+    }
+    assert_eq!(app.ledger_rows().await, cases.len() as i64);
+    let types: Vec<String> = app
+        .db
+        .connect()
+        .await
+        .unwrap()
+        .query(
+            "SELECT event_type FROM webhook_event ORDER BY claimed_at",
+            &[],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|row| row.get(0))
+        .collect();
+    assert_eq!(types, cases.map(|(_, t)| t.to_owned()));
+}
+
+#[tokio::test]
+async fn slack_url_verification_is_answered_with_its_challenge_and_not_claimed() {
+    let app = spawn_app().await;
+    let event = EventFile::load("receiver/slack-url-verification.json").unwrap();
+    let now = event.signed_at().unwrap();
+    let (status, body, _) = send(&app, event.request().unwrap(), now).await;
+    assert_eq!(status, 200);
+    let body: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(
+        body["challenge"],
+        "3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P"
+    );
+    assert_eq!(app.ledger_rows().await, 0);
+    // Unsigned, it is refused like any other delivery.
+    let mut unsigned = event.clone();
+    unsigned.set_header("x-slack-signature", "v0=00").unwrap();
+    let (status, _, _) = send(&app, unsigned.request().unwrap(), now).await;
+    assert_eq!(status, 401);
+}
+
+#[tokio::test]
+async fn a_secret_in_rotation_verifies_and_the_index_is_reported() {
+    let app = spawn_app().await;
+    let stripe = hookledger_tests::local_source("stripe").unwrap();
+    assert_eq!(
+        stripe.verifier.key_count(),
+        2,
+        "sources.local.json rotates Stripe"
+    );
+    let body = crate::helpers::payment_intent_body("evt_rot", "ord_rot", 10);
+    for (index, signing) in [(1usize, "previous"), (0, "current")] {
+        let headers = stripe.verifier.sign(index, "", crate::helpers::NOW, &body);
+        let mut map = http::HeaderMap::new();
+        for (name, value) in headers {
+            map.insert(
+                http::HeaderName::from_bytes(name.as_bytes()).unwrap(),
+                value.parse().unwrap(),
+            );
+        }
+        let verified = stripe
+            .verifier
+            .verify(&map, &body, crate::helpers::NOW)
+            .unwrap();
+        assert_eq!(verified.key_index, index, "{signing} secret");
+        let reply = app
+            .receiver()
+            .receive("stripe", &map, &body, crate::helpers::NOW)
+            .await;
+        assert_eq!(reply.status, 200, "{signing}: {reply:?}");
+    }
+    assert_eq!(app.order_rows().await, 1);
+}

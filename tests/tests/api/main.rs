@@ -5,4 +5,5 @@ mod aws;
 mod claim;
 mod events;
 mod helpers;
+mod interop;
 mod receive;

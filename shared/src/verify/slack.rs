@@ -1,0 +1,447 @@
+//! Slack's signing scheme: the `X-Slack-Request-Timestamp` and `X-Slack-Signature` headers,
+//! their parsers, verify and sign.
+//!
+//! Source: Slack docs, "Verifying requests from Slack"
+//! (api.slack.com/authentication/verifying-requests-from-slack), and the reference
+//! implementation in python-slack-sdk `slack_sdk/signature/__init__.py` (`SignatureVerifier`):
+//!
+//! - header `X-Slack-Request-Timestamp: <unix seconds>`;
+//! - header `X-Slack-Signature: v0=<hex>`: one signature; `v0` is the only version;
+//! - signed payload ("basestring"): the bytes `v0:{X-Slack-Request-Timestamp}:{body}`, the
+//!   timestamp exactly as received;
+//! - signature: lowercase hex of HMAC-SHA256 keyed with the app's signing secret (UTF-8 bytes);
+//! - tolerance: the docs reject a timestamp "more than five minutes from local time", and the
+//!   SDK checks `abs(now - timestamp) > 60 * 5`: both directions, 300 s.
+
+use http::HeaderMap;
+
+use super::{
+    check_tolerance, decode_lower_hex, first_matching_key, parse_unix_seconds, single_header,
+    SigningKey, Tag, Verified, VerifyError,
+};
+
+/// Name of Slack's signature header, lowercase (`X-Slack-Signature`).
+pub const SIGNATURE_HEADER: &str = "x-slack-signature";
+
+/// Name of Slack's timestamp header, lowercase (`X-Slack-Request-Timestamp`): unix seconds.
+pub const TIMESTAMP_HEADER: &str = "x-slack-request-timestamp";
+
+/// Slack's timestamp tolerance, in seconds: the docs' five minutes (300 s), both directions.
+pub const DEFAULT_TOLERANCE_SECS: u64 = super::DEFAULT_TOLERANCE_SECS;
+
+/// The only signature version Slack defines; also the first field of the basestring.
+const VERSION: &str = "v0";
+
+/// A parsed `X-Slack-Signature` value: the decoded `v0` digest.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct SlackSignature(Tag);
+
+/// Parse an `X-Slack-Signature` value: `v0=` followed by exactly 64 lowercase hex digits (the
+/// SDK compares against `"v0=" + hexdigest()`, lowercase).
+///
+/// `None` (malformed) for anything else: no `=`, another version (`v1=`, `V0=`), whitespace,
+/// uppercase or non-hex digits, a wrong length, several signatures.
+fn parse_signature(value: &str) -> Option<SlackSignature> {
+    let (version, digest) = value.split_once('=')?;
+    if version != VERSION {
+        return None;
+    }
+    decode_lower_hex(digest).map(SlackSignature)
+}
+
+/// A parsed `X-Slack-Request-Timestamp` value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct SlackTimestamp<'h> {
+    /// Unix seconds, for the tolerance check.
+    seconds: i64,
+    /// The header value as received (ASCII digits), for the basestring.
+    text: &'h str,
+}
+
+/// Parse an `X-Slack-Request-Timestamp` value: unix seconds in ASCII digits only. `None`
+/// (malformed) for an empty value, a sign, spaces, a fraction, or a value beyond `i64`.
+fn parse_timestamp(value: &str) -> Option<SlackTimestamp<'_>> {
+    parse_unix_seconds(value).map(|seconds| SlackTimestamp {
+        seconds,
+        text: value,
+    })
+}
+
+/// Verify a Slack request: `body` is the exact raw bytes received.
+///
+/// Steps: read `X-Slack-Signature` then `X-Slack-Request-Timestamp` (each exactly once) and
+/// parse them; check the timestamp against `now` (unix seconds) within `tolerance_secs` seconds
+/// in both directions, before any HMAC; then compare HMAC-SHA256(key,
+/// `v0:{timestamp}:{body}`) of every key with the digest, in constant time. The timestamp is
+/// signed as received (leading zeros included), as the SDK builds the basestring.
+///
+/// # Errors
+///
+/// - [`VerifyError::NoKeys`]: `keys` is empty;
+/// - [`VerifyError::MissingHeader`]`("x-slack-signature")` or
+///   `("x-slack-request-timestamp")`: the first absent header, signature first;
+/// - [`VerifyError::MalformedHeader`] with the header's name: repeated, over
+///   [`super::MAX_HEADER_LEN`] bytes, not visible ASCII, a signature that is not
+///   `v0=<64 lowercase hex>`, a timestamp that is not unix seconds in ASCII digits;
+/// - [`VerifyError::TimestampOutsideTolerance`]: `|now - timestamp| > tolerance_secs`;
+/// - [`VerifyError::NoSignatureMatched`]: the digest matches no key.
+pub fn verify(
+    keys: &[SigningKey],
+    headers: &HeaderMap,
+    body: &[u8],
+    now: i64,
+    tolerance_secs: u64,
+) -> Result<Verified, VerifyError> {
+    if keys.is_empty() {
+        return Err(VerifyError::NoKeys);
+    }
+    let signature = single_header(headers, SIGNATURE_HEADER)?
+        .ok_or(VerifyError::MissingHeader(SIGNATURE_HEADER.into()))?;
+    let timestamp = single_header(headers, TIMESTAMP_HEADER)?
+        .ok_or(VerifyError::MissingHeader(TIMESTAMP_HEADER.into()))?;
+    let SlackSignature(digest) =
+        parse_signature(signature).ok_or(VerifyError::MalformedHeader(SIGNATURE_HEADER.into()))?;
+    let timestamp =
+        parse_timestamp(timestamp).ok_or(VerifyError::MalformedHeader(TIMESTAMP_HEADER.into()))?;
+    check_tolerance(timestamp.seconds, now, tolerance_secs)?;
+    first_matching_key(
+        keys,
+        &[
+            VERSION.as_bytes(),
+            b":",
+            timestamp.text.as_bytes(),
+            b":",
+            body,
+        ],
+        &[digest],
+    )
+}
+
+/// Sign `body` as Slack does at `timestamp` (unix seconds, non-negative to verify).
+///
+/// Returns two pairs, in this order: `("x-slack-request-timestamp", "<timestamp>")`,
+/// `("x-slack-signature", "v0=<64 lowercase hex>")`.
+#[must_use]
+pub fn sign(key: &SigningKey, timestamp: i64, body: &[u8]) -> Vec<(&'static str, String)> {
+    let t = timestamp.to_string();
+    let tag = key.tag(&[VERSION.as_bytes(), b":", t.as_bytes(), b":", body]);
+    vec![
+        (TIMESTAMP_HEADER, t),
+        (SIGNATURE_HEADER, format!("{VERSION}={}", hex::encode(tag))),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_support::{header_map, signed_map};
+    use super::super::{KeyError, Scheme, MAX_HEADER_LEN};
+    use super::*;
+    use proptest::prelude::*;
+
+    // Vector: /work/shared/vectors/slack.json, copied (Slack's docs example, also in
+    // python-slack-sdk's tests).
+    const SECRET: &str = "8f742231b10e8888abcd99yyyzzz85a5";
+    const T: i64 = 1_531_420_618;
+    const SIGNATURE: &str = "v0=a2114d57b48eac39b9ad189dd8316235a7b4a8d21a10bd27519666489c69b503";
+    const BODY: &[u8] = b"token=xyzz0WbapA4vBCDEFasx0q6G&team_id=T1DC2JH3J&team_domain=testteamnow&channel_id=G8PSS9T3V&channel_name=foobar&user_id=U2CERLKJA&user_name=roadrunner&command=%2Fwebhook-collect&text=&response_url=https%3A%2F%2Fhooks.slack.com%2Fcommands%2FT1DC2JH3J%2F397700885554%2F96rGlfmibIGlgcZRskXaIFfN&trigger_id=398738663015.47445629121.803a0bc887a14d10d2c447fce8b6703c";
+
+    const JUNK: &str = "v0=0000000000000000000000000000000000000000000000000000000000000000";
+
+    fn key(secret: &str) -> SigningKey {
+        SigningKey::new(Scheme::Slack, secret).unwrap()
+    }
+
+    fn headers(timestamp: &str, signature: &str) -> HeaderMap {
+        header_map(&[
+            ("X-Slack-Request-Timestamp", timestamp),
+            ("X-Slack-Signature", signature),
+        ])
+    }
+
+    fn check(headers: &HeaderMap, body: &[u8], now: i64) -> Result<Verified, VerifyError> {
+        verify(&[key(SECRET)], headers, body, now, DEFAULT_TOLERANCE_SECS)
+    }
+
+    fn vector() -> HeaderMap {
+        headers("1531420618", SIGNATURE)
+    }
+
+    #[test]
+    fn slack_docs_vector_verifies() {
+        assert_eq!(check(&vector(), BODY, T), Ok(Verified { key_index: 0 }));
+    }
+
+    #[test]
+    fn sign_reproduces_the_docs_vector() {
+        assert_eq!(
+            sign(&key(SECRET), T, BODY),
+            vec![
+                ("x-slack-request-timestamp", "1531420618".to_owned()),
+                ("x-slack-signature", SIGNATURE.to_owned()),
+            ]
+        );
+    }
+
+    #[test]
+    fn sign_then_verify_round_trips() {
+        let k = key("another signing secret");
+        let headers = signed_map(&sign(&k, 1_700_000_000, b"payload=%7B%7D"));
+        assert_eq!(
+            verify(&[k], &headers, b"payload=%7B%7D", 1_700_000_000, 300),
+            Ok(Verified { key_index: 0 })
+        );
+    }
+
+    #[test]
+    fn tampering_one_body_byte_is_no_signature_matched() {
+        let mut body = BODY.to_vec();
+        body[0] ^= 1;
+        assert_eq!(
+            check(&vector(), &body, T),
+            Err(VerifyError::NoSignatureMatched)
+        );
+    }
+
+    #[test]
+    fn a_timestamp_changed_after_signing_is_no_signature_matched() {
+        assert_eq!(
+            check(&headers("1531420619", SIGNATURE), BODY, T),
+            Err(VerifyError::NoSignatureMatched)
+        );
+    }
+
+    #[test]
+    fn the_timestamp_is_signed_as_received() {
+        // Leading zeros parse to the same second but are other bytes in the basestring.
+        assert_eq!(
+            check(&headers("01531420618", SIGNATURE), BODY, T),
+            Err(VerifyError::NoSignatureMatched)
+        );
+        let k = key(SECRET);
+        let tag = k.tag(&[b"v0:", b"01531420618", b":", BODY]);
+        let signature = format!("v0={}", hex::encode(tag));
+        assert_eq!(
+            check(&headers("01531420618", &signature), BODY, T),
+            Ok(Verified { key_index: 0 })
+        );
+    }
+
+    #[test]
+    fn exactly_tolerance_away_is_accepted_in_both_directions() {
+        assert!(check(&vector(), BODY, T + 300).is_ok());
+        assert!(check(&vector(), BODY, T - 300).is_ok());
+    }
+
+    #[test]
+    fn one_second_beyond_tolerance_is_rejected_in_both_directions() {
+        for now in [T + 301, T - 301] {
+            assert_eq!(
+                check(&vector(), BODY, now),
+                Err(VerifyError::TimestampOutsideTolerance)
+            );
+        }
+    }
+
+    #[test]
+    fn the_timestamp_is_checked_before_the_signature() {
+        assert_eq!(
+            check(&headers("1531420618", JUNK), BODY, T + 10_000),
+            Err(VerifyError::TimestampOutsideTolerance)
+        );
+    }
+
+    #[test]
+    fn a_zero_tolerance_accepts_only_the_same_second() {
+        assert!(verify(&[key(SECRET)], &vector(), BODY, T, 0).is_ok());
+        assert_eq!(
+            verify(&[key(SECRET)], &vector(), BODY, T - 1, 0),
+            Err(VerifyError::TimestampOutsideTolerance)
+        );
+    }
+
+    #[test]
+    fn each_missing_header_is_reported_by_name() {
+        assert_eq!(
+            check(&header_map(&[("x-slack-signature", SIGNATURE)]), BODY, T),
+            Err(VerifyError::MissingHeader(
+                "x-slack-request-timestamp".into()
+            ))
+        );
+        assert_eq!(
+            check(
+                &header_map(&[("x-slack-request-timestamp", "1531420618")]),
+                BODY,
+                T
+            ),
+            Err(VerifyError::MissingHeader("x-slack-signature".into()))
+        );
+        assert_eq!(
+            check(&HeaderMap::new(), BODY, T),
+            Err(VerifyError::MissingHeader("x-slack-signature".into()))
+        );
+    }
+
+    #[test]
+    fn a_duplicated_header_is_malformed_even_if_both_are_valid() {
+        for (name, value) in [
+            ("x-slack-signature", SIGNATURE),
+            ("x-slack-request-timestamp", "1531420618"),
+        ] {
+            let mut headers = vector();
+            headers.append(name, http::HeaderValue::from_static(value));
+            assert_eq!(
+                check(&headers, BODY, T),
+                Err(VerifyError::MalformedHeader(name.into()))
+            );
+        }
+    }
+
+    #[test]
+    fn malformed_signatures_are_malformed_header() {
+        let digest = &SIGNATURE[3..];
+        for value in [
+            String::new(),
+            "=".to_owned(),
+            "v0=".to_owned(),
+            "v0".to_owned(),
+            digest.to_owned(),
+            format!("v0{digest}"),
+            format!("v1={digest}"),
+            format!("V0={digest}"),
+            format!("=v0={digest}"),
+            format!("v0= {digest}"),
+            format!(" v0={digest}"),
+            format!("v0={digest} "),
+            format!("v0={}", digest.to_ascii_uppercase()),
+            format!("v0={}", &digest[..63]),
+            format!("v0={digest}0"),
+            format!("v0={}", digest.replace('a', "z")),
+            format!("v0={digest},v0={digest}"),
+            format!("v0={digest} v0={digest}"),
+            format!("v0={}", "a".repeat(MAX_HEADER_LEN)),
+        ] {
+            assert_eq!(
+                check(&headers("1531420618", &value), BODY, T),
+                Err(VerifyError::MalformedHeader("x-slack-signature".into())),
+                "{value:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn malformed_timestamps_are_malformed_header() {
+        for timestamp in [
+            "",
+            "abc",
+            "-1531420618",
+            "+1531420618",
+            " 1531420618",
+            "1531420618 ",
+            "1531420618.0",
+            "1.531420618e9",
+            "0x5b47a0ca",
+            "99999999999999999999",
+        ] {
+            assert_eq!(
+                check(&headers(timestamp, SIGNATURE), BODY, T),
+                Err(VerifyError::MalformedHeader(
+                    "x-slack-request-timestamp".into()
+                )),
+                "{timestamp:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_signature_header_over_eight_kib_is_malformed_before_the_timestamp_is_read() {
+        let over = format!("v0={}", "a".repeat(MAX_HEADER_LEN));
+        assert_eq!(
+            check(&header_map(&[("x-slack-signature", &over)]), BODY, T),
+            Err(VerifyError::MalformedHeader("x-slack-signature".into()))
+        );
+    }
+
+    #[test]
+    fn rotation_reports_the_index_of_the_key_that_matched() {
+        let keys = [key("the new signing secret"), key(SECRET)];
+        assert_eq!(
+            verify(&keys, &vector(), BODY, T, 300),
+            Ok(Verified { key_index: 1 })
+        );
+    }
+
+    #[test]
+    fn no_keys_is_no_keys() {
+        assert_eq!(
+            verify(&[], &vector(), BODY, T, 300),
+            Err(VerifyError::NoKeys)
+        );
+    }
+
+    #[test]
+    fn an_empty_secret_is_refused() {
+        assert_eq!(
+            SigningKey::new(Scheme::Slack, "").unwrap_err(),
+            KeyError::Empty
+        );
+    }
+
+    #[test]
+    fn parse_decodes_the_digest_and_keeps_the_timestamp_text() {
+        let SlackSignature(digest) = parse_signature(SIGNATURE).unwrap();
+        assert_eq!(format!("v0={}", hex::encode(digest)), SIGNATURE);
+        assert_eq!(
+            parse_timestamp("0042"),
+            Some(SlackTimestamp {
+                seconds: 42,
+                text: "0042"
+            })
+        );
+    }
+
+    proptest! {
+        #[test]
+        fn the_signature_parser_never_panics(value in any::<String>()) {
+            let _ = parse_signature(&value);
+        }
+
+        #[test]
+        fn the_signature_parser_never_panics_on_header_like_strings(
+            value in "(v0=)?[a-f0-9=A-Z ]{0,80}"
+        ) {
+            let _ = parse_signature(&value);
+        }
+
+        #[test]
+        fn the_timestamp_parser_never_panics(value in any::<String>()) {
+            let _ = parse_timestamp(&value);
+        }
+
+        #[test]
+        fn verify_never_panics_on_arbitrary_headers_and_bodies(
+            timestamp in proptest::collection::vec(any::<u8>(), 0..30),
+            signature in proptest::collection::vec(any::<u8>(), 0..300),
+            body in proptest::collection::vec(any::<u8>(), 0..300),
+            now in any::<i64>(),
+            tolerance in any::<u64>(),
+        ) {
+            let mut headers = HeaderMap::new();
+            for (name, value) in [(TIMESTAMP_HEADER, timestamp), (SIGNATURE_HEADER, signature)] {
+                if let Ok(value) = http::HeaderValue::from_bytes(&value) {
+                    headers.insert(name, value);
+                }
+            }
+            let _ = verify(&[key(SECRET)], &headers, &body, now, tolerance);
+        }
+
+        #[test]
+        fn sign_then_verify_round_trips_any_body_and_timestamp(
+            body in proptest::collection::vec(any::<u8>(), 0..300),
+            timestamp in 0..i64::MAX,
+        ) {
+            let k = key(SECRET);
+            let headers = signed_map(&sign(&k, timestamp, &body));
+            prop_assert_eq!(verify(&[k], &headers, &body, timestamp, 0), Ok(Verified { key_index: 0 }));
+        }
+    }
+}
