@@ -151,6 +151,9 @@ struct SlackPayload<'a> {
     trigger_id: Option<Cow<'a, str>>,
 }
 
+/// What a scheme found: the event id, the event type and the document.
+type Parts<'a> = (Option<Cow<'a, str>>, Option<Cow<'a, str>>, Cow<'a, [u8]>);
+
 /// Finds what a delivery signed with `scheme` is. `generic` is the source's generic HMAC rule
 /// set (required for [`Scheme::GenericHmac`], ignored otherwise).
 ///
@@ -163,11 +166,7 @@ pub fn extract<'a>(
     headers: &'a HeaderMap,
     body: &'a [u8],
 ) -> Result<Extracted<'a>, ExtractError> {
-    let (event_id, event_type, document): (
-        Option<Cow<'a, str>>,
-        Option<Cow<'a, str>>,
-        Cow<'a, [u8]>,
-    ) = match scheme {
+    let (event_id, event_type, document): Parts<'a> = match scheme {
         Scheme::Stripe => {
             let envelope: StripeEnvelope<'a> = parse(body)?;
             (envelope.id, envelope.event_type, Cow::Borrowed(body))

@@ -11,6 +11,7 @@ pub mod db;
 pub mod extract;
 pub mod handlers;
 pub mod ledger;
+pub mod ordering;
 pub mod receive;
 pub mod secrets;
 pub mod telemetry;

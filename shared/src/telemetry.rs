@@ -17,3 +17,31 @@ pub fn init() {
         .with_env_filter(filter)
         .try_init();
 }
+
+/// CloudWatch namespace of hookledger's metrics.
+pub const METRIC_NAMESPACE: &str = "hookledger";
+
+/// Emits a count metric in CloudWatch Embedded Metric Format: one JSON line on stdout that
+/// CloudWatch Logs turns into the metric `name` (unit Count) with dimension `source`, e.g.
+/// `{"_aws":{"Timestamp":..,"CloudWatchMetrics":[{"Namespace":"hookledger","Dimensions":[["source"]],
+/// "Metrics":[{"Name":"ordering_tie","Unit":"Count"}]}]},"source":"stripe","ordering_tie":1}`.
+/// Names used: `ordering_tie`, `shadow_duplicate`, `doorbell_failed`, `digest_mismatch`.
+pub fn count(name: &str, source: &str, value: u64) {
+    let timestamp_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0);
+    let mut line = serde_json::json!({
+        "_aws": {
+            "Timestamp": timestamp_ms,
+            "CloudWatchMetrics": [{
+                "Namespace": METRIC_NAMESPACE,
+                "Dimensions": [["source"]],
+                "Metrics": [{ "Name": name, "Unit": "Count" }],
+            }],
+        },
+        "source": source,
+    });
+    line[name] = serde_json::json!(value);
+    println!("{line}");
+}

@@ -9,6 +9,7 @@
 //! ([`ignored_effect`]): the provider stops retrying and the ledger still shows the event.
 
 pub mod stripe_orders;
+pub mod stripe_subscriptions;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -97,7 +98,9 @@ impl Registry {
     }
 
     /// The example handlers for every configured source they fit: for each Stripe source,
-    /// `payment_intent.succeeded` records an `orders` row ([`stripe_orders`]).
+    /// `payment_intent.succeeded` records an `orders` row ([`stripe_orders`]) and
+    /// `customer.subscription.*` maintain `subscriptions` through the ordering guard
+    /// ([`stripe_subscriptions`]).
     pub fn with_examples(sources: &Sources) -> Self {
         let mut registry = Self::new();
         for source in sources.iter() {
@@ -107,6 +110,13 @@ impl Registry {
                     stripe_orders::EVENT_TYPE,
                     Arc::new(stripe_orders::PaymentIntentSucceeded),
                 );
+                for event_type in stripe_subscriptions::EVENT_TYPES {
+                    registry.register(
+                        &source.name,
+                        event_type,
+                        Arc::new(stripe_subscriptions::SubscriptionChanged),
+                    );
+                }
             }
         }
         registry

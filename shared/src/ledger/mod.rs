@@ -8,7 +8,12 @@
 //! Round trips for a new event (inline mode): `BEGIN` + claim pipelined; then the handler's
 //! writes + completion + `COMMIT` pipelined. Statements are prepared once per connection.
 
+mod deferred;
+mod lease;
 mod pipeline;
+
+pub use deferred::{accept, Accept};
+pub use lease::{begin_leased, fail, lease_due, Failure, Leased};
 
 use deadpool_postgres::ClientWrapper;
 use futures_util::FutureExt;
@@ -48,7 +53,11 @@ impl Status {
         }
     }
 
-    fn parse(label: &str) -> Result<Self, LedgerError> {
+    /// Parses the PostgreSQL enum label.
+    ///
+    /// # Errors
+    /// [`LedgerError::UnknownStatus`] for a label this build does not know.
+    pub fn parse(label: &str) -> Result<Self, LedgerError> {
         Ok(match label {
             "claimed" => Status::Claimed,
             "processing" => Status::Processing,
@@ -175,7 +184,11 @@ pub async fn claim<'c>(
         conn.query_opt(&statement, &params),
     )
     .await;
-    let tx = ClaimTx { conn, open: true };
+    let tx = ClaimTx {
+        conn,
+        open: true,
+        guard: Guard::Claimed,
+    };
     begin?;
     match inserted {
         Ok(Some(_)) => return Ok(Claim::Won(tx)),
@@ -276,13 +289,39 @@ WHERE source = $1
 -- The stored text is what the first answer and every retry send, byte for byte.
 RETURNING response_body::text";
 
-/// The open transaction of a won claim. Dropping it without [`ClaimTx::complete`] rolls the
-/// claim back (the `ROLLBACK` is queued on the connection at once), so the provider's retry
-/// starts clean.
+const COMPLETE_LEASED: &str = "\
+UPDATE webhook_event
+SET status = 'completed',
+    response_status = $3,
+    response_body = $4,
+    completed_at = now(),
+    lease_expires_at = NULL,
+    next_attempt_at = NULL
+WHERE source = $1
+  AND event_id = $2
+  -- Guarded by the lease: the row is ours while it is processing under our attempt number
+  -- (begin_leased also holds its row lock for the whole transaction).
+  AND status = 'processing'
+  AND attempts = $5
+RETURNING response_body::text";
+
+/// What entitles a transaction to complete its row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Guard {
+    /// The row was inserted by this transaction's claim (inline mode).
+    Claimed,
+    /// The row is leased by a worker under this attempt number.
+    Leased { attempts: i32 },
+}
+
+/// The open transaction that owns an event: a won inline claim, or a worker's leased row
+/// ([`begin_leased`]). Dropping it without [`ClaimTx::complete`] rolls it back (the `ROLLBACK`
+/// is queued on the connection at once), so a retry starts clean.
 #[derive(Debug)]
 pub struct ClaimTx<'c> {
     conn: &'c Connection,
     open: bool,
+    guard: Guard,
 }
 
 impl<'c> ClaimTx<'c> {
@@ -312,11 +351,18 @@ impl<'c> ClaimTx<'c> {
         for write in writes {
             statements.push(conn.prepare_cached(write.sql).await?);
         }
-        statements.push(conn.prepare_cached(COMPLETE).await?);
+        let (complete_sql, attempts) = match self.guard {
+            Guard::Claimed => (COMPLETE, None),
+            Guard::Leased { attempts } => (COMPLETE_LEASED, Some(attempts)),
+        };
+        statements.push(conn.prepare_cached(complete_sql).await?);
         let status_param = i16::try_from(status).unwrap_or(500);
         let body_param = Json(body);
-        let complete_params: [&(dyn ToSql + Sync); 4] =
-            [&key.0, &key.1, &status_param, &body_param];
+        let mut complete_params: Vec<&(dyn ToSql + Sync)> =
+            vec![&key.0, &key.1, &status_param, &body_param];
+        if let Some(attempts) = &attempts {
+            complete_params.push(attempts);
+        }
         let write_params: Vec<Vec<&(dyn ToSql + Sync)>> = writes
             .iter()
             .map(|w| {
@@ -353,8 +399,9 @@ impl<'c> ClaimTx<'c> {
                 status,
                 body: row.try_get(0)?,
             }),
-            // The UPDATE matched nothing, so COMMIT committed only the writes: impossible for
-            // a row this transaction inserted itself, but say so rather than answer 200.
+            // The UPDATE matched nothing, so COMMIT committed only the writes: impossible for a
+            // row this transaction inserted itself or holds locked under its lease (see
+            // begin_leased), but say so rather than report success.
             None => Err(LedgerError::Lost("complete")),
         }
     }

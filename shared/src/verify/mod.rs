@@ -657,10 +657,7 @@ struct Malformed;
 
 /// [`single_header`] for any header name type (a generic source's [`http::HeaderName`]); the
 /// caller names the header in its error.
-fn single_value<'h, K: AsHeaderName>(
-    headers: &'h HeaderMap,
-    name: K,
-) -> Result<Option<&'h str>, Malformed> {
+fn single_value<K: AsHeaderName>(headers: &HeaderMap, name: K) -> Result<Option<&str>, Malformed> {
     let mut values = headers.get_all(name).iter();
     let Some(value) = values.next() else {
         return Ok(None);
@@ -1227,7 +1224,11 @@ mod tests {
         let mut prefix = [0_u8; TAG_LEN];
         prefix.copy_from_slice(&long[..TAG_LEN]);
         assert_eq!(
-            first_matching_key(&[sha512.clone()], parts, &[AnyTag::Sha256(prefix)]),
+            first_matching_key(
+                std::slice::from_ref(&sha512),
+                parts,
+                &[AnyTag::Sha256(prefix)]
+            ),
             Err(VerifyError::NoSignatureMatched)
         );
         assert_eq!(
