@@ -14,6 +14,13 @@
 //! | `HOOKLEDGER_STATEMENT_TIMEOUT_MS` | `statement_timeout`, milliseconds | 5000 |
 //! | `HOOKLEDGER_LOCK_TIMEOUT_MS` | `lock_timeout`, milliseconds: how long a duplicate waits on an in-flight claim | 2000 |
 //! | `HOOKLEDGER_IDLE_IN_TRANSACTION_TIMEOUT_MS` | `idle_in_transaction_session_timeout`, milliseconds | 10000 |
+//! | `HOOKLEDGER_WORKER_FUNCTION` | the worker function's name or ARN: the receiver rings it after a deferred accept | unset: doorbell off |
+//! | `HOOKLEDGER_LEASE_SECS` | how long a worker owns a leased event, seconds | 120 |
+//! | `HOOKLEDGER_WORKER_BATCH` | events leased per statement | 10 |
+//! | `HOOKLEDGER_WORKER_MARGIN_MS` | the worker stops leasing when less invocation time remains, milliseconds | 10000 |
+//! | `HOOKLEDGER_HANDLER_TIMEOUT_MS` | a deferred handler's deadline, milliseconds | 30000 |
+//! | `HOOKLEDGER_BACKOFF_BASE_SECS` | first retry delay, seconds (doubles per attempt) | 30 |
+//! | `HOOKLEDGER_BACKOFF_CAP_SECS` | longest retry delay, seconds | 3600 |
 //!
 //! Everything fails closed: a source without a secret, an unknown scheme or mode, an unknown
 //! field, or malformed JSON is a start-up error that names the problem.
@@ -99,9 +106,15 @@ pub enum ConfigError {
 #[serde(rename_all = "lowercase")]
 pub enum Mode {
     /// Claim, run the handler and store the response in one transaction; answer 200 with the
-    /// handler's body. The default.
+    /// handler's body. The default: for handlers that finish well within the provider's timeout.
     Inline,
+    /// Store the event durably (`claimed`), answer 202 at once, and let the worker run the
+    /// handler with leases, backoff and a dead letter: for slow handlers.
+    Deferred,
 }
+
+/// Default attempts before a deferred event is dead-lettered.
+pub const DEFAULT_MAX_ATTEMPTS: u32 = 8;
 
 /// One source as written in the sources JSON (`HOOKLEDGER_SOURCES`):
 ///
@@ -134,6 +147,14 @@ pub struct SourceSpec {
     /// Keep the raw body in the ledger (`true` when absent); `false` keeps the digest only.
     #[serde(default)]
     pub store_payload: Option<bool>,
+    /// Shadow mode: claim and record as usual, but process duplicates too and count them
+    /// (`shadow_duplicate`), to measure the duplicate rate before enforcing. `false` when absent.
+    #[serde(default)]
+    pub shadow: Option<bool>,
+    /// Deferred mode: attempts before the event goes `dead`; [`DEFAULT_MAX_ATTEMPTS`] when
+    /// absent.
+    #[serde(default)]
+    pub max_attempts: Option<u32>,
     /// For `generic-hmac` only: the signature header, algorithm, encoding, prefix, timestamp
     /// header, signed-payload template and where the event id and type are (see
     /// [`GenericHmac`]).
@@ -157,6 +178,10 @@ pub struct SourceConfig {
     pub max_body_bytes: usize,
     /// Whether the raw body is stored in `webhook_event.payload`.
     pub store_payload: bool,
+    /// Shadow mode: duplicates are processed too, and counted.
+    pub shadow: bool,
+    /// Deferred mode: attempts before `dead`.
+    pub max_attempts: u32,
 }
 
 impl SourceConfig {
@@ -184,6 +209,17 @@ impl SourceConfig {
         if max_body_bytes == 0 {
             return Err(problem("max_body_bytes must be positive"));
         }
+        let mode = spec.mode.unwrap_or(Mode::Inline);
+        let store_payload = spec.store_payload.unwrap_or(true);
+        if mode == Mode::Deferred && !store_payload {
+            return Err(problem(
+                "deferred mode needs store_payload: the worker processes the stored body",
+            ));
+        }
+        let max_attempts = spec.max_attempts.unwrap_or(DEFAULT_MAX_ATTEMPTS);
+        if max_attempts == 0 || max_attempts > 100 {
+            return Err(problem("max_attempts must be 1 to 100"));
+        }
         let secrets: Vec<&str> = spec.secrets.iter().map(String::as_str).collect();
         let verifier = Verifier::new(
             spec.scheme,
@@ -198,9 +234,11 @@ impl SourceConfig {
         Ok(Self {
             scheme: spec.scheme,
             verifier,
-            mode: spec.mode.unwrap_or(Mode::Inline),
+            mode,
             max_body_bytes,
-            store_payload: spec.store_payload.unwrap_or(true),
+            store_payload,
+            shadow: spec.shadow.unwrap_or(false),
+            max_attempts,
             name: spec.name,
         })
     }
@@ -282,6 +320,51 @@ impl DatabaseSettings {
     }
 }
 
+/// The worker's settings (deferred mode).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorkerSettings {
+    /// How long a leased event belongs to a worker, seconds. Longer than the handler timeout.
+    pub lease_secs: u64,
+    /// Events leased per statement.
+    pub batch: i64,
+    /// Stop leasing when less invocation time than this remains, milliseconds.
+    pub margin_ms: u64,
+    /// A handler's deadline, milliseconds; past it the attempt fails with "handler timed out".
+    pub handler_timeout_ms: u64,
+    /// Retry delays: `base_secs * 2^(attempt - 1)`, capped at `cap_secs`, with jitter.
+    pub backoff: Backoff,
+}
+
+impl Default for WorkerSettings {
+    fn default() -> Self {
+        Self {
+            lease_secs: 120,
+            batch: 10,
+            margin_ms: 10_000,
+            handler_timeout_ms: 30_000,
+            backoff: Backoff::default(),
+        }
+    }
+}
+
+/// The retry schedule of deferred events (see `shared::work::backoff`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Backoff {
+    /// Delay after the first failed attempt, seconds (default 30).
+    pub base_secs: u64,
+    /// Longest delay, seconds (default 3600).
+    pub cap_secs: u64,
+}
+
+impl Default for Backoff {
+    fn default() -> Self {
+        Self {
+            base_secs: 30,
+            cap_secs: 3_600,
+        }
+    }
+}
+
 /// Everything a function needs from its environment.
 #[derive(Debug, Clone)]
 pub struct Settings {
@@ -289,6 +372,11 @@ pub struct Settings {
     pub database: DatabaseSettings,
     /// The configured sources.
     pub sources: Sources,
+    /// The worker (deferred mode).
+    pub worker: WorkerSettings,
+    /// The worker function the receiver rings after a deferred accept; `None` turns the
+    /// doorbell off (the worker's schedule still drains).
+    pub worker_function: Option<String>,
 }
 
 impl Settings {
@@ -392,9 +480,27 @@ impl Settings {
             "HOOKLEDGER_IDLE_IN_TRANSACTION_TIMEOUT_MS",
             database.idle_in_transaction_timeout_ms,
         )?;
+        let mut worker = WorkerSettings::default();
+        worker.lease_secs = number("HOOKLEDGER_LEASE_SECS", worker.lease_secs)?;
+        worker.batch = number("HOOKLEDGER_WORKER_BATCH", worker.batch as u64)? as i64;
+        worker.margin_ms = number("HOOKLEDGER_WORKER_MARGIN_MS", worker.margin_ms)?;
+        worker.handler_timeout_ms =
+            number("HOOKLEDGER_HANDLER_TIMEOUT_MS", worker.handler_timeout_ms)?;
+        worker.backoff.base_secs =
+            number("HOOKLEDGER_BACKOFF_BASE_SECS", worker.backoff.base_secs)?;
+        worker.backoff.cap_secs = number("HOOKLEDGER_BACKOFF_CAP_SECS", worker.backoff.cap_secs)?;
+        if worker.lease_secs * 1000 <= worker.handler_timeout_ms {
+            return Err(ConfigError::Number {
+                var: "HOOKLEDGER_LEASE_SECS",
+                expected: "longer than HOOKLEDGER_HANDLER_TIMEOUT_MS",
+                value: worker.lease_secs.to_string(),
+            });
+        }
         Ok(Self {
             database,
             sources: Sources::from_json(&json)?,
+            worker,
+            worker_function: lookup("HOOKLEDGER_WORKER_FUNCTION").filter(|v| !v.is_empty()),
         })
     }
 }

@@ -188,3 +188,26 @@ pub fn is_unavailable(error: &tokio_postgres::Error) -> bool {
         }
     }
 }
+
+/// A log-safe description of a PostgreSQL error: SQLSTATE, message, and the constraint, table
+/// and column it names, never the DETAIL (which quotes row values, i.e. payload content).
+/// `tokio_postgres::Error`'s own `Display` is only "db error".
+pub fn describe(error: &tokio_postgres::Error) -> String {
+    if let Some(db) = error.as_db_error() {
+        let mut text = format!("{} {}", db.code().code(), db.message());
+        if let Some(constraint) = db.constraint() {
+            text.push_str(&format!(" (constraint {constraint})"));
+        } else if let Some(table) = db.table() {
+            text.push_str(&format!(" (table {table})"));
+        }
+        return text;
+    }
+    let mut text = error.to_string();
+    let mut source = std::error::Error::source(error);
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}

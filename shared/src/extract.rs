@@ -83,11 +83,13 @@ pub enum ExtractError {
     /// No event id where the scheme keeps it.
     #[error("missing event id")]
     MissingEventId,
-    /// The event id is empty, longer than [`MAX_EVENT_ID_BYTES`], or not a string or number.
-    #[error("event id must be a string or number of 1 to 255 bytes")]
+    /// The event id is empty, longer than [`MAX_EVENT_ID_BYTES`], holds a NUL character, or
+    /// is not a string or number.
+    #[error("event id must be a string or number of 1 to 255 bytes, without NUL")]
     BadEventId,
-    /// The event type is longer than [`MAX_EVENT_TYPE_BYTES`] or not a string.
-    #[error("event type must be a string of at most 255 bytes")]
+    /// The event type is longer than [`MAX_EVENT_TYPE_BYTES`], holds a NUL character, or is
+    /// not a string.
+    #[error("event type must be a string of at most 255 bytes, without NUL")]
     BadEventType,
     /// A header is present more than once or is not visible ASCII.
     #[error("header {0} is malformed")]
@@ -105,8 +107,8 @@ impl ExtractError {
             ExtractError::NotJson(_) => "body is not a JSON object",
             ExtractError::MissingFormField(_) => "form body has no payload",
             ExtractError::MissingEventId => "missing event id",
-            ExtractError::BadEventId => "event id must be 1 to 255 bytes",
-            ExtractError::BadEventType => "event type too long",
+            ExtractError::BadEventId => "event id must be 1 to 255 bytes, without NUL",
+            ExtractError::BadEventType => "event type must be at most 255 bytes, without NUL",
             ExtractError::MalformedHeader(_) => "malformed event header",
             ExtractError::NoRule => "source misconfigured",
         }
@@ -260,11 +262,13 @@ fn finish<'a>(
     document: Cow<'a, [u8]>,
 ) -> Result<Extracted<'a>, ExtractError> {
     let event_id = event_id.ok_or(ExtractError::MissingEventId)?;
-    if event_id.is_empty() || event_id.len() > MAX_EVENT_ID_BYTES {
+    // PostgreSQL text cannot hold NUL: such an id could never be stored, so it is the sender's
+    // error (400), not ours (a 500 the provider would retry forever).
+    if event_id.is_empty() || event_id.len() > MAX_EVENT_ID_BYTES || event_id.contains('\0') {
         return Err(ExtractError::BadEventId);
     }
     let event_type = event_type.unwrap_or(Cow::Borrowed(""));
-    if event_type.len() > MAX_EVENT_TYPE_BYTES {
+    if event_type.len() > MAX_EVENT_TYPE_BYTES || event_type.contains('\0') {
         return Err(ExtractError::BadEventType);
     }
     Ok(Extracted::Event(EventMeta {
@@ -272,6 +276,46 @@ fn finish<'a>(
         event_type,
         document,
     }))
+}
+
+/// A log-safe summary of a JSON error: its category and position. serde's own message quotes
+/// the offending value (payload content), which must never reach the log.
+pub fn json_error(error: &serde_json::Error) -> String {
+    let kind = match error.classify() {
+        serde_json::error::Category::Io => "I/O error",
+        serde_json::error::Category::Syntax => "syntax error",
+        serde_json::error::Category::Data => "unexpected shape or type",
+        serde_json::error::Category::Eof => "unexpected end",
+    };
+    format!("{kind} at line {} column {}", error.line(), error.column())
+}
+
+/// The JSON document of a stored payload, for the worker (which has the body but not the
+/// headers): a JSON object as it is; a form body's `payload` field (GitHub, Slack
+/// interactivity); any other form (a Slack slash command) as a JSON object of its fields.
+///
+/// # Errors
+/// [`ExtractError::NotJson`] when none of these fits.
+pub fn document_of(payload: &[u8]) -> Result<Cow<'_, [u8]>, ExtractError> {
+    if starts_as_object(payload).is_ok() {
+        return Ok(Cow::Borrowed(payload));
+    }
+    let fields: Vec<(Cow<'_, str>, Cow<'_, str>)> = form_urlencoded::parse(payload).collect();
+    if let Some((_, inner)) = fields.iter().find(|(k, _)| k == "payload") {
+        let inner = inner.as_bytes().to_vec();
+        starts_as_object(&inner)?;
+        return Ok(Cow::Owned(inner));
+    }
+    if fields.is_empty() {
+        return Err(ExtractError::NotJson("empty payload".to_owned()));
+    }
+    let map: serde_json::Map<String, Value> = fields
+        .iter()
+        .map(|(k, v)| (k.to_string(), Value::String(v.to_string())))
+        .collect();
+    serde_json::to_vec(&Value::Object(map))
+        .map(Cow::Owned)
+        .map_err(|e| ExtractError::NotJson(json_error(&e)))
 }
 
 /// Slack form bodies: slash commands (`command=...&trigger_id=...`) and interactivity
@@ -305,7 +349,7 @@ fn slack_form(body: &[u8]) -> Result<Extracted<'_>, ExtractError> {
             .map(|(k, v)| (k.to_string(), Value::String(v.to_string())))
             .collect();
         let document = serde_json::to_vec(&Value::Object(map))
-            .map_err(|e| ExtractError::NotJson(e.to_string()))?;
+            .map_err(|e| ExtractError::NotJson(json_error(&e)))?;
         return finish(
             field("trigger_id").map(Cow::Owned),
             Some(Cow::Borrowed("slash_command")),
@@ -320,7 +364,7 @@ fn slack_form(body: &[u8]) -> Result<Extracted<'_>, ExtractError> {
 /// (A derived struct would also accept a JSON array, positionally: hence the object check.)
 fn parse<'a, T: Deserialize<'a>>(document: &'a [u8]) -> Result<T, ExtractError> {
     starts_as_object(document)?;
-    serde_json::from_slice(document).map_err(|e| ExtractError::NotJson(e.to_string()))
+    serde_json::from_slice(document).map_err(|e| ExtractError::NotJson(json_error(&e)))
 }
 
 fn starts_as_object(document: &[u8]) -> Result<(), ExtractError> {
@@ -334,14 +378,14 @@ fn check_object(document: &[u8]) -> Result<(), ExtractError> {
     starts_as_object(document)?;
     serde_json::from_slice::<serde::de::IgnoredAny>(document)
         .map(|_| ())
-        .map_err(|e| ExtractError::NotJson(e.to_string()))
+        .map_err(|e| ExtractError::NotJson(json_error(&e)))
 }
 
 fn object(document: &[u8]) -> Result<Value, ExtractError> {
     match serde_json::from_slice(document) {
         Ok(value @ Value::Object(_)) => Ok(value),
         Ok(_) => Err(ExtractError::NotJson("not an object".to_owned())),
-        Err(e) => Err(ExtractError::NotJson(e.to_string())),
+        Err(e) => Err(ExtractError::NotJson(json_error(&e))),
     }
 }
 

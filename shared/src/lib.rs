@@ -8,6 +8,7 @@
 
 pub mod config;
 pub mod db;
+pub mod doorbell;
 pub mod extract;
 pub mod handlers;
 pub mod ledger;
@@ -16,6 +17,7 @@ pub mod receive;
 pub mod secrets;
 pub mod telemetry;
 pub mod verify;
+pub mod work;
 
 pub use config::{Settings, SourceConfig, Sources};
 pub use receive::{Receiver, Reply};

@@ -23,10 +23,13 @@ use deadpool_postgres::Pool;
 use http::HeaderMap;
 use sha2::{Digest, Sha256};
 
-use crate::config::{Settings, Sources};
+use std::time::SystemTime;
+
+use crate::config::{Mode, Settings, Sources};
+use crate::doorbell::Doorbell;
 use crate::extract::{extract, Extracted};
-use crate::handlers::{ignored_effect, Event, HandlerError, Registry};
-use crate::ledger::{self, Claim, LedgerError, NewEvent};
+use crate::handlers::{apply, ApplyError, Event, Registry};
+use crate::ledger::{self, Accept, Claim, NewEvent};
 
 /// Seconds a provider is asked to wait before retrying an in-flight duplicate.
 pub const RETRY_AFTER_SECS: u32 = 5;
@@ -69,6 +72,8 @@ pub struct Receiver {
     pub pool: Pool,
     /// Handlers by `(source, event_type)`.
     pub handlers: Registry,
+    /// Rings the worker after a deferred accept (off unless configured).
+    pub doorbell: Doorbell,
 }
 
 /// Log fields gathered along the path; written once per delivery.
@@ -87,7 +92,14 @@ impl Receiver {
             handlers: Registry::with_examples(&settings.sources),
             sources: settings.sources.clone(),
             pool,
+            doorbell: Doorbell::off(),
         }
+    }
+
+    /// The same receiver ringing `doorbell` after deferred accepts.
+    pub fn with_doorbell(mut self, doorbell: Doorbell) -> Self {
+        self.doorbell = doorbell;
+        self
     }
 
     /// Receives one delivery for `source`: verify, identify, claim, apply, answer. `now` is
@@ -223,7 +235,14 @@ impl Receiver {
             digest: &digest,
             payload: config.store_payload.then_some(body),
         };
-        match self.claim_and_apply(&event, &new_event).await {
+        let decided = match config.mode {
+            Mode::Inline => {
+                self.claim_and_apply(&event, &new_event, config.shadow)
+                    .await
+            }
+            Mode::Deferred => self.accept(&event, &new_event, config.shadow).await,
+        };
+        match decided {
             Ok(reply) => {
                 if reply.outcome == "digest_mismatch" {
                     trace.detail =
@@ -231,15 +250,15 @@ impl Receiver {
                 }
                 reply
             }
-            Err(Failure::Unavailable(detail)) => {
+            Err(ApplyError::Unavailable(detail)) => {
                 trace.detail = Some(detail);
                 Reply::error(503, "unavailable", "service unavailable")
             }
-            Err(Failure::Handler(detail)) => {
+            Err(ApplyError::Handler(detail)) => {
                 trace.detail = Some(detail);
                 Reply::error(500, "handler_failed", "internal error")
             }
-            Err(Failure::Internal(detail)) => {
+            Err(ApplyError::Internal(detail)) => {
                 trace.detail = Some(detail);
                 Reply::error(500, "internal_error", "internal error")
             }
@@ -250,17 +269,25 @@ impl Receiver {
         &self,
         event: &Event<'_>,
         new_event: &NewEvent<'_>,
-    ) -> Result<Reply, Failure> {
-        let conn = self
-            .pool
-            .get()
-            .await
-            .map_err(|e| Failure::Unavailable(format!("no database connection: {e}")))?;
+        shadow: bool,
+    ) -> Result<Reply, ApplyError> {
+        let conn = self.connection().await?;
         let tx = match ledger::claim(&conn, new_event)
             .await
-            .map_err(Failure::ledger)?
+            .map_err(ApplyError::ledger)?
         {
             Claim::Won(tx) => tx,
+            Claim::DigestMismatch => {
+                return Ok(Reply::error(
+                    409,
+                    "digest_mismatch",
+                    "event id reused with a different body",
+                ))
+            }
+            // Shadow mode: enforcement would skip this duplicate; process it anyway.
+            Claim::Completed(_) | Claim::InFlight if shadow => {
+                return self.shadow_duplicate(&conn, event).await;
+            }
             Claim::Completed(stored) => {
                 return Ok(Reply {
                     status: stored.status,
@@ -270,74 +297,109 @@ impl Receiver {
                     outcome: "replayed",
                 })
             }
-            Claim::InFlight => {
-                let mut reply = Reply::error(409, "in_flight", "event is being processed");
-                reply.retry_after = Some(RETRY_AFTER_SECS);
-                return Ok(reply);
-            }
-            Claim::DigestMismatch => {
-                return Ok(Reply::error(
-                    409,
-                    "digest_mismatch",
-                    "event id reused with a different body",
-                ))
-            }
+            Claim::InFlight => return Ok(in_flight()),
         };
-        let (effect, outcome) = match self.handlers.get(event.source, event.event_type) {
-            Some(handler) => match handler.handle(&tx, event).await {
-                Ok(effect) => (effect, "processed"),
-                Err(error) => {
-                    // Dropping the claim transaction rolls it back; say so explicitly.
-                    let rolled_back = tx.rollback().await;
-                    return Err(match (error, rolled_back) {
-                        (HandlerError::Db(e), _) if crate::db::is_unavailable(&e) => {
-                            Failure::Unavailable(format!("handler: {e}"))
-                        }
-                        (error, _) => Failure::Handler(error.to_string()),
-                    });
-                }
-            },
-            None => (ignored_effect(event), "ignored"),
-        };
-        let stored = tx
-            .complete(
-                (event.source, event.event_id),
-                effect.status,
-                &effect.body,
-                &effect.writes,
-            )
-            .await
-            .map_err(|e| match e {
-                // A handler's write failing (constraint, type) is the handler's failure.
-                LedgerError::Db(ref db)
-                    if !crate::db::is_unavailable(db) && !effect.writes.is_empty() =>
-                {
-                    Failure::Handler(format!("commit: {e}"))
-                }
-                e => Failure::ledger(e),
-            })?;
+        let applied = apply(&self.handlers, tx, event).await?;
         Ok(Reply {
-            status: stored.status,
-            body: stored.body,
+            status: applied.response.status,
+            body: applied.response.body,
             replayed: false,
             retry_after: None,
-            outcome,
+            outcome: applied.outcome,
         })
+    }
+
+    /// Deferred mode: store durably, ring the worker, answer 202.
+    async fn accept(
+        &self,
+        event: &Event<'_>,
+        new_event: &NewEvent<'_>,
+        shadow: bool,
+    ) -> Result<Reply, ApplyError> {
+        let conn = self.connection().await?;
+        let accepted = ledger::accept(&conn, new_event, SystemTime::now())
+            .await
+            .map_err(ApplyError::ledger)?;
+        match accepted {
+            Accept::Accepted => {
+                drop(conn);
+                match self.doorbell.ring(event.source, event.event_id).await {
+                    Ok(_) => {}
+                    Err(error) => {
+                        // The worker's schedule picks the event up anyway.
+                        tracing::warn!(
+                            source = event.source,
+                            event_id = event.event_id,
+                            %error,
+                            "doorbell failed; the worker's schedule will drain the event"
+                        );
+                        crate::telemetry::count("doorbell_failed", event.source, 1);
+                    }
+                }
+                Ok(accepted_reply(false, "accepted"))
+            }
+            Accept::Duplicate(_) if shadow => {
+                self.shadow_duplicate(&conn, event).await?;
+                Ok(accepted_reply(true, "shadow_duplicate"))
+            }
+            Accept::Duplicate(_) => Ok(accepted_reply(true, "duplicate")),
+            Accept::DigestMismatch => Ok(Reply::error(
+                409,
+                "digest_mismatch",
+                "event id reused with a different body",
+            )),
+            Accept::InFlight => Ok(in_flight()),
+        }
+    }
+
+    /// Shadow mode: run the handler for a duplicate in its own transaction, leaving the ledger
+    /// alone, and count what enforcement would have skipped.
+    async fn shadow_duplicate(
+        &self,
+        conn: &ledger::Connection,
+        event: &Event<'_>,
+    ) -> Result<Reply, ApplyError> {
+        let tx = ledger::begin_shadow(conn)
+            .await
+            .map_err(ApplyError::ledger)?;
+        let applied = apply(&self.handlers, tx, event).await?;
+        tracing::warn!(
+            source = event.source,
+            event_id = event.event_id,
+            metric = "shadow_duplicate",
+            "shadow mode processed a duplicate that enforcement would skip"
+        );
+        crate::telemetry::count("shadow_duplicate", event.source, 1);
+        Ok(Reply {
+            status: applied.response.status,
+            body: applied.response.body,
+            replayed: false,
+            retry_after: None,
+            outcome: "shadow_duplicate",
+        })
+    }
+
+    async fn connection(&self) -> Result<deadpool_postgres::Object, ApplyError> {
+        self.pool
+            .get()
+            .await
+            .map_err(|e| ApplyError::Unavailable(format!("no database connection: {e}")))
     }
 }
 
-enum Failure {
-    Unavailable(String),
-    Handler(String),
-    Internal(String),
+fn in_flight() -> Reply {
+    let mut reply = Reply::error(409, "in_flight", "event is being processed");
+    reply.retry_after = Some(RETRY_AFTER_SECS);
+    reply
 }
 
-impl Failure {
-    fn ledger(error: LedgerError) -> Self {
-        if error.is_unavailable() {
-            Failure::Unavailable(error.to_string())
-        } else {
-            Failure::Internal(error.to_string())
-        }
+/// Deferred mode's acknowledgement: `202 {"accepted": true, "duplicate": ..}`.
+fn accepted_reply(duplicate: bool, outcome: &'static str) -> Reply {
+    Reply {
+        status: 202,
+        body: serde_json::json!({ "accepted": true, "duplicate": duplicate }).to_string(),
+        replayed: duplicate,
+        retry_after: None,
+        outcome,
     }
 }

@@ -5,13 +5,15 @@
 //! - Input: the HTTP request with the provider's raw body and signature headers.
 //! - Environment: `DATABASE_URL` or `HOOKLEDGER_DB_SECRET_ARN`; `HOOKLEDGER_SOURCES`,
 //!   `HOOKLEDGER_SOURCES_FILE` or `HOOKLEDGER_SOURCES_SECRET_ARN`; and the
-//!   optional database settings read by `shared::config` (see its docs); `RUST_LOG`.
+//!   optional database settings read by `shared::config` (see its docs);
+//!   `HOOKLEDGER_WORKER_FUNCTION` (the doorbell; unset = off); `RUST_LOG`.
 //! - Side effects: one `webhook_event` row per new event, the handler's business rows in the
 //!   same transaction; one JSON log line per delivery.
 
 use lambda_http::{service_fn, Adapter, Error, Request};
 use receiver::handler::{function_handler, AppState};
 use receiver::transport::Base64Guard;
+use shared::doorbell::Doorbell;
 use shared::Settings;
 
 #[tokio::main]
@@ -20,7 +22,11 @@ async fn main() -> Result<(), Error> {
     let settings = Settings::from_env().await?;
     let pool = shared::db::pool(&settings.database)?;
     // Lives for the whole execution environment.
-    let state: &'static AppState = Box::leak(Box::new(AppState::new(&settings, pool)));
+    let mut state = AppState::new(&settings, pool);
+    state.receiver = state
+        .receiver
+        .with_doorbell(Doorbell::new(settings.worker_function.as_deref()).await);
+    let state: &'static AppState = Box::leak(Box::new(state));
     let handler = service_fn(move |request: Request| function_handler(state, request));
     // lambda_http::run(handler) is this without the guard, which panics on invalid base64.
     lambda_runtime::run(Base64Guard::new(Adapter::from(handler))).await

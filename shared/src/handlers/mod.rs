@@ -15,7 +15,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::config::Sources;
-use crate::ledger::{ClaimTx, Write};
+use crate::ledger::{ClaimTx, LedgerError, StoredResponse, Write};
 use crate::verify::Scheme;
 
 /// The event a handler sees: already verified and claimed.
@@ -56,7 +56,7 @@ pub enum HandlerError {
     #[error("payload: {0}")]
     Payload(String),
     /// A statement the handler ran itself failed (retryable when the database is unavailable).
-    #[error("database: {0}")]
+    #[error("database: {}", crate::db::describe(.0))]
     Db(#[from] tokio_postgres::Error),
     /// Anything else the handler reports (e.g. a downstream call failed).
     #[error("{0}")]
@@ -144,4 +144,87 @@ pub fn ignored_effect(event: &Event<'_>) -> Effect {
         body: serde_json::json!({ "status": "ignored", "event_type": event.event_type }),
         writes: Vec::new(),
     }
+}
+
+/// Why applying an event failed, classified for the caller: the receiver answers 500 or 503,
+/// the worker records `last_error` and retries.
+#[derive(Debug, thiserror::Error)]
+pub enum ApplyError {
+    /// The handler failed, or one of its writes was refused (a constraint, a type): 500.
+    #[error("handler failed: {0}")]
+    Handler(String),
+    /// The database is unavailable (connection, timeouts): 503. Retryable.
+    #[error("database unavailable: {0}")]
+    Unavailable(String),
+    /// Our own fault outside the handler: 500.
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+impl ApplyError {
+    /// Classifies a ledger failure.
+    pub fn ledger(error: LedgerError) -> Self {
+        if error.is_unavailable() {
+            ApplyError::Unavailable(error.to_string())
+        } else {
+            ApplyError::Internal(error.to_string())
+        }
+    }
+}
+
+/// What [`apply`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Applied {
+    /// The response as stored (inline, worker) or as the handler returned it (shadow).
+    pub response: StoredResponse,
+    /// `processed` when a handler ran, `ignored` when the event type has none.
+    pub outcome: &'static str,
+}
+
+/// Runs the handler for `event` (or the recorded no-op) in `tx`, then completes and commits:
+/// the one place where an effect is applied, for the receiver's inline mode, shadow mode and
+/// the worker. On any error the transaction is rolled back and nothing is written.
+///
+/// # Errors
+/// [`ApplyError`], classified as documented there.
+pub async fn apply(
+    registry: &Registry,
+    tx: ClaimTx<'_>,
+    event: &Event<'_>,
+) -> Result<Applied, ApplyError> {
+    let (effect, outcome) = match registry.get(event.source, event.event_type) {
+        Some(handler) => match handler.handle(&tx, event).await {
+            Ok(effect) => (effect, "processed"),
+            Err(error) => {
+                // Dropping the transaction would roll it back too; do it explicitly so the
+                // connection is clean before it returns to the pool.
+                let _ = tx.rollback().await;
+                return Err(match error {
+                    HandlerError::Db(e) if crate::db::is_unavailable(&e) => {
+                        ApplyError::Unavailable(format!("handler: {}", crate::db::describe(&e)))
+                    }
+                    error => ApplyError::Handler(error.to_string()),
+                });
+            }
+        },
+        None => (ignored_effect(event), "ignored"),
+    };
+    let response = tx
+        .complete(
+            (event.source, event.event_id),
+            effect.status,
+            &effect.body,
+            &effect.writes,
+        )
+        .await
+        .map_err(|e| match e {
+            // A handler's write failing (constraint, type) is the handler's failure.
+            LedgerError::Db(ref db)
+                if !crate::db::is_unavailable(db) && !effect.writes.is_empty() =>
+            {
+                ApplyError::Handler(format!("write: {e}"))
+            }
+            e => ApplyError::ledger(e),
+        })?;
+    Ok(Applied { response, outcome })
 }

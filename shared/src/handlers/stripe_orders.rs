@@ -59,8 +59,12 @@ ON CONFLICT (order_id) DO NOTHING";
 #[async_trait::async_trait]
 impl Handler for PaymentIntentSucceeded {
     async fn handle(&self, _tx: &ClaimTx<'_>, event: &Event<'_>) -> Result<Effect, HandlerError> {
-        let parsed: StripeEvent<'_> = serde_json::from_slice(event.document)
-            .map_err(|e| HandlerError::Payload(format!("not a payment_intent event: {e}")))?;
+        let parsed: StripeEvent<'_> = serde_json::from_slice(event.document).map_err(|e| {
+            HandlerError::Payload(format!(
+                "not a payment_intent event: {}",
+                crate::extract::json_error(&e)
+            ))
+        })?;
         let intent = parsed.data.object;
         let total_minor = intent
             .amount_received

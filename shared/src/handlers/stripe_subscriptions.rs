@@ -78,8 +78,12 @@ SET customer_id = EXCLUDED.customer_id,
 #[async_trait::async_trait]
 impl Handler for SubscriptionChanged {
     async fn handle(&self, tx: &ClaimTx<'_>, event: &Event<'_>) -> Result<Effect, HandlerError> {
-        let parsed: StripeEvent = serde_json::from_slice(event.document)
-            .map_err(|e| HandlerError::Payload(format!("not a subscription event: {e}")))?;
+        let parsed: StripeEvent = serde_json::from_slice(event.document).map_err(|e| {
+            HandlerError::Payload(format!(
+                "not a subscription event: {}",
+                crate::extract::json_error(&e)
+            ))
+        })?;
         let subscription = parsed.data.object;
         let entity = Entity {
             source: event.source,

@@ -97,6 +97,14 @@ pub async fn begin_leased<'c>(
     leased: &Leased,
 ) -> Result<Option<ClaimTx<'c>>, LedgerError> {
     let statement = conn.prepare_cached(OWN_LEASED).await?;
+    // Guard first, so a cancelled caller (handler timeout) still rolls back.
+    let tx = ClaimTx {
+        conn,
+        open: true,
+        guard: Guard::Leased {
+            attempts: leased.attempts,
+        },
+    };
     let (begin, owned) = in_order(
         conn.batch_execute("BEGIN"),
         conn.query_opt(
@@ -105,13 +113,6 @@ pub async fn begin_leased<'c>(
         ),
     )
     .await;
-    let tx = ClaimTx {
-        conn,
-        open: true,
-        guard: Guard::Leased {
-            attempts: leased.attempts,
-        },
-    };
     begin?;
     match owned? {
         Some(_) => Ok(Some(tx)),
@@ -172,6 +173,39 @@ pub async fn fail(
                 &error,
                 &next_attempt_at,
             ],
+        )
+        .await?;
+    Ok(updated == 1)
+}
+
+const RELEASE: &str = "\
+UPDATE webhook_event
+SET status = 'failed',
+    -- The attempt never ran: give it back.
+    attempts = attempts - 1,
+    last_error = 'released unprocessed: the worker ran out of invocation time',
+    next_attempt_at = $4,
+    lease_expires_at = NULL
+WHERE source = $1
+  AND event_id = $2
+  AND status = 'processing'
+  AND attempts = $3";
+
+/// Gives a leased event back unprocessed (the worker is out of time): due again at `due_at`,
+/// its attempt not counted. Returns `false` when the lease was lost.
+///
+/// # Errors
+/// [`LedgerError::Db`] when PostgreSQL fails.
+pub async fn release(
+    conn: &Connection,
+    leased: &Leased,
+    due_at: SystemTime,
+) -> Result<bool, LedgerError> {
+    let statement = conn.prepare_cached(RELEASE).await?;
+    let updated = conn
+        .execute(
+            &statement,
+            &[&leased.source, &leased.event_id, &leased.attempts, &due_at],
         )
         .await?;
     Ok(updated == 1)

@@ -13,7 +13,7 @@ mod lease;
 mod pipeline;
 
 pub use deferred::{accept, Accept};
-pub use lease::{begin_leased, fail, lease_due, Failure, Leased};
+pub use lease::{begin_leased, fail, lease_due, release, Failure, Leased};
 
 use deadpool_postgres::ClientWrapper;
 use futures_util::FutureExt;
@@ -75,7 +75,7 @@ impl Status {
 pub enum LedgerError {
     /// PostgreSQL refused or could not run a statement. Retryable when
     /// [`LedgerError::is_unavailable`] says so (the provider's retry will succeed later).
-    #[error("database error: {0}")]
+    #[error("database error: {}", db::describe(.0))]
     Db(#[from] tokio_postgres::Error),
     /// A statement that must touch one row touched none: the row changed under us.
     #[error("{0}: no row matched the expected state")]
@@ -178,17 +178,20 @@ pub async fn claim<'c>(
         &digest,
         &event.payload,
     ];
+    // The guard exists before anything is sent: if this future is dropped while the INSERT
+    // waits (a cancelled duplicate), the guard's Drop queues ROLLBACK, so the connection never
+    // returns to the pool inside an open transaction holding an orphaned claim.
+    let tx = ClaimTx {
+        conn,
+        open: true,
+        guard: Guard::Claimed,
+    };
     // BEGIN is sent before the INSERT: `in_order` polls (and so sends) in the order given.
     let (begin, inserted) = in_order(
         conn.batch_execute("BEGIN"),
         conn.query_opt(&statement, &params),
     )
     .await;
-    let tx = ClaimTx {
-        conn,
-        open: true,
-        guard: Guard::Claimed,
-    };
     begin?;
     match inserted {
         Ok(Some(_)) => return Ok(Claim::Won(tx)),
@@ -312,6 +315,8 @@ enum Guard {
     Claimed,
     /// The row is leased by a worker under this attempt number.
     Leased { attempts: i32 },
+    /// Shadow mode's re-processing of a duplicate: the effect only, the ledger untouched.
+    Shadow,
 }
 
 /// The open transaction that owns an event: a won inline claim, or a worker's leased row
@@ -351,9 +356,12 @@ impl<'c> ClaimTx<'c> {
         for write in writes {
             statements.push(conn.prepare_cached(write.sql).await?);
         }
+        if self.guard == Guard::Shadow {
+            return self.commit_writes(status, body, writes).await;
+        }
         let (complete_sql, attempts) = match self.guard {
-            Guard::Claimed => (COMPLETE, None),
             Guard::Leased { attempts } => (COMPLETE_LEASED, Some(attempts)),
+            _ => (COMPLETE, None),
         };
         statements.push(conn.prepare_cached(complete_sql).await?);
         let status_param = i16::try_from(status).unwrap_or(500);
@@ -406,6 +414,48 @@ impl<'c> ClaimTx<'c> {
         }
     }
 
+    /// Shadow mode: runs `writes` and commits, leaving the ledger alone; the response is the
+    /// handler's, serialized here.
+    async fn commit_writes(
+        mut self,
+        status: u16,
+        body: &serde_json::Value,
+        writes: &[Write],
+    ) -> Result<StoredResponse, LedgerError> {
+        let conn = self.conn;
+        let mut statements = Vec::with_capacity(writes.len());
+        for write in writes {
+            statements.push(conn.prepare_cached(write.sql).await?);
+        }
+        let write_params: Vec<Vec<&(dyn ToSql + Sync)>> = writes
+            .iter()
+            .map(|w| {
+                w.params
+                    .iter()
+                    .map(|p| p.as_ref() as &(dyn ToSql + Sync))
+                    .collect()
+            })
+            .collect();
+        let mut write_futures = Vec::with_capacity(writes.len());
+        for (statement, params) in statements.iter().zip(&write_params) {
+            write_futures.push(conn.execute(statement, params).boxed());
+        }
+        self.open = false;
+        let (written, committed) = in_order(
+            pipeline::all_in_order(write_futures),
+            conn.batch_execute("COMMIT"),
+        )
+        .await;
+        for result in written {
+            result?;
+        }
+        committed?;
+        Ok(StoredResponse {
+            status,
+            body: body.to_string(),
+        })
+    }
+
     /// Rolls the claim back: the row disappears as if the delivery never arrived.
     ///
     /// # Errors
@@ -429,6 +479,21 @@ impl Drop for ClaimTx<'_> {
             let _ = self.conn.batch_execute("ROLLBACK").now_or_never();
         }
     }
+}
+
+/// Opens a transaction for shadow mode's re-processing of a duplicate: the handler runs and its
+/// writes commit as a naive receiver's would, and the ledger is not touched.
+///
+/// # Errors
+/// [`LedgerError::Db`] when PostgreSQL fails.
+pub async fn begin_shadow(conn: &Connection) -> Result<ClaimTx<'_>, LedgerError> {
+    let tx = ClaimTx {
+        conn,
+        open: true,
+        guard: Guard::Shadow,
+    };
+    conn.batch_execute("BEGIN").await?;
+    Ok(tx)
 }
 
 fn is_lock_timeout(error: &tokio_postgres::Error) -> bool {

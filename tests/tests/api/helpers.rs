@@ -53,13 +53,20 @@ impl TestApp {
 
 /// A receiver over a fresh database, `pool_size` connections, with `lock_timeout_ms`.
 pub async fn spawn_app_with(pool_size: usize, lock_timeout_ms: u64) -> TestApp {
-    shared::telemetry::init();
+    // Logs go through libtest's capture (shown for failing tests only).
+    let _ = tracing_subscriber::fmt()
+        .json()
+        .flatten_event(true)
+        .with_test_writer()
+        .try_init();
     let db = TestDb::new().await.expect("test database");
     let mut database: DatabaseSettings = db.settings(pool_size);
     database.lock_timeout_ms = lock_timeout_ms;
     let settings = Settings {
         database,
         sources: Sources::from_json(&local_sources_json().unwrap()).unwrap(),
+        worker: Default::default(),
+        worker_function: None,
     };
     let pool = shared::db::pool(&settings.database).unwrap();
     let state = AppState::new(&settings, pool);

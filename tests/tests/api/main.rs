@@ -7,3 +7,4 @@ mod events;
 mod helpers;
 mod interop;
 mod receive;
+mod robustness;

@@ -295,7 +295,7 @@ async fn an_unreachable_database_answers_503_so_the_provider_retries() {
     database.pool_size = 1;
     let settings = shared::Settings {
         database,
-        sources: app.settings.sources.clone(),
+        ..app.settings.clone()
     };
     let pool = shared::db::pool(&settings.database).unwrap();
     let receiver = shared::Receiver::new(&settings, pool);

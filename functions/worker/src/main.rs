@@ -1,0 +1,29 @@
+//! `worker`: drains deferred events from the ledger.
+//!
+//! - Triggers: the receiver's doorbell (asynchronous invoke, `{"reason": "doorbell", "source",
+//!   "event_id"}`) and a schedule (every minute, an EventBridge event); `WorkerFunction` in
+//!   template.yaml. The input is only logged: every invocation drains whatever is due.
+//! - Output: the summary `{"leased", "completed", "failed", "dead", "released", "lost",
+//!   "out_of_time"}`.
+//! - Environment: as the receiver (`DATABASE_URL` or `HOOKLEDGER_DB_SECRET_ARN`, the sources),
+//!   plus `HOOKLEDGER_LEASE_SECS`, `HOOKLEDGER_WORKER_BATCH`, `HOOKLEDGER_WORKER_MARGIN_MS`,
+//!   `HOOKLEDGER_HANDLER_TIMEOUT_MS`, `HOOKLEDGER_BACKOFF_BASE_SECS`,
+//!   `HOOKLEDGER_BACKOFF_CAP_SECS` (see `shared::config`).
+//! - Side effects: leases, completes, fails and dead-letters `webhook_event` rows; the
+//!   handlers' business rows.
+
+use lambda_runtime::{run, service_fn, Error, LambdaEvent};
+use shared::Settings;
+use worker::handler::{function_handler, AppState};
+
+#[tokio::main]
+async fn main() -> Result<(), Error> {
+    shared::telemetry::init();
+    let settings = Settings::from_env().await?;
+    let pool = shared::db::pool(&settings.database)?;
+    let state: &'static AppState = Box::leak(Box::new(AppState::new(&settings, pool)));
+    run(service_fn(move |event: LambdaEvent<serde_json::Value>| {
+        function_handler(state, event)
+    }))
+    .await
+}

@@ -1,0 +1,95 @@
+//! The worker's doorbell: after a deferred accept commits, the receiver invokes the worker
+//! asynchronously (Lambda `Invoke` with `InvocationType=Event`) so the event is processed in
+//! seconds rather than at the next schedule tick.
+//!
+//! A ring is best effort: its failure is logged, counted (`doorbell_failed`) and otherwise
+//! ignored, because the worker's schedule (every minute) drains whatever is due anyway. Turn it
+//! off by leaving `HOOKLEDGER_WORKER_FUNCTION` unset; point it at a local emulator with
+//! `AWS_ENDPOINT_URL_LAMBDA` (cargo-lambda's `watch` serves the Invoke API, so `make run` rings
+//! the local worker for real).
+
+use std::time::Duration;
+
+use aws_sdk_lambda::primitives::Blob;
+use aws_sdk_lambda::types::InvocationType;
+
+/// Longest a ring may delay the provider's 202, milliseconds.
+pub const RING_TIMEOUT_MS: u64 = 2_000;
+
+/// Why a ring failed (never fatal to the delivery).
+#[derive(Debug, thiserror::Error)]
+pub enum DoorbellError {
+    /// The Invoke call failed.
+    #[error("invoke {function}: {reason}")]
+    Invoke {
+        /// The worker function.
+        function: String,
+        /// The SDK's error, as text.
+        reason: String,
+    },
+    /// The Invoke call took longer than [`RING_TIMEOUT_MS`].
+    #[error("invoke {0}: timed out")]
+    Timeout(String),
+}
+
+/// Rings the worker; [`Doorbell::off`] when no worker function is configured.
+#[derive(Debug, Clone)]
+pub struct Doorbell {
+    target: Option<(aws_sdk_lambda::Client, String)>,
+}
+
+impl Doorbell {
+    /// A doorbell that never rings.
+    pub fn off() -> Self {
+        Self { target: None }
+    }
+
+    /// A doorbell for `function` (name or ARN) with the SDK configured from the environment, or
+    /// off when `function` is `None`.
+    pub async fn new(function: Option<&str>) -> Self {
+        match function {
+            None => Self::off(),
+            Some(function) => {
+                let config = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
+                Self {
+                    target: Some((aws_sdk_lambda::Client::new(&config), function.to_owned())),
+                }
+            }
+        }
+    }
+
+    /// Whether a worker function is configured.
+    pub fn is_on(&self) -> bool {
+        self.target.is_some()
+    }
+
+    /// Invokes the worker asynchronously with `{"reason": "doorbell", "source", "event_id"}`.
+    /// Returns `Ok(false)` when the doorbell is off.
+    ///
+    /// # Errors
+    /// [`DoorbellError`] when the invoke fails or times out: log it and carry on.
+    pub async fn ring(&self, source: &str, event_id: &str) -> Result<bool, DoorbellError> {
+        let Some((client, function)) = &self.target else {
+            return Ok(false);
+        };
+        let payload = serde_json::json!({
+            "reason": "doorbell",
+            "source": source,
+            "event_id": event_id,
+        });
+        let call = client
+            .invoke()
+            .function_name(function)
+            .invocation_type(InvocationType::Event)
+            .payload(Blob::new(payload.to_string()))
+            .send();
+        match tokio::time::timeout(Duration::from_millis(RING_TIMEOUT_MS), call).await {
+            Ok(Ok(_)) => Ok(true),
+            Ok(Err(error)) => Err(DoorbellError::Invoke {
+                function: function.clone(),
+                reason: aws_sdk_lambda::error::DisplayErrorContext(error).to_string(),
+            }),
+            Err(_) => Err(DoorbellError::Timeout(function.clone())),
+        }
+    }
+}

@@ -1,0 +1,319 @@
+//! Deferred processing (DESIGN.md section 4): the ledger is the queue, Lambda is the compute.
+//!
+//! [`Worker::drain`] leases due rows in bounded batches ([`ledger::lease_due`]), applies each in
+//! its own transaction under its lease ([`ledger::begin_leased`] + [`apply`]), and on error
+//! records `failed` with `last_error` and the next attempt time from [`backoff`], or `dead` once
+//! the source's `max_attempts` are used. It stops when nothing is due or when the invocation's
+//! remaining time falls under the margin; leased rows it cannot start in time are released
+//! unprocessed. The clock and the remaining time are parameters, so tests never sleep.
+//!
+//! Retry schedule ([`backoff`], defaults `base_secs = 30`, `cap_secs = 3600`): after failed
+//! attempt `n` the event waits between half and all of `min(cap, base * 2^(n-1))`, the exact
+//! point chosen by a hash of the event's key and `n` (so a burst of failures spreads out, and a
+//! given event's schedule is reproducible): 15-30 s, 30-60 s, 1-2 min, 2-4 min, 4-8 min,
+//! 8-16 min, 16-32 min; with the default `max_attempts = 8` the eighth failure is `dead`.
+
+use std::hash::{Hash, Hasher};
+use std::time::{Duration, SystemTime};
+
+use deadpool_postgres::Pool;
+use serde::Serialize;
+
+use crate::config::{Backoff, Sources, WorkerSettings};
+use crate::extract::document_of;
+use crate::handlers::{apply, ApplyError, Event, Registry};
+use crate::ledger::{self, Failure, Leased, LedgerError};
+
+/// What one drain did; the worker function returns it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Summary {
+    /// Rows leased.
+    pub leased: u64,
+    /// Events completed.
+    pub completed: u64,
+    /// Attempts that failed and will be retried.
+    pub failed: u64,
+    /// Events dead-lettered.
+    pub dead: u64,
+    /// Leased rows given back unprocessed because time ran out.
+    pub released: u64,
+    /// Leases lost to another worker (expired and taken over) before completing.
+    pub lost: u64,
+    /// Whether the drain stopped because the remaining time fell under the margin.
+    pub out_of_time: bool,
+}
+
+impl Summary {
+    fn add(&mut self, other: Summary) {
+        self.leased += other.leased;
+        self.completed += other.completed;
+        self.failed += other.failed;
+        self.dead += other.dead;
+        self.released += other.released;
+        self.lost += other.lost;
+        self.out_of_time |= other.out_of_time;
+    }
+}
+
+/// Why a drain stopped early. Retryable: the next invocation (doorbell or schedule) continues.
+#[derive(Debug, thiserror::Error)]
+pub enum WorkError {
+    /// No database connection.
+    #[error("no database connection: {0}")]
+    Pool(String),
+    /// A ledger statement failed.
+    #[error(transparent)]
+    Ledger(#[from] LedgerError),
+}
+
+/// Everything the worker needs, built once per execution environment.
+#[derive(Debug, Clone)]
+pub struct Worker {
+    /// The connection pool.
+    pub pool: Pool,
+    /// Handlers by `(source, event_type)`.
+    pub handlers: Registry,
+    /// The configured sources (for `max_attempts`).
+    pub sources: Sources,
+    /// Lease, batch, margin, timeout, backoff.
+    pub settings: WorkerSettings,
+}
+
+/// The delay before the attempt after failed attempt `attempts` (1-based) of the event `key`:
+/// see the module docs for the schedule.
+pub fn backoff(policy: &Backoff, attempts: u32, key: &str) -> Duration {
+    let exponent = attempts.saturating_sub(1).min(32);
+    let full = policy
+        .base_secs
+        .saturating_mul(1u64 << exponent)
+        .min(policy.cap_secs);
+    let half = full / 2;
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    (key, attempts).hash(&mut hasher);
+    let jitter = if full > half {
+        hasher.finish() % (full - half + 1)
+    } else {
+        0
+    };
+    Duration::from_secs(half + jitter)
+}
+
+impl Worker {
+    /// Drains due events: lease a batch, process it, repeat, until nothing is due or
+    /// `remaining()` (the invocation's time left) drops under the margin. `now()` is the clock.
+    ///
+    /// # Errors
+    /// [`WorkError`] when the database fails outside a single event's processing; what was done
+    /// before stays done.
+    pub async fn drain(
+        &self,
+        now: impl Fn() -> SystemTime,
+        remaining: impl Fn() -> Duration,
+    ) -> Result<Summary, WorkError> {
+        let margin = Duration::from_millis(self.settings.margin_ms);
+        let mut summary = Summary::default();
+        loop {
+            if remaining() < margin {
+                summary.out_of_time = true;
+                break;
+            }
+            let step = self.step(&now, &remaining).await?;
+            if step.leased == 0 {
+                break;
+            }
+            summary.add(step);
+            if step.out_of_time {
+                break;
+            }
+        }
+        Ok(summary)
+    }
+
+    /// One batch: lease and process. `leased == 0` in the result means nothing was due.
+    ///
+    /// # Errors
+    /// As [`Worker::drain`].
+    pub async fn step(
+        &self,
+        now: &impl Fn() -> SystemTime,
+        remaining: &impl Fn() -> Duration,
+    ) -> Result<Summary, WorkError> {
+        let margin = Duration::from_millis(self.settings.margin_ms);
+        let batch = {
+            let conn = self.connection().await?;
+            let at = now();
+            ledger::lease_due(
+                &conn,
+                at,
+                at + Duration::from_secs(self.settings.lease_secs),
+                self.settings.batch,
+            )
+            .await?
+        };
+        let mut summary = Summary {
+            leased: batch.len() as u64,
+            ..Summary::default()
+        };
+        for leased in batch {
+            if summary.out_of_time || remaining() < margin {
+                summary.out_of_time = true;
+                let conn = self.connection().await?;
+                if ledger::release(&conn, &leased, now()).await? {
+                    summary.released += 1;
+                } else {
+                    summary.lost += 1;
+                }
+                continue;
+            }
+            let budget = remaining().saturating_sub(margin);
+            match self.process(&leased, now(), budget).await? {
+                Processed::Completed => summary.completed += 1,
+                Processed::Failed => summary.failed += 1,
+                Processed::Dead => summary.dead += 1,
+                Processed::Lost => summary.lost += 1,
+            }
+        }
+        Ok(summary)
+    }
+
+    /// Applies one leased event; records the failure when it fails.
+    async fn process(
+        &self,
+        leased: &Leased,
+        now: SystemTime,
+        budget: Duration,
+    ) -> Result<Processed, WorkError> {
+        let Some(source) = self.sources.get(&leased.source) else {
+            return self
+                .record_failure(leased, "source is no longer configured", now, true)
+                .await;
+        };
+        if leased.attempts as u32 > source.max_attempts {
+            // A worker died during the last attempt; its lease expired and came back here.
+            return self
+                .record_failure(leased, "lease expired after the last attempt", now, true)
+                .await;
+        }
+        let Some(payload) = leased.payload.as_deref() else {
+            return self
+                .record_failure(leased, "no payload stored", now, true)
+                .await;
+        };
+        let document = match document_of(payload) {
+            Ok(document) => document,
+            Err(error) => {
+                return self
+                    .record_failure(leased, &format!("unreadable payload: {error}"), now, true)
+                    .await
+            }
+        };
+        let event = Event {
+            source: &leased.source,
+            event_id: &leased.event_id,
+            event_type: &leased.event_type,
+            body: payload,
+            document: &document,
+        };
+        let timeout = Duration::from_millis(self.settings.handler_timeout_ms).min(budget);
+        let conn = self.connection().await?;
+        let outcome = tokio::time::timeout(timeout, async {
+            match ledger::begin_leased(&conn, leased).await {
+                Ok(Some(tx)) => Some(apply(&self.handlers, tx, &event).await),
+                Ok(None) => None,
+                Err(error) => Some(Err(ApplyError::ledger(error))),
+            }
+        })
+        .await;
+        let error = match outcome {
+            Ok(None) => return Ok(Processed::Lost),
+            Ok(Some(Ok(_))) => return Ok(Processed::Completed),
+            Ok(Some(Err(error))) => error.to_string(),
+            Err(_) => {
+                // The handler may still hold a statement on this connection: never reuse it.
+                let _ = deadpool_postgres::Object::take(conn);
+                format!("handler timed out after {} ms", timeout.as_millis())
+            }
+        };
+        let dead = leased.attempts as u32 >= source.max_attempts;
+        self.record_failure(leased, &error, now, dead).await
+    }
+
+    async fn record_failure(
+        &self,
+        leased: &Leased,
+        error: &str,
+        now: SystemTime,
+        dead: bool,
+    ) -> Result<Processed, WorkError> {
+        let failure = if dead {
+            Failure::Dead
+        } else {
+            let key = format!("{}/{}", leased.source, leased.event_id);
+            Failure::RetryAt(now + backoff(&self.settings.backoff, leased.attempts as u32, &key))
+        };
+        let conn = self.connection().await?;
+        let recorded = ledger::fail(&conn, leased, error, &failure).await?;
+        tracing::warn!(
+            source = leased.source.as_str(),
+            event_id = leased.event_id.as_str(),
+            attempts = leased.attempts,
+            dead,
+            recorded,
+            error,
+            "deferred event failed"
+        );
+        Ok(match (recorded, dead) {
+            (false, _) => Processed::Lost,
+            (true, true) => Processed::Dead,
+            (true, false) => Processed::Failed,
+        })
+    }
+
+    async fn connection(&self) -> Result<deadpool_postgres::Object, WorkError> {
+        self.pool
+            .get()
+            .await
+            .map_err(|e| WorkError::Pool(e.to_string()))
+    }
+}
+
+enum Processed {
+    Completed,
+    Failed,
+    Dead,
+    Lost,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_backoff_schedule_matches_its_documentation() {
+        let policy = Backoff::default();
+        let documented = [30, 60, 120, 240, 480, 960, 1920, 3600, 3600];
+        for (n, full) in documented.iter().enumerate() {
+            let attempt = n as u32 + 1;
+            for key in ["stripe/evt_1", "stripe/evt_2", "github/abc"] {
+                let delay = backoff(&policy, attempt, key).as_secs();
+                assert!(
+                    (full / 2..=*full).contains(&delay),
+                    "attempt {attempt}: {delay}s outside {}..={full}",
+                    full / 2
+                );
+                assert_eq!(
+                    delay,
+                    backoff(&policy, attempt, key).as_secs(),
+                    "reproducible"
+                );
+            }
+        }
+        // Jitter spreads a burst: many events failing together do not retry together.
+        let delays: std::collections::HashSet<u64> = (0..50)
+            .map(|i| backoff(&policy, 3, &format!("stripe/evt_{i}")).as_secs())
+            .collect();
+        assert!(delays.len() > 10, "{delays:?}");
+        // Huge attempt numbers stay capped instead of overflowing.
+        assert!(backoff(&policy, 1000, "k").as_secs() <= policy.cap_secs);
+    }
+}

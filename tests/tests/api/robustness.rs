@@ -1,0 +1,212 @@
+//! Hostile inputs and conditions found by review: each failed before its fix.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use shared::handlers::{Effect, Event, Handler, HandlerError};
+use shared::ledger::ClaimTx;
+
+use crate::helpers::*;
+
+#[derive(Clone, Default)]
+struct Captured(Arc<Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Captured {
+    type Writer = Captured;
+    fn make_writer(&'a self) -> Self::Writer {
+        self.clone()
+    }
+}
+
+impl Captured {
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
+    }
+}
+
+/// A JSON subscriber for this thread only (`#[tokio::test]` runs on the current thread).
+fn capture_logs() -> (Captured, tracing::subscriber::DefaultGuard) {
+    let captured = Captured::default();
+    let subscriber = tracing_subscriber::fmt()
+        .json()
+        .flatten_event(true)
+        .with_writer(captured.clone())
+        .finish();
+    (captured, tracing::subscriber::set_default(subscriber))
+}
+
+/// Sleeps, then fails while `failing` is set; records the order as usual otherwise.
+struct SlowThenMaybeFail {
+    delay: Duration,
+    failing: AtomicBool,
+}
+
+#[async_trait::async_trait]
+impl Handler for SlowThenMaybeFail {
+    async fn handle(&self, tx: &ClaimTx<'_>, event: &Event<'_>) -> Result<Effect, HandlerError> {
+        if self.failing.load(Ordering::SeqCst) {
+            tokio::time::sleep(self.delay).await;
+            return Err(HandlerError::Failed("downstream is down".to_owned()));
+        }
+        shared::handlers::stripe_orders::PaymentIntentSucceeded
+            .handle(tx, event)
+            .await
+    }
+}
+
+async fn wait_for_lock_waiter(app: &TestApp) {
+    let client = app.db.connect().await.unwrap();
+    for _ in 0..500 {
+        let waiting: i64 = client
+            .query_one(
+                "SELECT count(*) FROM pg_stat_activity \
+                 WHERE datname = current_database() AND wait_event_type = 'Lock'",
+                &[],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        if waiting > 0 {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("nobody waited on a lock");
+}
+
+#[tokio::test]
+async fn a_cancelled_duplicate_does_not_strand_the_event_as_claimed() {
+    let mut app = spawn_app_with(2, 10_000).await;
+    let handler = Arc::new(SlowThenMaybeFail {
+        delay: Duration::from_millis(1500),
+        failing: AtomicBool::new(true),
+    });
+    app.state.receiver.handlers.register(
+        "stripe",
+        "payment_intent.succeeded",
+        handler.clone() as Arc<dyn Handler>,
+    );
+    let delivery = stripe_payment("evt_cancel", "ord_cancel", 100, NOW);
+    let first = {
+        let (receiver, d) = (app.receiver().clone(), delivery.clone());
+        tokio::spawn(async move { receiver.receive("stripe", &d.headers, &d.body, NOW).await })
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let second = {
+        let (receiver, d) = (app.receiver().clone(), delivery.clone());
+        tokio::spawn(async move { receiver.receive("stripe", &d.headers, &d.body, NOW).await })
+    };
+    wait_for_lock_waiter(&app).await;
+    // A timeout or a hung-up caller drops the waiting duplicate.
+    second.abort();
+    assert!(second.await.unwrap_err().is_cancelled());
+    // The first rolls back; the orphaned INSERT would now win if nothing rolled it back.
+    assert_eq!(first.await.unwrap().status, 500);
+    handler.failing.store(false, Ordering::SeqCst);
+    let (a, b) = (
+        stripe_payment("evt_other_a", "ord_a", 1, NOW),
+        stripe_payment("evt_other_b", "ord_b", 1, NOW),
+    );
+    // Use both pooled connections again.
+    let _ = tokio::join!(app.receive("stripe", &a), app.receive("stripe", &b));
+    let retry = app.receive("stripe", &delivery).await;
+    assert_eq!(
+        retry.status, 200,
+        "the retry must process the event: {retry:?}"
+    );
+    assert_eq!(
+        app.count("SELECT count(*) FROM orders WHERE order_id = 'ord_cancel'")
+            .await,
+        1
+    );
+}
+
+#[tokio::test]
+async fn database_errors_are_logged_with_their_cause() {
+    let app = spawn_app().await;
+    let (logs, _guard) = capture_logs();
+    let reply = app
+        .receive("stripe", &stripe_payment("evt_neg", "ord_neg", -5, NOW))
+        .await;
+    assert_eq!(reply.status, 500);
+    let text = logs.text();
+    assert!(
+        text.contains("orders_total_minor_non_negative") && text.contains("23514"),
+        "{text}"
+    );
+}
+
+#[tokio::test]
+async fn body_values_never_reach_the_log() {
+    let app = spawn_app().await;
+    let (logs, _guard) = capture_logs();
+    let reply = app
+        .receive(
+            "stripe",
+            &stripe_body(br#""jane.doe@example.com 4242424242424242""#.to_vec(), NOW),
+        )
+        .await;
+    assert_eq!(reply.status, 400);
+    let body = serde_json::json!({"id": "evt_meta", "type": "payment_intent.succeeded",
+        "data": {"object": {"id": "pi_1", "amount": 1, "currency": "usd",
+                            "metadata": "customer jane.doe@example.com"}}});
+    let reply = app
+        .receive(
+            "stripe",
+            &stripe_body(serde_json::to_vec(&body).unwrap(), NOW),
+        )
+        .await;
+    assert_eq!(reply.status, 500);
+    let text = logs.text();
+    assert!(text.contains("handler_failed"), "{text}");
+    assert!(!text.contains("jane.doe@example.com"), "{text}");
+}
+
+#[tokio::test]
+async fn a_nul_in_the_event_id_or_type_is_the_senders_error() {
+    let app = spawn_app().await;
+    let cases = [
+        (
+            "stripe",
+            stripe_body(br#"{"id":"evt_nul\u0000","type":"x"}"#.to_vec(), NOW),
+        ),
+        (
+            "stripe",
+            stripe_body(br#"{"id":"evt_nul2","type":"x\u0000"}"#.to_vec(), NOW),
+        ),
+        ("acme", standard("msg_nul", r#"{"type":"a\u0000"}"#, NOW)),
+    ];
+    for (source, delivery) in cases {
+        let reply = app.receive(source, &delivery).await;
+        assert_eq!(reply.status, 400, "{source}: {reply:?}");
+    }
+    assert_eq!(app.ledger_rows().await, 0);
+}
+
+#[tokio::test]
+async fn a_json_array_body_is_not_an_object() {
+    let app = spawn_app().await;
+    let stripe = app
+        .receive("stripe", &stripe_body(br#"["evt_arr","x"]"#.to_vec(), NOW))
+        .await;
+    let github = app.receive("github", &github("d-arr", "push", "[]")).await;
+    let acme = app
+        .receive(
+            "acme",
+            &standard("msg_arr", r#"[null,"invoice.paid"]"#, NOW),
+        )
+        .await;
+    assert_eq!((stripe.status, github.status, acme.status), (400, 400, 400));
+    assert_eq!(app.ledger_rows().await, 0);
+}
