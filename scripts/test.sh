@@ -18,7 +18,7 @@ echo "== cargo test (throwaway PostgreSQL with TLS, moto for Secrets Manager)"
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 set +e
-scripts/with-moto.sh scripts/with-postgres.sh cargo test --workspace --locked 2>&1 | tee "$log"
+scripts/with-moto.sh scripts/with-postgres.sh cargo test --workspace --locked --no-fail-fast 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
 set -e
 

@@ -47,6 +47,15 @@ enum Command {
     },
     /// Re-sign the event files in events/receiver/ at their own timestamps.
     SignEvents,
+    /// Lease due events, print "leased N", then hang without processing them (the crash
+    /// recovery test kills this process with SIGKILL).
+    LeaseAndHang {
+        #[arg(long, env = "DATABASE_URL", hide_env_values = true)]
+        database_url: String,
+        /// Lease length, seconds.
+        #[arg(long, default_value_t = 60)]
+        lease_secs: u64,
+    },
 }
 
 #[derive(Deserialize)]
@@ -78,6 +87,23 @@ async fn main() -> Result<()> {
         Command::Deliver { plan, url } => deliver(&plan, &url).await?,
         Command::Ledger { database_url } => ledger(&database_url).await?,
         Command::SignEvents => sign_events()?,
+        Command::LeaseAndHang {
+            database_url,
+            lease_secs,
+        } => {
+            let pool = shared::db::pool(&DatabaseSettings::with_url(database_url))?;
+            let conn = pool.get().await?;
+            let now = SystemTime::now();
+            let leased = shared::ledger::lease_due(
+                &conn,
+                now,
+                now + std::time::Duration::from_secs(lease_secs),
+                100,
+            )
+            .await?;
+            println!("leased {}", leased.len());
+            std::future::pending::<()>().await;
+        }
     }
     Ok(())
 }

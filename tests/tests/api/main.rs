@@ -3,6 +3,7 @@
 
 mod aws;
 mod claim;
+mod deferred;
 mod events;
 mod helpers;
 mod interop;
