@@ -3,6 +3,7 @@
 #
 #   scripts/demo.sh demo   deliver events/demo-plan.json, print replies and the ledger, stop
 #   scripts/demo.sh run    keep serving at http://127.0.0.1:$PORT/lambda-url/receiver/webhooks/{source}
+#                          (and the worker at .../lambda-url/worker, rung by the receiver's doorbell)
 #
 # Uses DATABASE_URL when set (migrating it), else a throwaway cluster removed on exit.
 # Sources: HOOKLEDGER_SOURCES or HOOKLEDGER_SOURCES_FILE when set, else events/sources.local.json.
@@ -63,8 +64,14 @@ fi
 
 echo "== starting the receiver: cargo lambda watch on 127.0.0.1:$port"
 log=$(mktemp /tmp/hookledger-watch.XXXXXX.log)
-setsid cargo lambda watch --quiet --ignore-changes -A 127.0.0.1 -P "$port" --bin receiver \
+# Both functions run under the emulator. The receiver's doorbell rings the worker through the
+# emulator's Lambda Invoke API (dummy credentials: nothing leaves this machine).
+setsid cargo lambda watch --quiet --ignore-changes -A 127.0.0.1 -P "$port" \
   --env-var "DATABASE_URL=$DATABASE_URL" "${source_args[@]}" \
+  --env-var "HOOKLEDGER_WORKER_FUNCTION=worker" \
+  --env-var "AWS_ENDPOINT_URL_LAMBDA=http://127.0.0.1:$port" \
+  --env-var "AWS_REGION=us-east-1" --env-var "AWS_ACCESS_KEY_ID=local" \
+  --env-var "AWS_SECRET_ACCESS_KEY=local" --env-var "AWS_EC2_METADATA_DISABLED=true" \
   --env-var "RUST_LOG=${RUST_LOG:-info}" >"$log" 2>&1 &
 watch_pid=$!
 for _ in $(seq 1 600); do
@@ -83,6 +90,12 @@ fi
 
 echo "== delivering events/demo-plan.json to $base/webhooks/{source}"
 "$dev" deliver events/demo-plan.json --url "$base"
+echo
+echo "== the worker's scheduled run (the doorbell may already have drained the deferred event)"
+cargo lambda invoke worker -A 127.0.0.1 -P "$port" --data-file events/worker/schedule.json
+echo
+echo "== worker runs (one log line per drain)"
+grep '"message":"drain"' "$log" | sed 's/^/  /' || true
 echo
 echo "== ledger"
 "$dev" ledger

@@ -39,13 +39,17 @@ pub async fn function_handler(
     state: &AppState,
     event: LambdaEvent<serde_json::Value>,
 ) -> Result<Summary, Error> {
-    let deadline = UNIX_EPOCH + Duration::from_millis(event.context.deadline);
+    let deadline = deadline(event.context.deadline, SystemTime::now());
     let reason = event
         .payload
         .get("reason")
         .and_then(|r| r.as_str())
         .unwrap_or("schedule")
         .to_owned();
+    let remaining_ms = deadline
+        .duration_since(SystemTime::now())
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0);
     let summary = state
         .worker
         .drain(SystemTime::now, || {
@@ -56,6 +60,7 @@ pub async fn function_handler(
         .await?;
     tracing::info!(
         reason,
+        remaining_ms,
         leased = summary.leased,
         completed = summary.completed,
         failed = summary.failed,
@@ -66,4 +71,31 @@ pub async fn function_handler(
         "drain"
     );
     Ok(summary)
+}
+
+/// The invocation's deadline from the runtime's `Lambda-Runtime-Deadline-Ms` (unix epoch,
+/// milliseconds). cargo-lambda's local emulator sends the timeout itself (e.g. `600000`)
+/// instead; a value before 2001 is read that way, as milliseconds from `now`.
+pub fn deadline(deadline_ms: u64, now: SystemTime) -> SystemTime {
+    const EPOCH_2001_MS: u64 = 1_000_000_000_000;
+    if deadline_ms < EPOCH_2001_MS {
+        now + Duration::from_millis(deadline_ms)
+    } else {
+        UNIX_EPOCH + Duration::from_millis(deadline_ms)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_deadline_is_an_epoch_or_the_emulators_relative_timeout() {
+        let now = UNIX_EPOCH + Duration::from_secs(1_750_000_000);
+        assert_eq!(
+            deadline(1_750_000_060_000, now),
+            UNIX_EPOCH + Duration::from_millis(1_750_000_060_000)
+        );
+        assert_eq!(deadline(600_000, now), now + Duration::from_secs(600));
+    }
 }

@@ -181,7 +181,7 @@ async fn ledger(database_url: &str) -> Result<()> {
     let client = shared::db::connect(&DatabaseSettings::with_url(database_url)).await?;
     println!("webhook_event:");
     println!(
-        "  {:<10} {:<40} {:<26} {:<10} {:>4}  response_body",
+        "  {:<16} {:<38} {:<30} {:<10} {:>4}  response_body",
         "source", "event_id", "event_type", "status", "http"
     );
     for row in client
@@ -194,13 +194,31 @@ async fn ledger(database_url: &str) -> Result<()> {
     {
         let status: Option<i16> = row.get(4);
         println!(
-            "  {:<10} {:<40} {:<26} {:<10} {:>4}  {}",
+            "  {:<16} {:<38} {:<30} {:<10} {:>4}  {}",
             row.get::<_, String>(0),
             row.get::<_, String>(1),
             row.get::<_, String>(2),
             row.get::<_, String>(3),
             status.map(|s| s.to_string()).unwrap_or_default(),
             row.get::<_, String>(5),
+        );
+    }
+    println!("subscriptions:");
+    for row in client
+        .query(
+            "SELECT subscription_id, plan, status, version, event_id FROM subscriptions \
+             ORDER BY subscription_id",
+            &[],
+        )
+        .await?
+    {
+        println!(
+            "  {:<24} {:<22} {:<10} version {}  (from {})",
+            row.get::<_, String>(0),
+            row.get::<_, Option<String>>(1).unwrap_or_default(),
+            row.get::<_, String>(2),
+            row.get::<_, i64>(3),
+            row.get::<_, String>(4),
         );
     }
     println!("orders:");
