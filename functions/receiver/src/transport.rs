@@ -1,5 +1,13 @@
-//! Transport guard: a request flagged `isBase64Encoded` whose body is not valid base64 gets a 400
-//! instead of a panic.
+//! Transport guard: events that would make lambda_http panic while it builds the
+//! `http::Request` are repaired or refused first.
+//!
+//! - A body flagged `isBase64Encoded` that is not valid base64: answered 400 (see below).
+//! - A `Host` header that is not a plain host name or address, or an `X-Forwarded-Proto` other
+//!   than `http`/`https`: lambda_http builds a URL from them with `Url::parse(..).unwrap()`.
+//!   They are dropped (lambda_http then uses the API's own domain name); routing does not use
+//!   them.
+//! - An HTTP API `rawQueryString` with characters a URI cannot hold (`"`, `<`, space, ...):
+//!   appended raw to the URI and `expect`ed. It is dropped; webhook routing ignores the query.
 //!
 //! lambda_http converts its event into an `http::Request` with
 //! `Body::from_maybe_encoded(..).expect(..)` (aws_lambda_events 1.2), which panics on an invalid
@@ -13,6 +21,7 @@
 use std::task::{Context, Poll};
 
 use base64::Engine as _;
+use lambda_http::http::header::HOST;
 use lambda_http::http::{HeaderMap, HeaderValue};
 use lambda_http::request::LambdaRequest;
 use lambda_http::{LambdaEvent, Service};
@@ -66,6 +75,12 @@ pub fn guard(request: &mut LambdaRequest) {
         }
         LambdaRequest::ApiGatewayV2(r) => {
             strip(&mut r.headers);
+            if r.raw_query_string
+                .as_deref()
+                .is_some_and(|q| !q.bytes().all(is_query_byte))
+            {
+                r.raw_query_string = None;
+            }
             if undecodable(r.is_base64_encoded, r.body.as_deref()) {
                 r.body = None;
                 r.is_base64_encoded = false;
@@ -105,8 +120,56 @@ fn undecodable(flagged: bool, body: Option<&str>) -> bool {
     }
 }
 
+/// Removes the marker a sender might forge, and the URL-building headers lambda_http would
+/// panic on.
 fn strip(headers: &mut HeaderMap) {
     headers.remove(INVALID_BASE64_HEADER);
+    let bad_host = headers
+        .get(HOST)
+        .is_some_and(|h| h.is_empty() || !h.as_bytes().iter().all(|b| is_host_byte(*b)));
+    if bad_host {
+        headers.remove(HOST);
+    }
+    let bad_proto = headers
+        .get(X_FORWARDED_PROTO)
+        .is_some_and(|p| p != "https" && p != "http");
+    if bad_proto {
+        headers.remove(X_FORWARDED_PROTO);
+    }
+}
+
+const X_FORWARDED_PROTO: &str = "x-forwarded-proto";
+
+/// Host names, IPv4 and bracketed IPv6 addresses, with an optional port.
+fn is_host_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b':' | b'[' | b']')
+}
+
+/// RFC 3986 query characters (unreserved, sub-delims, ":", "@", "/", "?") and "%".
+fn is_query_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric()
+        || matches!(
+            b,
+            b'-' | b'.'
+                | b'_'
+                | b'~'
+                | b'!'
+                | b'$'
+                | b'&'
+                | b'\''
+                | b'('
+                | b')'
+                | b'*'
+                | b'+'
+                | b','
+                | b';'
+                | b'='
+                | b':'
+                | b'@'
+                | b'/'
+                | b'?'
+                | b'%'
+        )
 }
 
 fn mark(headers: &mut HeaderMap) {

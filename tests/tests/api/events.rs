@@ -297,3 +297,48 @@ async fn a_secret_in_rotation_verifies_and_the_index_is_reported() {
     }
     assert_eq!(app.order_rows().await, 1);
 }
+
+#[tokio::test]
+async fn malformed_query_strings_and_host_headers_do_not_panic_lambda_http() {
+    use lambda_http::{service_fn, Adapter, Context, LambdaEvent, Service};
+    use receiver::transport::Base64Guard;
+
+    let app = spawn_app().await;
+    let state: &'static receiver::handler::AppState = Box::leak(Box::new(app.state.clone()));
+    let mut service = Base64Guard::new(Adapter::from(service_fn(move |request| {
+        receiver::handler::function_handler(state, request)
+    })));
+    let stripe = hookledger_tests::local_source("stripe").unwrap();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64;
+    let cases: [(&str, fn(&mut EventFile)); 3] = [
+        ("query with a quote", |e| {
+            e.json["rawQueryString"] = "a=\"b\"&c=<d> e".into()
+        }),
+        ("host with a space", |e| {
+            e.set_header("host", "a b").unwrap()
+        }),
+        ("odd forwarded proto", |e| {
+            e.set_header("x-forwarded-proto", "ht tp").unwrap()
+        }),
+    ];
+    for (what, edit) in cases {
+        let mut event = EventFile::load(STRIPE_FLAVOURS[0]).unwrap();
+        edit(&mut event);
+        // Without the guard, lambda_http panics on this event.
+        let text = event.json.to_string();
+        let unguarded = std::panic::catch_unwind(|| lambda_http::request::from_str(&text));
+        assert!(unguarded.is_err(), "{what}: lambda_http no longer panics");
+        event.sign(&stripe.verifier, 0, now).unwrap();
+        let payload: lambda_http::request::LambdaRequest =
+            serde_json::from_value(event.json.clone()).unwrap();
+        let response = service
+            .call(LambdaEvent::new(payload, Context::default()))
+            .await
+            .unwrap();
+        let response = serde_json::to_value(response).unwrap();
+        assert_eq!(response["statusCode"], 200, "{what}: {response}");
+    }
+}
