@@ -352,24 +352,27 @@ impl<'c> ClaimTx<'c> {
         writes: &[Write],
     ) -> Result<StoredResponse, LedgerError> {
         let conn = self.conn;
-        let mut statements = Vec::with_capacity(writes.len() + 1);
+        let mut statements = Vec::with_capacity(writes.len());
         for write in writes {
             statements.push(conn.prepare_cached(write.sql).await?);
         }
-        if self.guard == Guard::Shadow {
-            return self.commit_writes(status, body, writes).await;
-        }
-        let (complete_sql, attempts) = match self.guard {
-            Guard::Leased { attempts } => (COMPLETE_LEASED, Some(attempts)),
-            _ => (COMPLETE, None),
+        // Shadow mode writes the effect only; otherwise the completion is guarded by how this
+        // transaction owns the row.
+        let (completion_sql, attempts) = match self.guard {
+            Guard::Shadow => (None, None),
+            Guard::Claimed => (Some(COMPLETE), None),
+            Guard::Leased { attempts } => (Some(COMPLETE_LEASED), Some(attempts)),
         };
-        statements.push(conn.prepare_cached(complete_sql).await?);
+        let completion_statement = match completion_sql {
+            Some(sql) => Some(conn.prepare_cached(sql).await?),
+            None => None,
+        };
         let status_param = i16::try_from(status).unwrap_or(500);
         let body_param = Json(body);
-        let mut complete_params: Vec<&(dyn ToSql + Sync)> =
+        let mut completion_params: Vec<&(dyn ToSql + Sync)> =
             vec![&key.0, &key.1, &status_param, &body_param];
         if let Some(attempts) = &attempts {
-            complete_params.push(attempts);
+            completion_params.push(attempts);
         }
         let write_params: Vec<Vec<&(dyn ToSql + Sync)>> = writes
             .iter()
@@ -380,12 +383,17 @@ impl<'c> ClaimTx<'c> {
                     .collect()
             })
             .collect();
-
-        let mut write_futures = Vec::with_capacity(writes.len());
-        for (statement, params) in statements.iter().zip(&write_params) {
-            write_futures.push(conn.execute(statement, params).boxed());
-        }
-        let completion = conn.query_opt(&statements[writes.len()], &complete_params);
+        let write_futures: Vec<_> = statements
+            .iter()
+            .zip(&write_params)
+            .map(|(statement, params)| conn.execute(statement, params).boxed())
+            .collect();
+        let completion = async {
+            match &completion_statement {
+                Some(statement) => conn.query_opt(statement, &completion_params).await,
+                None => Ok(None),
+            }
+        };
         self.open = false;
         let commit = conn.batch_execute("COMMIT");
 
@@ -402,58 +410,21 @@ impl<'c> ClaimTx<'c> {
         }
         let row = completed?;
         committed?;
-        match row {
-            Some(row) => Ok(StoredResponse {
+        match (row, completion_statement) {
+            (Some(row), _) => Ok(StoredResponse {
                 status,
                 body: row.try_get(0)?,
+            }),
+            // Shadow mode: the handler's response as it returned it.
+            (None, None) => Ok(StoredResponse {
+                status,
+                body: body.to_string(),
             }),
             // The UPDATE matched nothing, so COMMIT committed only the writes: impossible for a
             // row this transaction inserted itself or holds locked under its lease (see
             // begin_leased), but say so rather than report success.
-            None => Err(LedgerError::Lost("complete")),
+            (None, Some(_)) => Err(LedgerError::Lost("complete")),
         }
-    }
-
-    /// Shadow mode: runs `writes` and commits, leaving the ledger alone; the response is the
-    /// handler's, serialized here.
-    async fn commit_writes(
-        mut self,
-        status: u16,
-        body: &serde_json::Value,
-        writes: &[Write],
-    ) -> Result<StoredResponse, LedgerError> {
-        let conn = self.conn;
-        let mut statements = Vec::with_capacity(writes.len());
-        for write in writes {
-            statements.push(conn.prepare_cached(write.sql).await?);
-        }
-        let write_params: Vec<Vec<&(dyn ToSql + Sync)>> = writes
-            .iter()
-            .map(|w| {
-                w.params
-                    .iter()
-                    .map(|p| p.as_ref() as &(dyn ToSql + Sync))
-                    .collect()
-            })
-            .collect();
-        let mut write_futures = Vec::with_capacity(writes.len());
-        for (statement, params) in statements.iter().zip(&write_params) {
-            write_futures.push(conn.execute(statement, params).boxed());
-        }
-        self.open = false;
-        let (written, committed) = in_order(
-            pipeline::all_in_order(write_futures),
-            conn.batch_execute("COMMIT"),
-        )
-        .await;
-        for result in written {
-            result?;
-        }
-        committed?;
-        Ok(StoredResponse {
-            status,
-            body: body.to_string(),
-        })
     }
 
     /// Rolls the claim back: the row disappears as if the delivery never arrived.

@@ -1,11 +1,9 @@
 //! The claim itself, on two real connections: the primary key is the concurrency control.
 
-use std::time::Duration;
-
 use serde_json::json;
 use shared::ledger::{self, Claim, NewEvent};
 
-use crate::helpers::spawn_app_with;
+use crate::helpers::{spawn_app_with, wait_for_lock_waiter};
 
 const DIGEST: [u8; 32] = [7; 32];
 
@@ -17,28 +15,6 @@ fn event<'a>(id: &'a str, digest: &'a [u8; 32]) -> NewEvent<'a> {
         digest,
         payload: Some(b"{}"),
     }
-}
-
-/// Waits until some session is blocked on a lock (the second claim waiting on the first's
-/// uncommitted tuple), reading pg_stat_activity rather than sleeping a guessed time.
-async fn wait_for_lock_waiter(app: &crate::helpers::TestApp) {
-    let client = app.db.connect().await.unwrap();
-    for _ in 0..500 {
-        let waiting: i64 = client
-            .query_one(
-                "SELECT count(*) FROM pg_stat_activity \
-                 WHERE datname = current_database() AND wait_event_type = 'Lock'",
-                &[],
-            )
-            .await
-            .unwrap()
-            .get(0);
-        if waiting > 0 {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    panic!("the second claim never waited on the first");
 }
 
 #[tokio::test]

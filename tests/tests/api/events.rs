@@ -313,7 +313,8 @@ async fn malformed_query_strings_and_host_headers_do_not_panic_lambda_http() {
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
         .as_secs() as i64;
-    let cases: [(&str, fn(&mut EventFile)); 3] = [
+    type Edit = fn(&mut EventFile);
+    let cases: [(&str, Edit); 3] = [
         ("query with a quote", |e| {
             e.json["rawQueryString"] = "a=\"b\"&c=<d> e".into()
         }),

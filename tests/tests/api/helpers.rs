@@ -195,3 +195,25 @@ pub fn flaky(app: &mut TestApp) -> Arc<FlakyHandler> {
     );
     handler
 }
+
+/// Waits until some session of the test database is blocked on a lock (a second claim waiting
+/// on the first's uncommitted tuple), reading pg_stat_activity rather than sleeping a guess.
+pub async fn wait_for_lock_waiter(app: &TestApp) {
+    let client = app.db.connect().await.unwrap();
+    for _ in 0..500 {
+        let waiting: i64 = client
+            .query_one(
+                "SELECT count(*) FROM pg_stat_activity \
+                 WHERE datname = current_database() AND wait_event_type = 'Lock'",
+                &[],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        if waiting > 0 {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    panic!("nobody waited on a lock");
+}

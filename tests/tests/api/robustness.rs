@@ -65,26 +65,6 @@ impl Handler for SlowThenMaybeFail {
     }
 }
 
-async fn wait_for_lock_waiter(app: &TestApp) {
-    let client = app.db.connect().await.unwrap();
-    for _ in 0..500 {
-        let waiting: i64 = client
-            .query_one(
-                "SELECT count(*) FROM pg_stat_activity \
-                 WHERE datname = current_database() AND wait_event_type = 'Lock'",
-                &[],
-            )
-            .await
-            .unwrap()
-            .get(0);
-        if waiting > 0 {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    panic!("nobody waited on a lock");
-}
-
 #[tokio::test]
 async fn a_cancelled_duplicate_does_not_strand_the_event_as_claimed() {
     let mut app = spawn_app_with(2, 10_000).await;
