@@ -198,6 +198,7 @@ impl Receiver {
             Ok(verified) => trace.key_index = Some(verified.key_index),
             Err(error) => {
                 trace.detail = Some(format!("{error:?}"));
+                crate::telemetry::count("signature_failed", source, 1);
                 return Reply::error(401, "unauthorized", error.reason());
             }
         }
@@ -247,6 +248,7 @@ impl Receiver {
                 if reply.outcome == "digest_mismatch" {
                     trace.detail =
                         Some("stored payload_digest differs from this body's".to_owned());
+                    crate::telemetry::count("digest_mismatch", source, 1);
                 }
                 reply
             }
