@@ -16,7 +16,7 @@
 //! | `HOOKLEDGER_IDLE_IN_TRANSACTION_TIMEOUT_MS` | `idle_in_transaction_session_timeout`, milliseconds | 10000 |
 //! | `HOOKLEDGER_WORKER_FUNCTION` | the worker function's name or ARN: the receiver rings it after a deferred accept | unset: doorbell off |
 //! | `HOOKLEDGER_LEASE_SECS` | how long a worker owns a leased event, seconds | 120 |
-//! | `HOOKLEDGER_WORKER_BATCH` | events leased per statement | 10 |
+//! | `HOOKLEDGER_WORKER_BATCH` | events leased per statement (batch x handler timeout must fit in the lease) | 3 |
 //! | `HOOKLEDGER_WORKER_MARGIN_MS` | the worker stops leasing when less invocation time remains, milliseconds | 10000 |
 //! | `HOOKLEDGER_HANDLER_TIMEOUT_MS` | a deferred handler's deadline, milliseconds | 30000 |
 //! | `HOOKLEDGER_BACKOFF_BASE_SECS` | first retry delay, seconds (doubles per attempt) | 30 |
@@ -339,7 +339,7 @@ impl Default for WorkerSettings {
     fn default() -> Self {
         Self {
             lease_secs: 120,
-            batch: 10,
+            batch: 3,
             margin_ms: 10_000,
             handler_timeout_ms: 30_000,
             backoff: Backoff::default(),
@@ -481,18 +481,43 @@ impl Settings {
             database.idle_in_transaction_timeout_ms,
         )?;
         let mut worker = WorkerSettings::default();
-        worker.lease_secs = number("HOOKLEDGER_LEASE_SECS", worker.lease_secs)?;
-        worker.batch = number("HOOKLEDGER_WORKER_BATCH", worker.batch as u64)? as i64;
-        worker.margin_ms = number("HOOKLEDGER_WORKER_MARGIN_MS", worker.margin_ms)?;
-        worker.handler_timeout_ms =
-            number("HOOKLEDGER_HANDLER_TIMEOUT_MS", worker.handler_timeout_ms)?;
-        worker.backoff.base_secs =
-            number("HOOKLEDGER_BACKOFF_BASE_SECS", worker.backoff.base_secs)?;
-        worker.backoff.cap_secs = number("HOOKLEDGER_BACKOFF_CAP_SECS", worker.backoff.cap_secs)?;
-        if worker.lease_secs * 1000 <= worker.handler_timeout_ms {
+        let bounded = |var: &'static str, default: u64, max: u64| -> Result<u64, ConfigError> {
+            let value = number(var, default)?;
+            if value > max {
+                return Err(ConfigError::Number {
+                    var,
+                    expected: "within its documented bound",
+                    value: value.to_string(),
+                });
+            }
+            Ok(value)
+        };
+        const DAY_SECS: u64 = 86_400;
+        worker.lease_secs = bounded("HOOKLEDGER_LEASE_SECS", worker.lease_secs, DAY_SECS)?;
+        worker.batch = bounded("HOOKLEDGER_WORKER_BATCH", worker.batch as u64, 1_000)? as i64;
+        worker.margin_ms = bounded("HOOKLEDGER_WORKER_MARGIN_MS", worker.margin_ms, 900_000)?;
+        worker.handler_timeout_ms = bounded(
+            "HOOKLEDGER_HANDLER_TIMEOUT_MS",
+            worker.handler_timeout_ms,
+            900_000,
+        )?;
+        worker.backoff.base_secs = bounded(
+            "HOOKLEDGER_BACKOFF_BASE_SECS",
+            worker.backoff.base_secs,
+            DAY_SECS,
+        )?;
+        worker.backoff.cap_secs = bounded(
+            "HOOKLEDGER_BACKOFF_CAP_SECS",
+            worker.backoff.cap_secs,
+            30 * DAY_SECS,
+        )?;
+        // Every event of a batch must be able to run its full timeout before the batch's lease
+        // expires, or a later event's lease lapses before it starts and another worker takes
+        // it over (charging it an attempt it never made).
+        if (worker.batch as u64) * worker.handler_timeout_ms >= worker.lease_secs * 1000 {
             return Err(ConfigError::Number {
                 var: "HOOKLEDGER_LEASE_SECS",
-                expected: "longer than HOOKLEDGER_HANDLER_TIMEOUT_MS",
+                expected: "longer than HOOKLEDGER_WORKER_BATCH x HOOKLEDGER_HANDLER_TIMEOUT_MS",
                 value: worker.lease_secs.to_string(),
             });
         }

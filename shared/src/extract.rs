@@ -105,6 +105,7 @@ impl ExtractError {
     pub fn reason(&self) -> &'static str {
         match self {
             ExtractError::NotJson(_) => "body is not a JSON object",
+            ExtractError::MissingFormField("challenge") => "url_verification without challenge",
             ExtractError::MissingFormField(_) => "form body has no payload",
             ExtractError::MissingEventId => "missing event id",
             ExtractError::BadEventId => "event id must be 1 to 255 bytes, without NUL",
@@ -297,7 +298,8 @@ pub fn json_error(error: &serde_json::Error) -> String {
 /// # Errors
 /// [`ExtractError::NotJson`] when none of these fits.
 pub fn document_of(payload: &[u8]) -> Result<Cow<'_, [u8]>, ExtractError> {
-    if starts_as_object(payload).is_ok() {
+    // A full parse, not a first-byte guess: `{=1&payload=...` is a form, as the receiver saw it.
+    if check_object(payload).is_ok() {
         return Ok(Cow::Borrowed(payload));
     }
     let fields: Vec<(Cow<'_, str>, Cow<'_, str>)> = form_urlencoded::parse(payload).collect();

@@ -341,7 +341,16 @@ impl Receiver {
                 Ok(accepted_reply(false, "accepted"))
             }
             Accept::Duplicate(_) if shadow => {
-                self.shadow_duplicate(&conn, event).await?;
+                // The answer is what enforcement gives (the event is durable either way); the
+                // shadow run's failure is only logged.
+                if let Err(error) = self.shadow_duplicate(&conn, event).await {
+                    tracing::warn!(
+                        source = event.source,
+                        event_id = event.event_id,
+                        %error,
+                        "shadow processing of a deferred duplicate failed"
+                    );
+                }
                 Ok(accepted_reply(true, "shadow_duplicate"))
             }
             Accept::Duplicate(_) => Ok(accepted_reply(true, "duplicate")),

@@ -17,6 +17,7 @@ use std::hash::{Hash, Hasher};
 use std::time::{Duration, SystemTime};
 
 use deadpool_postgres::Pool;
+use futures_util::FutureExt;
 use serde::Serialize;
 
 use crate::config::{Backoff, Sources, WorkerSettings};
@@ -67,7 +68,7 @@ pub enum WorkError {
 }
 
 /// Everything the worker needs, built once per execution environment.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Worker {
     /// The connection pool.
     pub pool: Pool,
@@ -77,6 +78,20 @@ pub struct Worker {
     pub sources: Sources,
     /// Lease, batch, margin, timeout, backoff.
     pub settings: WorkerSettings,
+    /// TLS for cancel requests (a timed-out handler's statement is cancelled server-side);
+    /// `None` sends them without TLS.
+    pub tls: Option<postgres_native_tls::MakeTlsConnector>,
+}
+
+impl std::fmt::Debug for Worker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Worker")
+            .field("handlers", &self.handlers)
+            .field("sources", &self.sources)
+            .field("settings", &self.settings)
+            .field("tls", &self.tls.is_some())
+            .finish_non_exhaustive()
+    }
 }
 
 /// The delay before the attempt after failed attempt `attempts` (1-based) of the event `key`:
@@ -100,20 +115,20 @@ pub fn backoff(policy: &Backoff, attempts: u32, key: &str) -> Duration {
 
 impl Worker {
     /// Drains due events: lease a batch, process it, repeat, until nothing is due or
-    /// `remaining()` (the invocation's time left) drops under the margin. `now()` is the clock.
+    /// `remaining()` (the invocation's time left) no longer covers a handler's full timeout plus
+    /// the margin. `now()` is the clock.
     ///
     /// # Errors
     /// [`WorkError`] when the database fails outside a single event's processing; what was done
-    /// before stays done.
+    /// before stays done, and leased rows not yet started are given back.
     pub async fn drain(
         &self,
         now: impl Fn() -> SystemTime,
         remaining: impl Fn() -> Duration,
     ) -> Result<Summary, WorkError> {
-        let margin = Duration::from_millis(self.settings.margin_ms);
         let mut summary = Summary::default();
         loop {
-            if remaining() < margin {
+            if remaining() < self.needed() {
                 summary.out_of_time = true;
                 break;
             }
@@ -129,6 +144,12 @@ impl Worker {
         Ok(summary)
     }
 
+    /// The time an event needs before it is started: its handler's full timeout plus the
+    /// margin. An event is never started with a budget cut short by the invocation's end.
+    fn needed(&self) -> Duration {
+        Duration::from_millis(self.settings.margin_ms + self.settings.handler_timeout_ms)
+    }
+
     /// One batch: lease and process. `leased == 0` in the result means nothing was due.
     ///
     /// # Errors
@@ -138,7 +159,6 @@ impl Worker {
         now: &impl Fn() -> SystemTime,
         remaining: &impl Fn() -> Duration,
     ) -> Result<Summary, WorkError> {
-        let margin = Duration::from_millis(self.settings.margin_ms);
         let batch = {
             let conn = self.connection().await?;
             let at = now();
@@ -154,39 +174,70 @@ impl Worker {
             leased: batch.len() as u64,
             ..Summary::default()
         };
-        for leased in batch {
-            if summary.out_of_time || remaining() < margin {
+        let mut pending = batch.into_iter();
+        while let Some(leased) = pending.next() {
+            if remaining() < self.needed() {
                 summary.out_of_time = true;
-                let conn = self.connection().await?;
-                if ledger::release(&conn, &leased, now()).await? {
-                    summary.released += 1;
-                } else {
-                    summary.lost += 1;
-                }
+                self.give_back(&leased, now(), RELEASED_FOR_TIME, &mut summary)
+                    .await?;
                 continue;
             }
-            let budget = remaining().saturating_sub(margin);
-            match self.process(&leased, now(), budget).await? {
-                Processed::Completed => summary.completed += 1,
-                Processed::Failed => summary.failed += 1,
-                Processed::Dead => summary.dead += 1,
-                Processed::Lost => summary.lost += 1,
+            match self.process(&leased, now()).await {
+                Ok(Processed::Completed) => summary.completed += 1,
+                Ok(Processed::Failed) => summary.failed += 1,
+                Ok(Processed::Dead) => summary.dead += 1,
+                Ok(Processed::Lost) => summary.lost += 1,
+                Ok(Processed::Released) => summary.released += 1,
+                Err(error) => {
+                    // Give the rest back so they are not charged an attempt for our fault.
+                    for rest in pending {
+                        let _ = self
+                            .give_back(&rest, now(), RELEASED_ON_ERROR, &mut summary)
+                            .await;
+                    }
+                    return Err(error);
+                }
             }
         }
         Ok(summary)
     }
 
-    /// Applies one leased event; records the failure when it fails.
-    async fn process(
+    async fn give_back(
         &self,
         leased: &Leased,
-        now: SystemTime,
-        budget: Duration,
-    ) -> Result<Processed, WorkError> {
+        due_at: SystemTime,
+        reason: &str,
+        summary: &mut Summary,
+    ) -> Result<(), WorkError> {
+        let conn = self.connection().await?;
+        if ledger::release(&conn, leased, due_at, reason).await? {
+            summary.released += 1;
+        } else {
+            summary.lost += 1;
+        }
+        Ok(())
+    }
+
+    /// Applies one leased event; records the failure when it fails.
+    async fn process(&self, leased: &Leased, now: SystemTime) -> Result<Processed, WorkError> {
         let Some(source) = self.sources.get(&leased.source) else {
-            return self
-                .record_failure(leased, "source is no longer configured", now, true)
-                .await;
+            // Most likely a source added after this warm worker read its configuration: not
+            // ours to judge. Back in a minute, attempt not counted; a cold worker will know it.
+            tracing::warn!(
+                source = leased.source.as_str(),
+                event_id = leased.event_id.as_str(),
+                "deferred event of a source this worker does not know: released"
+            );
+            let conn = self.connection().await?;
+            return Ok(
+                if ledger::release(&conn, leased, now + UNKNOWN_SOURCE_DELAY, UNKNOWN_SOURCE)
+                    .await?
+                {
+                    Processed::Released
+                } else {
+                    Processed::Lost
+                },
+            );
         };
         if leased.attempts as u32 > source.max_attempts {
             // A worker died during the last attempt; its lease expired and came back here.
@@ -214,22 +265,41 @@ impl Worker {
             body: payload,
             document: &document,
         };
-        let timeout = Duration::from_millis(self.settings.handler_timeout_ms).min(budget);
+        let timeout = Duration::from_millis(self.settings.handler_timeout_ms);
         let conn = self.connection().await?;
-        let outcome = tokio::time::timeout(timeout, async {
+        let attempt = async {
             match ledger::begin_leased(&conn, leased).await {
                 Ok(Some(tx)) => Some(apply(&self.handlers, tx, &event).await),
                 Ok(None) => None,
                 Err(error) => Some(Err(ApplyError::ledger(error))),
             }
-        })
+        };
+        // A panicking handler fails its own attempt, not the whole drain (and so not the
+        // attempts of the other events in the batch).
+        let outcome = tokio::time::timeout(
+            timeout,
+            std::panic::AssertUnwindSafe(attempt).catch_unwind(),
+        )
         .await;
         let error = match outcome {
-            Ok(None) => return Ok(Processed::Lost),
-            Ok(Some(Ok(_))) => return Ok(Processed::Completed),
-            Ok(Some(Err(error))) => error.to_string(),
+            Ok(Ok(None)) => return Ok(Processed::Lost),
+            Ok(Ok(Some(Ok(_)))) => return Ok(Processed::Completed),
+            Ok(Ok(Some(Err(error)))) => {
+                drop(conn);
+                error.to_string()
+            }
+            Ok(Err(_panic)) => {
+                // The transaction's guard rolled back while unwinding; the connection may be
+                // mid-statement: never reuse it.
+                let _ = deadpool_postgres::Object::take(conn);
+                "handler panicked".to_owned()
+            }
             Err(_) => {
-                // The handler may still hold a statement on this connection: never reuse it.
+                // The handler may still run a statement (and hold the row lock) on this
+                // connection: cancel it server-side, then never reuse the connection.
+                if let Some(tls) = &self.tls {
+                    let _ = conn.cancel_token().cancel_query(tls.clone()).await;
+                }
                 let _ = deadpool_postgres::Object::take(conn);
                 format!("handler timed out after {} ms", timeout.as_millis())
             }
@@ -238,6 +308,8 @@ impl Worker {
         self.record_failure(leased, &error, now, dead).await
     }
 
+    /// Records a failed attempt. Its own failure (the database) is logged and reported as a
+    /// lost lease rather than failing the drain: the lease expires and the event comes back.
     async fn record_failure(
         &self,
         leased: &Leased,
@@ -251,8 +323,24 @@ impl Worker {
             let key = format!("{}/{}", leased.source, leased.event_id);
             Failure::RetryAt(now + backoff(&self.settings.backoff, leased.attempts as u32, &key))
         };
-        let conn = self.connection().await?;
-        let recorded = ledger::fail(&conn, leased, error, &failure).await?;
+        let recorded = match self.connection().await {
+            Ok(conn) => ledger::fail(&conn, leased, error, &failure)
+                .await
+                .map_err(|e| e.to_string()),
+            Err(e) => Err(e.to_string()),
+        };
+        let recorded = match recorded {
+            Ok(recorded) => recorded,
+            Err(record_error) => {
+                tracing::error!(
+                    source = leased.source.as_str(),
+                    event_id = leased.event_id.as_str(),
+                    error = %record_error,
+                    "could not record a failed attempt; the lease will expire and retry it"
+                );
+                false
+            }
+        };
         tracing::warn!(
             source = leased.source.as_str(),
             event_id = leased.event_id.as_str(),
@@ -282,7 +370,17 @@ enum Processed {
     Failed,
     Dead,
     Lost,
+    Released,
 }
+
+/// `last_error` of an event given back because the invocation ran out of time.
+const RELEASED_FOR_TIME: &str = "released unprocessed: the worker ran out of invocation time";
+/// `last_error` of an event given back because the drain failed on another event.
+const RELEASED_ON_ERROR: &str = "released unprocessed: the drain stopped on a database error";
+/// `last_error` of an event of a source the worker does not know (yet).
+const UNKNOWN_SOURCE: &str = "released unprocessed: source not in this worker's configuration";
+/// When such an event is due again.
+const UNKNOWN_SOURCE_DELAY: Duration = Duration::from_secs(60);
 
 #[cfg(test)]
 mod tests {

@@ -124,9 +124,15 @@ fn undecodable(flagged: bool, body: Option<&str>) -> bool {
 /// panic on.
 fn strip(headers: &mut HeaderMap) {
     headers.remove(INVALID_BASE64_HEADER);
-    let bad_host = headers
-        .get(HOST)
-        .is_some_and(|h| h.is_empty() || !h.as_bytes().iter().all(|b| is_host_byte(*b)));
+    // lambda_http parses `https://{host}{path}` with the url crate and unwraps: drop any Host
+    // that the same parser refuses (a port over 65535, `1.2.3.256`, an unclosed bracket, ...).
+    let bad_host = headers.get(HOST).is_some_and(|h| {
+        h.is_empty()
+            || !h.as_bytes().iter().all(|b| is_host_byte(*b))
+            || h.to_str().map_or(true, |host| {
+                url::Url::parse(&format!("https://{host}/")).is_err()
+            })
+    });
     if bad_host {
         headers.remove(HOST);
     }

@@ -25,6 +25,7 @@ impl AppState {
                 handlers: Registry::with_examples(&settings.sources),
                 sources: settings.sources.clone(),
                 settings: settings.worker.clone(),
+                tls: shared::db::tls_connector(&settings.database).ok(),
             },
         }
     }

@@ -24,6 +24,9 @@ pub const EVENT_TYPES: [&str; 3] = [
 /// The entity type in `entity_version`.
 pub const ENTITY_TYPE: &str = "subscription";
 
+/// The `entity_version.source` this handler versions under, for every Stripe source.
+pub const ORDERING_SCOPE: &str = "stripe";
+
 /// Writes the subscription's plan and status when the event is newer than the state applied.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct SubscriptionChanged;
@@ -73,7 +76,9 @@ SET customer_id = EXCLUDED.customer_id,
     status = EXCLUDED.status,
     version = EXCLUDED.version,
     event_id = EXCLUDED.event_id,
-    updated_at = now()";
+    updated_at = now()
+-- Defence in depth: the entity_version guard already decided; never move state backwards.
+WHERE subscriptions.version < EXCLUDED.version";
 
 #[async_trait::async_trait]
 impl Handler for SubscriptionChanged {
@@ -86,7 +91,10 @@ impl Handler for SubscriptionChanged {
         })?;
         let subscription = parsed.data.object;
         let entity = Entity {
-            source: event.source,
+            // The subscriptions table is one per Stripe account, whichever endpoint (source) an
+            // event arrives through (two endpoints during a migration from inline to deferred,
+            // say), so the ordering scope is the provider, not the source name.
+            source: ORDERING_SCOPE,
             entity_type: ENTITY_TYPE,
             entity_id: &subscription.id,
             version: parsed.created,

@@ -31,10 +31,12 @@ const LEASE_DUE: &str = "\
 WITH due AS (
     SELECT source, event_id
     FROM webhook_event
-    WHERE (status IN ('claimed', 'failed') AND next_attempt_at <= $1)
-       -- A worker died holding it: take the row over once its lease has expired.
-       OR (status = 'processing' AND lease_expires_at < $1)
-    ORDER BY coalesce(next_attempt_at, lease_expires_at)
+    -- claimed and failed rows whose time has come, and processing rows whose lease expired
+    -- (a worker died): leasing sets next_attempt_at to the lease's expiry, so one range on
+    -- the partial index webhook_event_due_idx finds all three, oldest first.
+    WHERE status IN ('claimed', 'failed', 'processing')
+      AND next_attempt_at <= $1
+    ORDER BY next_attempt_at
     LIMIT $3
     -- Rows another worker is leasing or processing right now are skipped, not waited for.
     FOR UPDATE SKIP LOCKED
@@ -42,7 +44,8 @@ WITH due AS (
 UPDATE webhook_event AS e
 SET status = 'processing',
     attempts = e.attempts + 1,
-    lease_expires_at = $2
+    lease_expires_at = $2,
+    next_attempt_at = $2
 FROM due
 WHERE e.source = due.source
   AND e.event_id = due.event_id
@@ -183,7 +186,7 @@ UPDATE webhook_event
 SET status = 'failed',
     -- The attempt never ran: give it back.
     attempts = attempts - 1,
-    last_error = 'released unprocessed: the worker ran out of invocation time',
+    last_error = $5,
     next_attempt_at = $4,
     lease_expires_at = NULL
 WHERE source = $1
@@ -191,8 +194,9 @@ WHERE source = $1
   AND status = 'processing'
   AND attempts = $3";
 
-/// Gives a leased event back unprocessed (the worker is out of time): due again at `due_at`,
-/// its attempt not counted. Returns `false` when the lease was lost.
+/// Gives a leased event back unprocessed (the worker is out of time, or cannot handle it yet):
+/// due again at `due_at`, its attempt not counted, `reason` in `last_error`. Returns `false`
+/// when the lease was lost.
 ///
 /// # Errors
 /// [`LedgerError::Db`] when PostgreSQL fails.
@@ -200,12 +204,19 @@ pub async fn release(
     conn: &Connection,
     leased: &Leased,
     due_at: SystemTime,
+    reason: &str,
 ) -> Result<bool, LedgerError> {
     let statement = conn.prepare_cached(RELEASE).await?;
     let updated = conn
         .execute(
             &statement,
-            &[&leased.source, &leased.event_id, &leased.attempts, &due_at],
+            &[
+                &leased.source,
+                &leased.event_id,
+                &leased.attempts,
+                &due_at,
+                &reason,
+            ],
         )
         .await?;
     Ok(updated == 1)

@@ -343,3 +343,33 @@ async fn malformed_query_strings_and_host_headers_do_not_panic_lambda_http() {
         assert_eq!(response["statusCode"], 200, "{what}: {response}");
     }
 }
+
+#[test]
+fn structurally_invalid_hosts_do_not_panic_lambda_http_after_the_guard() {
+    let mut panics = Vec::new();
+    for host in [
+        "a:99999",
+        "[",
+        "1.2.3.256",
+        ":80",
+        "a:b",
+        "[::1",
+        "0x100000000",
+        "a b",
+    ] {
+        for base in [STRIPE_FLAVOURS[0], STRIPE_FLAVOURS[1]] {
+            let mut event = EventFile::load(base).unwrap();
+            event.set_header("host", host).unwrap();
+            let mut payload: lambda_http::request::LambdaRequest =
+                serde_json::from_value(event.json.clone()).unwrap();
+            receiver::transport::guard(&mut payload);
+            if std::panic::catch_unwind(move || lambda_http::Request::from(payload)).is_err() {
+                panics.push(format!("{base}: host {host:?}"));
+            }
+        }
+    }
+    assert!(
+        panics.is_empty(),
+        "lambda_http panicked after the guard: {panics:#?}"
+    );
+}

@@ -9,3 +9,4 @@ mod helpers;
 mod interop;
 mod receive;
 mod robustness;
+mod worker_robustness;
