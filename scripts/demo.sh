@@ -83,15 +83,20 @@ base="http://127.0.0.1:$port/lambda-url/receiver"
 
 if [ "$mode" = run ]; then
   echo "== serving $base/webhooks/{source}   (log: $log; Ctrl-C stops)"
-  tail -f "$log" &
+  # --pid: the tail ends with the emulator (a background job ignores Ctrl-C's SIGINT).
+  tail --pid="$watch_pid" -f "$log" &
   wait "$watch_pid"
   exit 0
 fi
 
+# Start the worker once, so the doorbell's first ring does not wait for its cold start (the
+# emulator runs an asynchronous invoke synchronously).
+cargo lambda invoke worker -A 127.0.0.1 -P "$port" --data-file events/worker/schedule.json >/dev/null
+
 echo "== delivering events/demo-plan.json to $base/webhooks/{source}"
 "$dev" deliver events/demo-plan.json --url "$base"
 echo
-echo "== the worker's scheduled run (the doorbell may already have drained the deferred event)"
+echo "== the worker's scheduled run (the doorbell already drained the deferred event)"
 cargo lambda invoke worker -A 127.0.0.1 -P "$port" --data-file events/worker/schedule.json
 echo
 echo "== worker runs (one log line per drain)"

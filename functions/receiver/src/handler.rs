@@ -50,22 +50,15 @@ pub async fn handle_at(
     now: i64,
 ) -> Result<Response<Body>, Error> {
     let Some(source) = source_from_path(request.uri().path()) else {
-        return Ok(reply(&Reply {
-            status: 404,
-            body: r#"{"error":"not found"}"#.to_owned(),
-            replayed: false,
-            retry_after: None,
-            outcome: "not_found",
-        })?);
+        let refused = state.receiver.refuse("", 404, "not_found", "not found");
+        return Ok(reply(&refused)?);
     };
     if request.method() != Method::POST {
-        let mut response = reply(&Reply {
-            status: 405,
-            body: r#"{"error":"method not allowed"}"#.to_owned(),
-            replayed: false,
-            retry_after: None,
-            outcome: "method_not_allowed",
-        })?;
+        let refused =
+            state
+                .receiver
+                .refuse(source, 405, "method_not_allowed", "method not allowed");
+        let mut response = reply(&refused)?;
         response
             .headers_mut()
             .insert(header::ALLOW, header::HeaderValue::from_static("POST"));

@@ -19,8 +19,9 @@ use shared::Settings;
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     shared::telemetry::init();
-    let settings = Settings::from_env().await?;
-    let pool = shared::db::pool(&settings.database)?;
+    // Display, not Debug: the message names the problem ("set only one of ...").
+    let settings = Settings::from_env().await.map_err(|e| e.to_string())?;
+    let pool = shared::db::pool(&settings.database).map_err(|e| e.to_string())?;
     // Lives for the whole execution environment.
     let mut state = AppState::new(&settings, pool);
     state.receiver = state

@@ -19,8 +19,9 @@ use worker::handler::{function_handler, AppState};
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     shared::telemetry::init();
-    let settings = Settings::from_env().await?;
-    let pool = shared::db::pool(&settings.database)?;
+    // Display, not Debug: the message names the problem ("set only one of ...").
+    let settings = Settings::from_env().await.map_err(|e| e.to_string())?;
+    let pool = shared::db::pool(&settings.database).map_err(|e| e.to_string())?;
     let state: &'static AppState = Box::leak(Box::new(AppState::new(&settings, pool)));
     run(service_fn(move |event: LambdaEvent<serde_json::Value>| {
         function_handler(state, event)

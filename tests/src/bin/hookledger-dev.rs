@@ -40,7 +40,7 @@ enum Command {
         #[arg(long, default_value = "http://127.0.0.1:9000/lambda-url/receiver")]
         url: String,
     },
-    /// Print the ledger and the orders.
+    /// Print the ledger, the subscriptions and the orders.
     Ledger {
         #[arg(long, env = "DATABASE_URL", hide_env_values = true)]
         database_url: String,
