@@ -63,51 +63,56 @@ where
 /// Strips any incoming marker; replaces an undecodable flagged body by the marker.
 pub fn guard(request: &mut LambdaRequest) {
     match request {
-        LambdaRequest::ApiGatewayV1(r) => {
-            strip(&mut r.headers);
-            strip(&mut r.multi_value_headers);
-            if undecodable(r.is_base64_encoded, r.body.as_deref()) {
-                r.body = None;
-                r.is_base64_encoded = false;
-                mark(&mut r.headers);
-                mark(&mut r.multi_value_headers);
-            }
-        }
+        LambdaRequest::ApiGatewayV1(r) => repair(
+            &mut r.headers,
+            Some(&mut r.multi_value_headers),
+            &mut r.is_base64_encoded,
+            &mut r.body,
+        ),
         LambdaRequest::ApiGatewayV2(r) => {
-            strip(&mut r.headers);
             if r.raw_query_string
                 .as_deref()
                 .is_some_and(|q| !q.bytes().all(is_query_byte))
             {
                 r.raw_query_string = None;
             }
-            if undecodable(r.is_base64_encoded, r.body.as_deref()) {
-                r.body = None;
-                r.is_base64_encoded = false;
-                mark(&mut r.headers);
-            }
+            repair(&mut r.headers, None, &mut r.is_base64_encoded, &mut r.body)
         }
-        LambdaRequest::Alb(r) => {
-            strip(&mut r.headers);
-            strip(&mut r.multi_value_headers);
-            if undecodable(r.is_base64_encoded, r.body.as_deref()) {
-                r.body = None;
-                r.is_base64_encoded = false;
-                mark(&mut r.headers);
-                mark(&mut r.multi_value_headers);
-            }
-        }
-        LambdaRequest::WebSocket(r) => {
-            strip(&mut r.headers);
-            strip(&mut r.multi_value_headers);
-            if undecodable(r.is_base64_encoded, r.body.as_deref()) {
-                r.body = None;
-                r.is_base64_encoded = false;
-                mark(&mut r.headers);
-                mark(&mut r.multi_value_headers);
-            }
-        }
+        LambdaRequest::Alb(r) => repair(
+            &mut r.headers,
+            Some(&mut r.multi_value_headers),
+            &mut r.is_base64_encoded,
+            &mut r.body,
+        ),
+        LambdaRequest::WebSocket(r) => repair(
+            &mut r.headers,
+            Some(&mut r.multi_value_headers),
+            &mut r.is_base64_encoded,
+            &mut r.body,
+        ),
         _ => {}
+    }
+}
+
+/// The same repair for every event shape: `multi` is the `multiValueHeaders` view where the
+/// shape has one.
+fn repair(
+    headers: &mut HeaderMap,
+    mut multi: Option<&mut HeaderMap>,
+    flagged: &mut bool,
+    body: &mut Option<String>,
+) {
+    strip(headers);
+    if let Some(multi) = multi.as_deref_mut() {
+        strip(multi);
+    }
+    if undecodable(*flagged, body.as_deref()) {
+        *body = None;
+        *flagged = false;
+        mark(headers);
+        if let Some(multi) = multi {
+            mark(multi);
+        }
     }
 }
 

@@ -6,7 +6,6 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use http::{HeaderMap, HeaderName, HeaderValue};
 use shared::handlers::{Effect, Event, Handler, HandlerError};
 use shared::ledger::{self, ClaimTx, NewEvent};
 use shared::work::Summary;
@@ -15,50 +14,8 @@ use worker::handler::AppState as WorkerState;
 
 use crate::helpers::*;
 
-const DEFERRED_SECRET: &str = "whsec_hookledger_local_deferred_secret";
-
-/// A Stripe delivery for the deferred source, signed at `NOW`.
-fn deferred(body: Vec<u8>) -> Delivery {
-    let verifier = shared::verify::Verifier::new(
-        shared::verify::Scheme::Stripe,
-        &[DEFERRED_SECRET],
-        300,
-        None,
-    )
-    .unwrap();
-    let mut headers = HeaderMap::new();
-    for (name, value) in verifier.sign(0, "", NOW, &body) {
-        headers.insert(
-            HeaderName::from_bytes(name.as_bytes()).unwrap(),
-            HeaderValue::from_str(&value).unwrap(),
-        );
-    }
-    Delivery { headers, body }
-}
-
-fn worker_for(app: &TestApp) -> WorkerState {
-    WorkerState::new(&app.settings, app.receiver().pool.clone())
-}
-
-/// Plenty of invocation time left.
-fn plenty() -> Duration {
-    Duration::from_secs(600)
-}
-
 async fn drain_at(worker: &WorkerState, at: SystemTime) -> Summary {
     worker.worker.drain(move || at, plenty).await.unwrap()
-}
-
-async fn row(app: &TestApp, event_id: &str) -> (String, i32, Option<String>) {
-    let client = app.db.connect().await.unwrap();
-    let row = client
-        .query_one(
-            "SELECT status::text, attempts, last_error FROM webhook_event WHERE event_id = $1",
-            &[&event_id],
-        )
-        .await
-        .unwrap();
-    (row.get(0), row.get(1), row.get(2))
 }
 
 /// Counts calls; fails while `failing`; never finishes while `hanging`.

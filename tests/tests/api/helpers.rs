@@ -217,3 +217,34 @@ pub async fn wait_for_lock_waiter(app: &TestApp) {
     }
     panic!("nobody waited on a lock");
 }
+
+/// The local deferred Stripe source's secret (events/sources.local.json).
+pub const DEFERRED_SECRET: &str = "whsec_hookledger_local_deferred_secret";
+
+/// A Stripe delivery for the deferred source `stripe-deferred`, signed at `NOW`.
+pub fn deferred(body: Vec<u8>) -> Delivery {
+    signed(Scheme::Stripe, DEFERRED_SECRET, "", NOW, body)
+}
+
+/// The worker function's state over the app's settings and pool.
+pub fn worker_for(app: &TestApp) -> worker::handler::AppState {
+    worker::handler::AppState::new(&app.settings, app.receiver().pool.clone())
+}
+
+/// Plenty of invocation time left.
+pub fn plenty() -> std::time::Duration {
+    std::time::Duration::from_secs(600)
+}
+
+/// `(status, attempts, last_error)` of the ledger row `event_id`.
+pub async fn row(app: &TestApp, event_id: &str) -> (String, i32, Option<String>) {
+    let client = app.db.connect().await.unwrap();
+    let row = client
+        .query_one(
+            "SELECT status::text, attempts, last_error FROM webhook_event WHERE event_id = $1",
+            &[&event_id],
+        )
+        .await
+        .unwrap();
+    (row.get(0), row.get(1), row.get(2))
+}

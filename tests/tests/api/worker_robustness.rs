@@ -4,33 +4,13 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
-use http::{HeaderMap, HeaderName, HeaderValue};
+use http::{HeaderMap, HeaderValue};
 use shared::handlers::{Effect, Event, Handler, HandlerError};
 use shared::ledger::ClaimTx;
 use shared::Sources;
 use worker::handler::AppState as WorkerState;
 
 use crate::helpers::*;
-
-const DEFERRED_SECRET: &str = "whsec_hookledger_local_deferred_secret";
-
-fn deferred(body: Vec<u8>) -> Delivery {
-    let verifier = shared::verify::Verifier::new(
-        shared::verify::Scheme::Stripe,
-        &[DEFERRED_SECRET],
-        300,
-        None,
-    )
-    .unwrap();
-    let mut headers = HeaderMap::new();
-    for (name, value) in verifier.sign(0, "", NOW, &body) {
-        headers.insert(
-            HeaderName::from_bytes(name.as_bytes()).unwrap(),
-            HeaderValue::from_str(&value).unwrap(),
-        );
-    }
-    Delivery { headers, body }
-}
 
 fn deferred_only(max_attempts: u32, shadow: bool) -> String {
     format!(
@@ -45,31 +25,11 @@ fn with_sources(app: &mut TestApp, json: &str) {
     app.state = receiver::handler::AppState::new(&app.settings, app.receiver().pool.clone());
 }
 
-fn worker_for(app: &TestApp) -> WorkerState {
-    WorkerState::new(&app.settings, app.receiver().pool.clone())
-}
-
-fn plenty() -> Duration {
-    Duration::from_secs(600)
-}
-
 async fn accept(app: &TestApp, id: &str) {
     let reply = app
         .receive("stripe-deferred", &deferred(payment_intent_body(id, id, 1)))
         .await;
     assert_eq!(reply.status, 202, "{reply:?}");
-}
-
-async fn row(app: &TestApp, event_id: &str) -> (String, i32, Option<String>) {
-    let client = app.db.connect().await.unwrap();
-    let row = client
-        .query_one(
-            "SELECT status::text, attempts, last_error FROM webhook_event WHERE event_id = $1",
-            &[&event_id],
-        )
-        .await
-        .unwrap();
-    (row.get(0), row.get(1), row.get(2))
 }
 
 /// What to do per event id; everything else records the order.
