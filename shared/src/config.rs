@@ -17,7 +17,7 @@
 //! | `HOOKLEDGER_WORKER_FUNCTION` | the worker function's name or ARN: the receiver rings it after a deferred accept | unset: doorbell off |
 //! | `HOOKLEDGER_LEASE_SECS` | how long a worker owns a leased event, seconds | 120 |
 //! | `HOOKLEDGER_WORKER_BATCH` | events leased per statement (batch x handler timeout must fit in the lease) | 3 |
-//! | `HOOKLEDGER_WORKER_MARGIN_MS` | the worker stops leasing when less invocation time remains, milliseconds | 10000 |
+//! | `HOOKLEDGER_WORKER_MARGIN_MS` | the worker starts no event with less than this plus the handler timeout left, milliseconds | 10000 |
 //! | `HOOKLEDGER_HANDLER_TIMEOUT_MS` | a deferred handler's deadline, milliseconds | 30000 |
 //! | `HOOKLEDGER_BACKOFF_BASE_SECS` | first retry delay, seconds (doubles per attempt) | 30 |
 //! | `HOOKLEDGER_BACKOFF_CAP_SECS` | longest retry delay, seconds | 3600 |
@@ -327,7 +327,8 @@ pub struct WorkerSettings {
     pub lease_secs: u64,
     /// Events leased per statement.
     pub batch: i64,
-    /// Stop leasing when less invocation time than this remains, milliseconds.
+    /// Start no event with less invocation time than this plus the handler timeout left,
+    /// milliseconds.
     pub margin_ms: u64,
     /// A handler's deadline, milliseconds; past it the attempt fails with "handler timed out".
     pub handler_timeout_ms: u64,
