@@ -3,14 +3,14 @@
 //!
 //! - A body flagged `isBase64Encoded` that is not valid base64: answered 400 (see below).
 //! - A `Host` header that is not a plain host name or address, or an `X-Forwarded-Proto` other
-//!   than `http`/`https`: lambda_http builds a URL from them with `Url::parse(..).unwrap()`.
+//!   than `http`/`https`: lambda_http builds a URL from them and panics when `Url::parse` refuses it.
 //!   They are dropped (lambda_http then uses the API's own domain name); routing does not use
 //!   them.
 //! - An HTTP API `rawQueryString` with characters a URI cannot hold (`"`, `<`, space, ...):
 //!   appended raw to the URI and `expect`ed. It is dropped; webhook routing ignores the query.
 //!
 //! lambda_http converts its event into an `http::Request` with
-//! `Body::from_maybe_encoded(..).expect(..)` (aws_lambda_events 1.2), which panics on an invalid
+//! `Body::from_maybe_encoded` (aws_lambda_events 1.2), which panics on an invalid
 //! body; in a release build (`panic = "abort"`) that kills the execution environment and the
 //! provider sees a 502. [`Base64Guard`] sits between the runtime and lambda_http's adapter and
 //! checks a flagged body before the adapter converts it. An undecodable body is dropped, the
