@@ -11,8 +11,9 @@
 //!
 //! lambda_http converts its event into an `http::Request` with
 //! `Body::from_maybe_encoded` (aws_lambda_events 1.2), which panics on an invalid
-//! body; in a release build (`panic = "abort"`) that kills the execution environment and the
-//! provider sees a 502. [`Base64Guard`] sits between the runtime and lambda_http's adapter and
+//! body; the runtime catches the panic (the workspace's release profile unwinds), but the
+//! provider sees a 5xx for its own malformed request, and with `panic = "abort"` (cargo-lambda's
+//! usual setting) the execution environment would die. [`Base64Guard`] sits between the runtime and lambda_http's adapter and
 //! checks a flagged body before the adapter converts it. An undecodable body is dropped, the
 //! flag cleared, and the [`INVALID_BASE64_HEADER`] marker set, so the handler answers 400 in the
 //! response shape the event's origin expects. The marker is removed from every incoming event
