@@ -14,6 +14,7 @@
 //! | `HOOKLEDGER_STATEMENT_TIMEOUT_MS` | `statement_timeout`, milliseconds | 5000 |
 //! | `HOOKLEDGER_LOCK_TIMEOUT_MS` | `lock_timeout`, milliseconds: how long a duplicate waits on an in-flight claim | 2000 |
 //! | `HOOKLEDGER_IDLE_IN_TRANSACTION_TIMEOUT_MS` | `idle_in_transaction_session_timeout`, milliseconds | 10000 |
+//! | `HOOKLEDGER_DB_STATEMENT_CACHE` | `true`: named statements prepared once per connection; `false`: unnamed statements (pgbouncer transaction mode, RDS Proxy) | true |
 //! | `HOOKLEDGER_WORKER_FUNCTION` | the worker function's name or ARN: the receiver rings it after a deferred accept | unset: doorbell off |
 //! | `HOOKLEDGER_LEASE_SECS` | how long a worker owns a leased event, seconds | 120 |
 //! | `HOOKLEDGER_WORKER_BATCH` | events leased per statement (batch x handler timeout must fit in the lease) | 3 |
@@ -304,6 +305,11 @@ pub struct DatabaseSettings {
     pub lock_timeout_ms: u64,
     /// `idle_in_transaction_session_timeout`, milliseconds.
     pub idle_in_transaction_timeout_ms: u64,
+    /// Prepare each statement once per connection and reuse it by name (`true`, the default for
+    /// a direct connection). `false` sends every statement unnamed with its parameter types
+    /// (one round trip, nothing left on the server): required behind pgbouncer in transaction
+    /// mode, and what keeps RDS Proxy sessions unpinned.
+    pub statement_cache: bool,
 }
 
 impl DatabaseSettings {
@@ -316,6 +322,7 @@ impl DatabaseSettings {
             statement_timeout_ms: 5_000,
             lock_timeout_ms: 2_000,
             idle_in_transaction_timeout_ms: 10_000,
+            statement_cache: true,
         }
     }
 }
@@ -481,6 +488,21 @@ impl Settings {
             "HOOKLEDGER_IDLE_IN_TRANSACTION_TIMEOUT_MS",
             database.idle_in_transaction_timeout_ms,
         )?;
+        database.statement_cache = match lookup("HOOKLEDGER_DB_STATEMENT_CACHE")
+            .filter(|v| !v.is_empty())
+            .map(|v| v.trim().to_ascii_lowercase())
+            .as_deref()
+        {
+            None | Some("true" | "on" | "1") => true,
+            Some("false" | "off" | "0") => false,
+            Some(other) => {
+                return Err(ConfigError::Number {
+                    var: "HOOKLEDGER_DB_STATEMENT_CACHE",
+                    expected: "true or false",
+                    value: other.to_owned(),
+                })
+            }
+        };
         let mut worker = WorkerSettings::default();
         let bounded = |var: &'static str, default: u64, max: u64| -> Result<u64, ConfigError> {
             let value = number(var, default)?;
