@@ -90,6 +90,16 @@ pub enum ConfigError {
         /// Why.
         error: VerifierError,
     },
+    /// Two settings that cannot work together.
+    #[error("{first} and {second} cannot work together: {rule}")]
+    Incompatible {
+        /// One setting.
+        first: &'static str,
+        /// The other.
+        second: &'static str,
+        /// The rule, with both values.
+        rule: String,
+    },
     /// A numeric variable does not parse or is out of range.
     #[error("{var} must be {expected}, got {value:?}")]
     Number {
@@ -156,6 +166,14 @@ pub struct SourceSpec {
     /// absent.
     #[serde(default)]
     pub max_attempts: Option<u32>,
+    /// The provider's API key (Stripe: a restricted key with read access to the objects the
+    /// handlers re-fetch), used to resolve ordering ties by re-fetching the object. Optional.
+    #[serde(default)]
+    pub api_key: Option<String>,
+    /// The provider's API base URL; the provider's public API when absent (Stripe
+    /// `https://api.stripe.com`). Tests point it at a local fake.
+    #[serde(default)]
+    pub api_base_url: Option<String>,
     /// For `generic-hmac` only: the signature header, algorithm, encoding, prefix, timestamp
     /// header, signed-payload template and where the event id and type are (see
     /// [`GenericHmac`]).
@@ -183,7 +201,21 @@ pub struct SourceConfig {
     pub shadow: bool,
     /// Deferred mode: attempts before `dead`.
     pub max_attempts: u32,
+    /// The provider's API, when an `api_key` is configured.
+    pub api: Option<ProviderApi>,
 }
+
+/// A provider API the handlers may call (e.g. to re-fetch an object on an ordering tie).
+#[derive(Debug, Clone)]
+pub struct ProviderApi {
+    /// Base URL without a trailing slash, e.g. `https://api.stripe.com`.
+    pub base_url: String,
+    /// The API key; never logged.
+    pub key: SecretString,
+}
+
+/// Stripe's API base URL.
+pub const STRIPE_API_BASE_URL: &str = "https://api.stripe.com";
 
 impl SourceConfig {
     /// Validates a [`SourceSpec`] and prepares its keys.
@@ -221,6 +253,27 @@ impl SourceConfig {
         if max_attempts == 0 || max_attempts > 100 {
             return Err(problem("max_attempts must be 1 to 100"));
         }
+        let api = match (spec.api_key, spec.api_base_url) {
+            (None, None) => None,
+            (None, Some(_)) => return Err(problem("api_base_url needs api_key")),
+            (Some(key), base_url) => {
+                let base_url = match (base_url, spec.scheme) {
+                    (Some(url), _) => url,
+                    (None, Scheme::Stripe) => STRIPE_API_BASE_URL.to_owned(),
+                    (None, _) => return Err(problem("api_key needs api_base_url for this scheme")),
+                };
+                if !(base_url.starts_with("https://") || base_url.starts_with("http://")) {
+                    return Err(problem("api_base_url must be an http(s) URL"));
+                }
+                if key.is_empty() {
+                    return Err(problem("api_key is empty"));
+                }
+                Some(ProviderApi {
+                    base_url: base_url.trim_end_matches('/').to_owned(),
+                    key: SecretString::from(key),
+                })
+            }
+        };
         let secrets: Vec<&str> = spec.secrets.iter().map(String::as_str).collect();
         let verifier = Verifier::new(
             spec.scheme,
@@ -240,6 +293,7 @@ impl SourceConfig {
             store_payload,
             shadow: spec.shadow.unwrap_or(false),
             max_attempts,
+            api,
             name: spec.name,
         })
     }
@@ -534,16 +588,7 @@ impl Settings {
             worker.backoff.cap_secs,
             30 * DAY_SECS,
         )?;
-        // Every event of a batch must be able to run its full timeout before the batch's lease
-        // expires, or a later event's lease lapses before it starts and another worker takes
-        // it over (charging it an attempt it never made).
-        if (worker.batch as u64) * worker.handler_timeout_ms >= worker.lease_secs * 1000 {
-            return Err(ConfigError::Number {
-                var: "HOOKLEDGER_LEASE_SECS",
-                expected: "longer than HOOKLEDGER_WORKER_BATCH x HOOKLEDGER_HANDLER_TIMEOUT_MS",
-                value: worker.lease_secs.to_string(),
-            });
-        }
+        check_compatible(&database, &worker)?;
         Ok(Self {
             database,
             sources: Sources::from_json(&json)?,
@@ -551,6 +596,62 @@ impl Settings {
             worker_function: lookup("HOOKLEDGER_WORKER_FUNCTION").filter(|v| !v.is_empty()),
         })
     }
+}
+
+/// Refuses settings that cannot work together, naming both.
+///
+/// - Every event of a batch must be able to run its full handler timeout before the batch's
+///   lease expires (`HOOKLEDGER_WORKER_BATCH` x `HOOKLEDGER_HANDLER_TIMEOUT_MS` <
+///   `HOOKLEDGER_LEASE_SECS`), or a later event's lease lapses before it starts and another
+///   worker takes it over.
+/// - `HOOKLEDGER_LOCK_TIMEOUT_MS` must be shorter than `HOOKLEDGER_STATEMENT_TIMEOUT_MS`: a
+///   duplicate waiting on an in-flight claim must get its 409 from the lock timeout before the
+///   statement timeout turns it into a 503.
+/// - The receiver's transactions are bounded by `HOOKLEDGER_IDLE_IN_TRANSACTION_TIMEOUT_MS`, and
+///   it must be at least `HOOKLEDGER_STATEMENT_TIMEOUT_MS`, or a pipelined transaction waiting
+///   on its own statement's answer could be cut. The worker's transactions take
+///   `HOOKLEDGER_HANDLER_TIMEOUT_MS` as their idle limit instead (see `shared::work`), so a
+///   handler's transaction is never killed by a session limit shorter than its own deadline.
+///
+/// # Errors
+/// [`ConfigError::Incompatible`] naming the two settings.
+pub fn check_compatible(
+    database: &DatabaseSettings,
+    worker: &WorkerSettings,
+) -> Result<(), ConfigError> {
+    if (worker.batch as u64) * worker.handler_timeout_ms >= worker.lease_secs * 1000 {
+        return Err(ConfigError::Incompatible {
+            first: "HOOKLEDGER_LEASE_SECS",
+            second: "HOOKLEDGER_HANDLER_TIMEOUT_MS",
+            rule: format!(
+                "the lease ({} s) must be longer than HOOKLEDGER_WORKER_BATCH ({}) x the handler \
+                 timeout ({} ms)",
+                worker.lease_secs, worker.batch, worker.handler_timeout_ms
+            ),
+        });
+    }
+    if database.lock_timeout_ms >= database.statement_timeout_ms {
+        return Err(ConfigError::Incompatible {
+            first: "HOOKLEDGER_LOCK_TIMEOUT_MS",
+            second: "HOOKLEDGER_STATEMENT_TIMEOUT_MS",
+            rule: format!(
+                "the lock timeout ({} ms) must be shorter than the statement timeout ({} ms)",
+                database.lock_timeout_ms, database.statement_timeout_ms
+            ),
+        });
+    }
+    if database.idle_in_transaction_timeout_ms < database.statement_timeout_ms {
+        return Err(ConfigError::Incompatible {
+            first: "HOOKLEDGER_IDLE_IN_TRANSACTION_TIMEOUT_MS",
+            second: "HOOKLEDGER_STATEMENT_TIMEOUT_MS",
+            rule: format!(
+                "the idle-in-transaction timeout ({} ms) must be at least the statement timeout \
+                 ({} ms)",
+                database.idle_in_transaction_timeout_ms, database.statement_timeout_ms
+            ),
+        });
+    }
+    Ok(())
 }
 
 #[cfg(test)]

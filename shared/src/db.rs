@@ -1,17 +1,22 @@
 //! PostgreSQL access: connection settings, TLS, the connection pool, and the migrations runner.
 //!
-//! Session settings (`statement_timeout`, `lock_timeout`, `idle_in_transaction_session_timeout`)
-//! travel as start-up options of every connection, never as session-level `SET`, so connections
-//! stay unpinned behind RDS Proxy (DESIGN.md section 10).
+//! The limits (`statement_timeout`, `lock_timeout`, `idle_in_transaction_session_timeout`) are
+//! set per transaction with `SET LOCAL`, pipelined with `BEGIN` ([`Connection::begin`]); no
+//! start-up options and no session `SET`, so connections work behind a transaction-mode pooler
+//! (pgbouncer) and stay unpinned behind RDS Proxy. See [`session`] for the statement cache.
 
 use std::str::FromStr;
 use std::time::Duration;
 
-use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
+use deadpool_postgres::{Manager, ManagerConfig, RecyclingMethod, Runtime};
 use postgres_native_tls::MakeTlsConnector;
 use secrecy::ExposeSecret;
 
 use crate::config::DatabaseSettings;
+
+pub mod session;
+
+pub use session::{Connection, Pool, Prepared, Session, Sql};
 
 /// Embedded forward-only migrations from `migrations/` (refinery naming `V<n>__<verb>_<object>.sql`).
 mod embedded {
@@ -52,20 +57,15 @@ pub enum DbError {
     Migrate(#[from] refinery::Error),
 }
 
-/// The connection configuration for `settings`: the URL plus the session timeouts as start-up
-/// options and the connect timeout.
+/// The connection configuration for `settings`: the URL, an application name and the connect
+/// timeout. No start-up `options`: pgbouncer refuses them (and with `ignore_startup_parameters`
+/// silently drops them); the limits travel with each transaction instead ([`Session`]).
 ///
 /// # Errors
 /// [`DbError::Url`] when the URL does not parse.
 pub fn pg_config(settings: &DatabaseSettings) -> Result<tokio_postgres::Config, DbError> {
     let mut config =
         tokio_postgres::Config::from_str(settings.url.expose_secret()).map_err(DbError::Url)?;
-    config.options(format!(
-        "-c statement_timeout={} -c lock_timeout={} -c idle_in_transaction_session_timeout={}",
-        settings.statement_timeout_ms,
-        settings.lock_timeout_ms,
-        settings.idle_in_transaction_timeout_ms
-    ));
     if config.get_application_name().is_none() {
         config.application_name("hookledger");
     }
@@ -114,12 +114,13 @@ pub fn pool(settings: &DatabaseSettings) -> Result<Pool, DbError> {
             recycling_method: RecyclingMethod::Fast,
         },
     );
-    Ok(Pool::builder(manager)
+    let inner = deadpool_postgres::Pool::builder(manager)
         .max_size(settings.pool_size)
         .runtime(Runtime::Tokio1)
         .wait_timeout(Some(Duration::from_secs(POOL_WAIT_SECS)))
         .create_timeout(Some(Duration::from_secs(CONNECT_TIMEOUT_SECS)))
-        .build()?)
+        .build()?;
+    Ok(Pool::new(inner, Session::new(settings)))
 }
 
 /// One connection outside the pool (migrations, tooling). The connection task is spawned on
@@ -174,8 +175,20 @@ pub fn is_unavailable(error: &tokio_postgres::Error) -> bool {
         return true;
     }
     match error.code() {
-        // No server response at all (I/O, connect, TLS): the database is unreachable.
-        None => true,
+        // No SQLSTATE: unreachable (I/O, connect, TLS, timeout) or our own bug (a parameter or
+        // column conversion, an unexpected row count), which is not the database's fault.
+        None => {
+            let text = error.to_string();
+            [
+                "error communicating with the server",
+                "error performing TLS handshake",
+                "error connecting to server",
+                "timeout waiting for server",
+                "connection closed",
+            ]
+            .iter()
+            .any(|kind| text.starts_with(kind))
+        }
         Some(code) => {
             let code = code.code();
             code.starts_with("08") // connection exception

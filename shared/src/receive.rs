@@ -11,15 +11,19 @@
 //! | completed duplicate, same body | the stored status | the stored body, verbatim; `Idempotent-Replayed: true` |
 //! | same event id, different body | 409 | `{"error": "event id reused with a different body"}` |
 //! | duplicate still in flight | 409 | `{"error": "event is being processed"}`; `Retry-After` |
-//! | handler failure | 500 | `{"error": "internal error"}` (claim rolled back) |
+//! | handler failure, retryable | 500 | `{"error": "internal error"}` (claim rolled back) |
+//! | handler failure, fatal (inline) | 200 | `{"status": "dead", "error": "the event cannot be processed; it is kept for an operator"}`; the event is kept `dead` with its payload and error, and every retry gets the same answer |
 //! | database unavailable | 503 | `{"error": "service unavailable"}` |
 //!
 //! Nothing is written for any 4xx, and a 5xx leaves no row behind, so the provider's retry
-//! starts clean.
+//! starts clean. A fatal handler error (the payload can never be processed) rolls back the
+//! handler's writes and keeps the event as `dead`: the provider stops retrying (a 2xx, so it
+//! does not disable the endpoint either), the operator is told by the `handler_fatal` metric and
+//! an error log line, and re-drives it once the cause is fixed.
 
 use std::time::Instant;
 
-use deadpool_postgres::Pool;
+use crate::db::Pool;
 use http::HeaderMap;
 use sha2::{Digest, Sha256};
 
@@ -28,7 +32,7 @@ use std::time::SystemTime;
 use crate::config::{Mode, Settings, Sources};
 use crate::doorbell::Doorbell;
 use crate::extract::{extract, Extracted};
-use crate::handlers::{apply, ApplyError, Event, Registry};
+use crate::handlers::{apply, fatal_body, ApplyError, Event, Registry, FATAL_STATUS};
 use crate::ledger::{self, Accept, Claim, NewEvent};
 
 /// Seconds a provider is asked to wait before retrying an in-flight duplicate.
@@ -45,9 +49,10 @@ pub struct Reply {
     pub replayed: bool,
     /// Seconds for a `Retry-After` header, when set.
     pub retry_after: Option<u32>,
-    /// What happened, for the log and tests: `processed`, `ignored`, `replayed`,
-    /// `digest_mismatch`, `in_flight`, `unknown_source`, `too_large`, `bad_request`,
-    /// `unauthorized`, `handler_failed`, `unavailable`, `internal_error`.
+    /// What happened, for the log and tests: `processed`, `ignored`, `replayed`, `dead`
+    /// (a fatal handler error, kept for an operator), `dead_replayed`, `digest_mismatch`,
+    /// `in_flight`, `unknown_source`, `too_large`, `bad_request`, `unauthorized`,
+    /// `handler_failed`, `unavailable`, `internal_error`.
     pub outcome: &'static str,
 }
 
@@ -252,17 +257,19 @@ impl Receiver {
                 }
                 reply
             }
-            Err(ApplyError::Unavailable(detail)) => {
+            Err(Failed::Unavailable(detail)) => {
                 trace.detail = Some(detail);
                 Reply::error(503, "unavailable", "service unavailable")
             }
-            Err(ApplyError::Handler(detail)) => {
-                trace.detail = Some(detail);
-                Reply::error(500, "handler_failed", "internal error")
-            }
-            Err(ApplyError::Internal(detail)) => {
-                trace.detail = Some(detail);
-                Reply::error(500, "internal_error", "internal error")
+            Err(Failed::Apply(error)) => {
+                trace.detail = Some(error.chain());
+                if error.is_unavailable() {
+                    Reply::error(503, "unavailable", "service unavailable")
+                } else if matches!(error, ApplyError::Retryable(_)) {
+                    Reply::error(500, "handler_failed", "internal error")
+                } else {
+                    Reply::error(500, "internal_error", "internal error")
+                }
             }
         }
     }
@@ -272,12 +279,9 @@ impl Receiver {
         event: &Event<'_>,
         new_event: &NewEvent<'_>,
         shadow: bool,
-    ) -> Result<Reply, ApplyError> {
+    ) -> Result<Reply, Failed> {
         let conn = self.connection().await?;
-        let tx = match ledger::claim(&conn, new_event)
-            .await
-            .map_err(ApplyError::ledger)?
-        {
+        let tx = match ledger::claim(&conn, new_event).await? {
             Claim::Won(tx) => tx,
             Claim::DigestMismatch => {
                 return Ok(Reply::error(
@@ -290,25 +294,53 @@ impl Receiver {
             Claim::Completed(_) | Claim::InFlight if shadow => {
                 return self.shadow_duplicate(&conn, event).await;
             }
-            Claim::Completed(stored) => {
-                return Ok(Reply {
-                    status: stored.status,
-                    body: stored.body,
-                    replayed: true,
-                    retry_after: None,
-                    outcome: "replayed",
-                })
-            }
+            Claim::Completed(stored) => return Ok(replayed(stored, "replayed")),
+            Claim::Dead(stored) => return Ok(replayed(stored, "dead_replayed")),
             Claim::InFlight => return Ok(in_flight()),
         };
-        let applied = apply(&self.handlers, tx, event).await?;
-        Ok(Reply {
-            status: applied.response.status,
-            body: applied.response.body,
-            replayed: false,
-            retry_after: None,
-            outcome: applied.outcome,
-        })
+        match apply(&self.handlers, tx, event).await {
+            Ok(applied) => Ok(Reply {
+                status: applied.response.status,
+                body: applied.response.body,
+                replayed: false,
+                retry_after: None,
+                outcome: applied.outcome,
+            }),
+            Err(ApplyError::Fatal(error)) => self.keep_dead(&conn, new_event, &error).await,
+            Err(error) => Err(Failed::Apply(error)),
+        }
+    }
+
+    /// An inline handler failed fatally: the claim's transaction is rolled back; keep the event
+    /// `dead` with its payload and error, tell the operator, and answer the provider a 2xx.
+    async fn keep_dead(
+        &self,
+        conn: &ledger::Connection,
+        new_event: &NewEvent<'_>,
+        error: &crate::handlers::HandlerError,
+    ) -> Result<Reply, Failed> {
+        let chain = error.chain();
+        tracing::error!(
+            source = new_event.source,
+            event_id = new_event.event_id,
+            event_type = new_event.event_type,
+            metric = "handler_fatal",
+            error = chain.as_str(),
+            "handler failed fatally: the event is kept dead for an operator to fix and re-drive"
+        );
+        crate::telemetry::count("handler_fatal", new_event.source, 1);
+        let body = fatal_body();
+        match ledger::record_dead(conn, new_event, &chain, FATAL_STATUS, &body).await? {
+            Some(stored) => Ok(Reply {
+                status: stored.status,
+                body: stored.body,
+                replayed: false,
+                retry_after: None,
+                outcome: "dead",
+            }),
+            // Another delivery claimed the event after our rollback: answer as a duplicate.
+            None => Ok(in_flight()),
+        }
     }
 
     /// Deferred mode: store durably, ring the worker, answer 202.
@@ -317,11 +349,9 @@ impl Receiver {
         event: &Event<'_>,
         new_event: &NewEvent<'_>,
         shadow: bool,
-    ) -> Result<Reply, ApplyError> {
+    ) -> Result<Reply, Failed> {
         let conn = self.connection().await?;
-        let accepted = ledger::accept(&conn, new_event, SystemTime::now())
-            .await
-            .map_err(ApplyError::ledger)?;
+        let accepted = ledger::accept(&conn, new_event, SystemTime::now()).await?;
         match accepted {
             Accept::Accepted => {
                 drop(conn);
@@ -347,7 +377,7 @@ impl Receiver {
                     tracing::warn!(
                         source = event.source,
                         event_id = event.event_id,
-                        %error,
+                        error = error.chain(),
                         "shadow processing of a deferred duplicate failed"
                     );
                 }
@@ -369,11 +399,11 @@ impl Receiver {
         &self,
         conn: &ledger::Connection,
         event: &Event<'_>,
-    ) -> Result<Reply, ApplyError> {
-        let tx = ledger::begin_shadow(conn)
+    ) -> Result<Reply, Failed> {
+        let tx = ledger::begin_shadow(conn);
+        let applied = apply(&self.handlers, tx, event)
             .await
-            .map_err(ApplyError::ledger)?;
-        let applied = apply(&self.handlers, tx, event).await?;
+            .map_err(Failed::Apply)?;
         tracing::warn!(
             source = event.source,
             event_id = event.event_id,
@@ -390,11 +420,46 @@ impl Receiver {
         })
     }
 
-    async fn connection(&self) -> Result<deadpool_postgres::Object, ApplyError> {
+    async fn connection(&self) -> Result<ledger::Connection, Failed> {
         self.pool
             .get()
             .await
-            .map_err(|e| ApplyError::Unavailable(format!("no database connection: {e}")))
+            .map_err(|e| Failed::Unavailable(format!("no database connection: {e}")))
+    }
+}
+
+/// Why a delivery could not be decided: the 5xx cases.
+#[derive(Debug)]
+enum Failed {
+    /// No connection, or the database is unavailable: 503.
+    Unavailable(String),
+    /// Applying the event failed (handler or ledger).
+    Apply(ApplyError),
+}
+
+impl Failed {
+    fn chain(&self) -> String {
+        match self {
+            Failed::Unavailable(detail) => detail.clone(),
+            Failed::Apply(error) => error.chain(),
+        }
+    }
+}
+
+impl From<ledger::LedgerError> for Failed {
+    fn from(error: ledger::LedgerError) -> Self {
+        Failed::Apply(ApplyError::Ledger(error))
+    }
+}
+
+/// A stored response sent again, with `Idempotent-Replayed: true`.
+fn replayed(stored: ledger::StoredResponse, outcome: &'static str) -> Reply {
+    Reply {
+        status: stored.status,
+        body: stored.body,
+        replayed: true,
+        retry_after: None,
+        outcome,
     }
 }
 

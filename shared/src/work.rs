@@ -1,11 +1,21 @@
 //! Deferred processing (DESIGN.md section 4): the ledger is the queue, Lambda is the compute.
 //!
-//! [`Worker::drain`] leases due rows in bounded batches ([`ledger::lease_due`]), applies each in
-//! its own transaction under its lease ([`ledger::begin_leased`] + [`apply`]), and on error
-//! records `failed` with `last_error` and the next attempt time from [`backoff`], or `dead` once
-//! the source's `max_attempts` are used. It stops when nothing is due or when the invocation's
-//! remaining time falls under the margin; leased rows it cannot start in time are released
-//! unprocessed. The clock and the remaining time are parameters, so tests never sleep.
+//! [`Worker::drain`] leases due rows in bounded batches ([`ledger::lease_due`]); the lease, not
+//! an open transaction, is the ownership. For each leased event it records the start of an
+//! attempt ([`ledger::start`], so `attempts` counts only attempts that really began), runs the
+//! handler with a transaction that begins at the handler's first statement (its external work
+//! before that runs outside any transaction), and completes in one short transaction fenced by
+//! the lease token: a completion whose lease was lost (expired and re-leased) is refused and
+//! counted (`lease_lost`), never applied. On a retryable error it records `failed` with
+//! `last_error` and the next attempt time from [`backoff`], or `dead` once the source's
+//! `max_attempts` are used; a fatal error is `dead` at once. It stops when nothing is due or
+//! when the invocation's remaining time falls under the margin; leased rows it cannot start in
+//! time are released unstarted. The clock and the remaining time are parameters, so tests never
+//! sleep.
+//!
+//! The worker's transactions take the handler timeout as their
+//! `idle_in_transaction_session_timeout` (the handler timeout already bounds them), so no
+//! session limit shorter than a handler's own deadline cuts its transaction.
 //!
 //! Retry schedule ([`backoff`], defaults `base_secs = 30`, `cap_secs = 3600`): after failed
 //! attempt `n` the event waits between half and all of `min(cap, base * 2^(n-1))`, the exact
@@ -16,11 +26,11 @@
 use std::hash::{Hash, Hasher};
 use std::time::{Duration, SystemTime};
 
-use deadpool_postgres::Pool;
 use futures_util::FutureExt;
 use serde::Serialize;
 
-use crate::config::{Backoff, Sources, WorkerSettings};
+use crate::config::{Backoff, Settings, Sources, WorkerSettings};
+use crate::db::{Pool, Session};
 use crate::extract::document_of;
 use crate::handlers::{apply, ApplyError, Event, Registry};
 use crate::ledger::{self, Failure, Leased, LedgerError};
@@ -38,7 +48,8 @@ pub struct Summary {
     pub dead: u64,
     /// Leased rows given back unprocessed because time ran out.
     pub released: u64,
-    /// Leases lost to another worker (expired and taken over) before completing.
+    /// Leases lost to another worker (expired and taken over) before completing; a completion
+    /// refused for that reason is also counted as the `lease_lost` metric.
     pub lost: u64,
     /// Whether the drain stopped because the remaining time fell under the margin.
     pub out_of_time: bool,
@@ -114,6 +125,27 @@ pub fn backoff(policy: &Backoff, attempts: u32, key: &str) -> Duration {
 }
 
 impl Worker {
+    /// A worker over `pool` (its transactions get the handler timeout as their idle limit),
+    /// running `handlers`.
+    pub fn new(settings: &Settings, pool: Pool, handlers: Registry) -> Self {
+        let database = &settings.database;
+        let session = Session::with_limits(
+            database.statement_timeout_ms,
+            database.lock_timeout_ms,
+            database
+                .idle_in_transaction_timeout_ms
+                .max(settings.worker.handler_timeout_ms),
+            database.statement_cache,
+        );
+        Self {
+            pool: pool.with_session(session),
+            handlers,
+            sources: settings.sources.clone(),
+            settings: settings.worker.clone(),
+            tls: crate::db::tls_connector(database).ok(),
+        }
+    }
+
     /// Drains due events: lease a batch, process it, repeat, until nothing is due or
     /// `remaining()` (the invocation's time left) no longer covers a handler's full timeout plus
     /// the margin. `now()` is the clock.
@@ -239,10 +271,11 @@ impl Worker {
                 },
             );
         };
-        if leased.attempts as u32 > source.max_attempts {
-            // A worker died during the last attempt; its lease expired and came back here.
+        if leased.attempts as u32 >= source.max_attempts {
+            // The last attempt started and never recorded its outcome (its worker died); its
+            // lease expired and came back here.
             return self
-                .record_failure(leased, "lease expired after the last attempt", now, true)
+                .record_failure(leased, "the last attempt never finished", now, true)
                 .await;
         }
         let Some(payload) = leased.payload.as_deref() else {
@@ -265,47 +298,61 @@ impl Worker {
             body: payload,
             document: &document,
         };
-        let timeout = Duration::from_millis(self.settings.handler_timeout_ms);
         let conn = self.connection().await?;
-        let attempt = async {
-            match ledger::begin_leased(&conn, leased).await {
-                Ok(Some(tx)) => Some(apply(&self.handlers, tx, &event).await),
-                Ok(None) => None,
-                Err(error) => Some(Err(ApplyError::ledger(error))),
-            }
+        // Count the attempt before the handler runs, so one that kills its worker still counts.
+        let Some(attempt) = ledger::start(&conn, leased).await? else {
+            return Ok(Processed::Lost);
         };
+        let timeout = Duration::from_millis(self.settings.handler_timeout_ms);
+        let run = apply(&self.handlers, leased.tx(&conn), &event);
         // A panicking handler fails its own attempt, not the whole drain (and so not the
         // attempts of the other events in the batch).
-        let outcome = tokio::time::timeout(
-            timeout,
-            std::panic::AssertUnwindSafe(attempt).catch_unwind(),
-        )
-        .await;
-        let error = match outcome {
-            Ok(Ok(None)) => return Ok(Processed::Lost),
-            Ok(Ok(Some(Ok(_)))) => return Ok(Processed::Completed),
-            Ok(Ok(Some(Err(error)))) => {
+        let outcome =
+            tokio::time::timeout(timeout, std::panic::AssertUnwindSafe(run).catch_unwind()).await;
+        let (error, fatal) = match outcome {
+            Ok(Ok(Ok(_))) => return Ok(Processed::Completed),
+            Ok(Ok(Err(ApplyError::Lost))) => {
+                tracing::warn!(
+                    source = leased.source.as_str(),
+                    event_id = leased.event_id.as_str(),
+                    lease_token = leased.lease_token,
+                    metric = "lease_lost",
+                    "completion refused: the lease expired and another worker took the event over"
+                );
+                crate::telemetry::count("lease_lost", &leased.source, 1);
+                return Ok(Processed::Lost);
+            }
+            Ok(Ok(Err(error))) => {
+                // Free the connection for recording the failure (a pool may have only one).
                 drop(conn);
-                error.to_string()
+                let fatal = matches!(error, ApplyError::Fatal(_));
+                (error.chain(), fatal)
             }
             Ok(Err(_panic)) => {
                 // The transaction's guard rolled back while unwinding; the connection may be
                 // mid-statement: never reuse it.
-                let _ = deadpool_postgres::Object::take(conn);
-                "handler panicked".to_owned()
+                conn.discard();
+                ("handler panicked".to_owned(), false)
             }
             Err(_) => {
-                // The handler may still run a statement (and hold the row lock) on this
+                // The handler may still run a statement (and hold row locks) on this
                 // connection: cancel it server-side, then never reuse the connection.
                 if let Some(tls) = &self.tls {
                     let _ = conn.cancel_token().cancel_query(tls.clone()).await;
                 }
-                let _ = deadpool_postgres::Object::take(conn);
-                format!("handler timed out after {} ms", timeout.as_millis())
+                conn.discard();
+                (
+                    format!("handler timed out after {} ms", timeout.as_millis()),
+                    false,
+                )
             }
         };
-        let dead = leased.attempts as u32 >= source.max_attempts;
-        self.record_failure(leased, &error, now, dead).await
+        let dead = fatal || attempt as u32 >= source.max_attempts;
+        let leased = Leased {
+            attempts: attempt,
+            ..leased.clone()
+        };
+        self.record_failure(&leased, &error, now, dead).await
     }
 
     /// Records a failed attempt. Its own failure (the database) is logged and reported as a
@@ -357,7 +404,7 @@ impl Worker {
         })
     }
 
-    async fn connection(&self) -> Result<deadpool_postgres::Object, WorkError> {
+    async fn connection(&self) -> Result<crate::db::Connection, WorkError> {
         self.pool
             .get()
             .await

@@ -6,9 +6,9 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use deadpool_postgres::Pool;
 use lambda_http::http::{header, Method, StatusCode};
 use lambda_http::{Body, Error, Request, Response};
+use shared::db::Pool;
 use shared::{Receiver, Reply, Settings};
 
 /// Everything built once per execution environment and borrowed by every invocation.

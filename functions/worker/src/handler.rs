@@ -3,8 +3,8 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use deadpool_postgres::Pool;
 use lambda_runtime::{Error, LambdaEvent};
+use shared::db::Pool;
 use shared::handlers::Registry;
 use shared::work::{Summary, Worker};
 use shared::Settings;
@@ -20,13 +20,7 @@ impl AppState {
     /// State for `settings` with the example handlers registered.
     pub fn new(settings: &Settings, pool: Pool) -> Self {
         Self {
-            worker: Worker {
-                pool,
-                handlers: Registry::with_examples(&settings.sources),
-                sources: settings.sources.clone(),
-                settings: settings.worker.clone(),
-                tls: shared::db::tls_connector(&settings.database).ok(),
-            },
+            worker: Worker::new(settings, pool, Registry::with_examples(&settings.sources)),
         }
     }
 }

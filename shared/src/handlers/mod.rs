@@ -1,9 +1,27 @@
 //! Business handlers, keyed by `(source, event_type)`, and the registry that finds them.
 //!
-//! A handler runs inside the claim's transaction. It may read or write through
-//! [`ClaimTx::connection`] when it must decide on what it reads back; writes it does not need
-//! to read back go into [`Effect::writes`], which the ledger pipelines with the completion and
-//! `COMMIT` (one round trip for the whole tail of the transaction).
+//! The handler contract:
+//!
+//! - A handler runs with a [`Tx`]: it can run statements ([`Tx::query`], [`Tx::execute`]) and
+//!   queue writes to be pipelined with the completion ([`Tx::defer`], no round trip of its own),
+//!   but cannot end the transaction or set session state. Only the ledger commits, together with
+//!   the completion of the event's row.
+//! - In deferred mode (the worker) the transaction begins with the handler's **first
+//!   statement**: do external work (HTTP calls, anything slow) before it, and keep the
+//!   database part short. The completion is fenced by the lease token: if the lease was lost
+//!   meanwhile (expired and taken over), nothing the handler wrote commits. External work may
+//!   therefore run more than once for one event; give downstream calls an idempotency key such
+//!   as `{source}:{event_id}`.
+//! - It returns an [`Effect`]: a 2xx [`Success`] status and a JSON body, stored and sent to
+//!   every retry verbatim. "Try later" is not an effect, it is [`HandlerError::Retryable`].
+//! - Errors are [`HandlerError::Retryable`] (the database or a downstream is unavailable: the
+//!   provider's retry or the worker's backoff will succeed later) or [`HandlerError::Fatal`] (the
+//!   payload can never be processed: a missing field, a value the business table refuses).
+//!   Database errors convert with `?`: data exceptions (SQLSTATE class 22) and integrity
+//!   violations (class 23) are fatal, everything else retryable. A fatal event is kept `dead`
+//!   with its payload and error for an operator (inline mode answers the provider
+//!   [`FATAL_STATUS`] so it stops retrying), and is counted as `handler_fatal`.
+//! - State goes through the ordering guard (`crate::ordering`).
 //!
 //! Event types without a handler complete as no-ops with a recorded response
 //! ([`ignored_effect`]): the provider stops retrying and the ledger still shows the event.
@@ -15,7 +33,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::config::Sources;
-use crate::ledger::{ClaimTx, LedgerError, StoredResponse, Write};
+use crate::ledger::{CompleteError, LedgerError, StoredResponse, Tx};
 use crate::verify::Scheme;
 
 /// The event a handler sees: already verified and claimed.
@@ -35,42 +53,158 @@ pub struct Event<'a> {
     pub document: &'a [u8],
 }
 
-/// What a handler decided: the response to store (and send, now and on every retry) and the
-/// writes to commit with it.
-#[derive(Debug)]
-pub struct Effect {
-    /// HTTP status of the response, normally 200.
-    pub status: u16,
-    /// JSON body of the response.
-    pub body: serde_json::Value,
-    /// Statements to run, in order, in the claim's transaction before it commits.
-    pub writes: Vec<Write>,
+/// The status of a successful effect: a 2xx, by construction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Success {
+    /// 200 OK.
+    Ok,
+    /// 201 Created.
+    Created,
+    /// 202 Accepted.
+    Accepted,
 }
 
-/// Why a handler failed. Any failure rolls the claim back and answers 500, so the provider
-/// retries and the retry starts clean.
+impl Success {
+    /// The HTTP status code.
+    pub fn code(self) -> u16 {
+        match self {
+            Success::Ok => 200,
+            Success::Created => 201,
+            Success::Accepted => 202,
+        }
+    }
+}
+
+/// What a handler decided: the response to store, and to send now and on every retry. Writes
+/// go through the [`Tx`] ([`Tx::defer`] to pipeline them with the completion).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Effect {
+    /// The response status: always a 2xx.
+    pub status: Success,
+    /// JSON body of the response.
+    pub body: serde_json::Value,
+}
+
+impl Effect {
+    /// `200` with `body`.
+    pub fn ok(body: serde_json::Value) -> Self {
+        Self {
+            status: Success::Ok,
+            body,
+        }
+    }
+}
+
+/// A boxed error cause.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
+
+/// Why a handler failed, and whether trying again can help. Either way nothing the handler
+/// wrote is committed.
 #[derive(Debug, thiserror::Error)]
 pub enum HandlerError {
-    /// The payload lacks what the handler needs (permanent for this body: the provider's
-    /// retries will fail the same way until someone fixes the handler or the sender).
-    #[error("payload: {0}")]
-    Payload(String),
-    /// A statement the handler ran itself failed (retryable when the database is unavailable).
-    #[error("database: {}", crate::db::describe(.0))]
-    Db(#[from] tokio_postgres::Error),
-    /// Anything else the handler reports (e.g. a downstream call failed).
-    #[error("{0}")]
-    Failed(String),
+    /// Trying again later can succeed (the database or a downstream is unavailable, a lock or
+    /// serialization conflict): inline mode answers 5xx so the provider retries; the worker
+    /// retries with backoff until `max_attempts`.
+    #[error("retryable: {reason}")]
+    Retryable {
+        /// What failed, for `last_error` and the log (never payload values or secrets).
+        reason: String,
+        /// The cause, if any.
+        #[source]
+        source: Option<BoxError>,
+    },
+    /// The payload can never be processed as it is (a missing field, a value the business
+    /// table refuses): the event goes `dead` at once with this error, for an operator to fix
+    /// and re-drive.
+    #[error("fatal: {reason}")]
+    Fatal {
+        /// What is wrong, for `last_error` and the log (never payload values or secrets).
+        reason: String,
+        /// The cause, if any.
+        #[source]
+        source: Option<BoxError>,
+    },
+}
+
+impl HandlerError {
+    /// A retryable error with no cause.
+    pub fn retryable(reason: impl Into<String>) -> Self {
+        HandlerError::Retryable {
+            reason: reason.into(),
+            source: None,
+        }
+    }
+
+    /// A fatal error with no cause.
+    pub fn fatal(reason: impl Into<String>) -> Self {
+        HandlerError::Fatal {
+            reason: reason.into(),
+            source: None,
+        }
+    }
+
+    /// Whether the event can never be processed as it is.
+    pub fn is_fatal(&self) -> bool {
+        matches!(self, HandlerError::Fatal { .. })
+    }
+
+    /// Whether the cause is the database being unavailable (the receiver answers 503).
+    pub fn is_unavailable(&self) -> bool {
+        let (HandlerError::Retryable { source, .. } | HandlerError::Fatal { source, .. }) = self;
+        source
+            .as_ref()
+            .and_then(|s| s.downcast_ref::<tokio_postgres::Error>())
+            .is_some_and(crate::db::is_unavailable)
+    }
+
+    /// The reason with its cause chain, for `last_error` and the log.
+    pub fn chain(&self) -> String {
+        crate::telemetry::error_chain(self)
+    }
+}
+
+/// Database errors from a handler's statements: data exceptions (SQLSTATE class 22, e.g. a
+/// value out of range) and integrity violations (class 23, e.g. a CHECK the business table
+/// has) are fatal: the same payload fails the same way every time. Everything else (connection,
+/// timeouts, lock and serialization conflicts, a statement that is wrong until the handler is
+/// fixed) is retryable.
+impl From<tokio_postgres::Error> for HandlerError {
+    fn from(error: tokio_postgres::Error) -> Self {
+        let reason = format!("database: {}", crate::db::describe(&error));
+        let fatal = error
+            .code()
+            .map(|code| code.code().starts_with("22") || code.code().starts_with("23"))
+            .unwrap_or(false);
+        let source = Some(Box::new(error) as BoxError);
+        if fatal {
+            HandlerError::Fatal { reason, source }
+        } else {
+            HandlerError::Retryable { reason, source }
+        }
+    }
+}
+
+/// The status an inline fatal error is answered with (and every retry of it): 200, so the
+/// provider stops retrying and keeps the endpoint enabled, with body
+/// `{"status": "dead", "error": "the event cannot be processed; it is kept for an operator"}`.
+pub const FATAL_STATUS: u16 = 200;
+
+/// The body stored and sent for an inline fatal error (see [`FATAL_STATUS`]).
+pub fn fatal_body() -> serde_json::Value {
+    serde_json::json!({
+        "status": "dead",
+        "error": "the event cannot be processed; it is kept for an operator",
+    })
 }
 
 /// A business effect for one kind of event.
 #[async_trait::async_trait]
 pub trait Handler: Send + Sync {
-    /// Decides the effect of `event`, inside the claim's transaction `tx`.
+    /// Decides the effect of `event` through `tx` (see the module docs for the contract).
     ///
     /// # Errors
-    /// [`HandlerError`] for anything that must not complete the event.
-    async fn handle(&self, tx: &ClaimTx<'_>, event: &Event<'_>) -> Result<Effect, HandlerError>;
+    /// [`HandlerError::Retryable`] or [`HandlerError::Fatal`]; nothing is committed then.
+    async fn handle(&self, tx: &mut Tx<'_>, event: &Event<'_>) -> Result<Effect, HandlerError>;
 }
 
 /// Handlers by source name, then event type.
@@ -100,7 +234,8 @@ impl Registry {
     /// The example handlers for every configured source they fit: for each Stripe source,
     /// `payment_intent.succeeded` records an `orders` row ([`stripe_orders`]) and
     /// `customer.subscription.*` maintain `subscriptions` through the ordering guard
-    /// ([`stripe_subscriptions`]).
+    /// ([`stripe_subscriptions`]; ordering ties are resolved through the source's `api_key`
+    /// when it has one).
     pub fn with_examples(sources: &Sources) -> Self {
         let mut registry = Self::new();
         for source in sources.iter() {
@@ -114,7 +249,9 @@ impl Registry {
                     registry.register(
                         &source.name,
                         event_type,
-                        Arc::new(stripe_subscriptions::SubscriptionChanged),
+                        Arc::new(stripe_subscriptions::SubscriptionChanged::new(
+                            source.api.clone(),
+                        )),
                     );
                 }
             }
@@ -139,35 +276,50 @@ impl Registry {
 /// The recorded no-op for an event type without a handler:
 /// `200 {"status": "ignored", "event_type": ...}`.
 pub fn ignored_effect(event: &Event<'_>) -> Effect {
-    Effect {
-        status: 200,
-        body: serde_json::json!({ "status": "ignored", "event_type": event.event_type }),
-        writes: Vec::new(),
-    }
+    Effect::ok(serde_json::json!({ "status": "ignored", "event_type": event.event_type }))
 }
 
-/// Why applying an event failed, classified for the caller: the receiver answers 500 or 503,
-/// the worker records `last_error` and retries.
+/// Why applying an event failed, classified for the caller: the receiver answers 5xx (or keeps
+/// a fatal event dead), the worker records `last_error` and retries or dead-letters.
 #[derive(Debug, thiserror::Error)]
 pub enum ApplyError {
-    /// The handler failed, or one of its writes was refused (a constraint, a type): 500.
-    #[error("handler failed: {0}")]
-    Handler(String),
-    /// The database is unavailable (connection, timeouts): 503. Retryable.
-    #[error("database unavailable: {0}")]
-    Unavailable(String),
-    /// Our own fault outside the handler: 500.
-    #[error("internal error: {0}")]
-    Internal(String),
+    /// The handler or one of its writes failed; trying again can succeed.
+    #[error("handler failed")]
+    Retryable(#[source] HandlerError),
+    /// The handler or one of its writes failed in a way the same payload always will.
+    #[error("handler failed fatally")]
+    Fatal(#[source] HandlerError),
+    /// The completion matched no row: the lease was lost (expired and taken over); nothing was
+    /// committed.
+    #[error("the lease was lost before the completion")]
+    Lost,
+    /// A ledger statement failed (check [`LedgerError::is_unavailable`]).
+    #[error("ledger")]
+    Ledger(#[source] LedgerError),
 }
 
 impl ApplyError {
-    /// Classifies a ledger failure.
-    pub fn ledger(error: LedgerError) -> Self {
-        if error.is_unavailable() {
-            ApplyError::Unavailable(error.to_string())
+    /// Whether the database is unavailable (the receiver answers 503).
+    pub fn is_unavailable(&self) -> bool {
+        match self {
+            ApplyError::Retryable(e) | ApplyError::Fatal(e) => e.is_unavailable(),
+            ApplyError::Ledger(e) => e.is_unavailable(),
+            ApplyError::Lost => false,
+        }
+    }
+
+    /// The error with its cause chain, for `last_error` and the log.
+    pub fn chain(&self) -> String {
+        crate::telemetry::error_chain(self)
+    }
+}
+
+impl From<HandlerError> for ApplyError {
+    fn from(error: HandlerError) -> Self {
+        if error.is_fatal() {
+            ApplyError::Fatal(error)
         } else {
-            ApplyError::Internal(error.to_string())
+            ApplyError::Retryable(error)
         }
     }
 }
@@ -189,22 +341,17 @@ pub struct Applied {
 /// [`ApplyError`], classified as documented there.
 pub async fn apply(
     registry: &Registry,
-    tx: ClaimTx<'_>,
+    mut tx: Tx<'_>,
     event: &Event<'_>,
 ) -> Result<Applied, ApplyError> {
     let (effect, outcome) = match registry.get(event.source, event.event_type) {
-        Some(handler) => match handler.handle(&tx, event).await {
+        Some(handler) => match handler.handle(&mut tx, event).await {
             Ok(effect) => (effect, "processed"),
             Err(error) => {
                 // Dropping the transaction would roll it back too; do it explicitly so the
                 // connection is clean before it returns to the pool.
                 let _ = tx.rollback().await;
-                return Err(match error {
-                    HandlerError::Db(e) if crate::db::is_unavailable(&e) => {
-                        ApplyError::Unavailable(format!("handler: {}", crate::db::describe(&e)))
-                    }
-                    error => ApplyError::Handler(error.to_string()),
-                });
+                return Err(error.into());
             }
         },
         None => (ignored_effect(event), "ignored"),
@@ -212,19 +359,21 @@ pub async fn apply(
     let response = tx
         .complete(
             (event.source, event.event_id),
-            effect.status,
+            effect.status.code(),
             &effect.body,
-            &effect.writes,
         )
         .await
-        .map_err(|e| match e {
-            // A handler's write failing (constraint, type) is the handler's failure.
-            LedgerError::Db(ref db)
-                if !crate::db::is_unavailable(db) && !effect.writes.is_empty() =>
-            {
-                ApplyError::Handler(format!("write: {e}"))
-            }
-            e => ApplyError::ledger(e),
+        .map_err(|error| match error {
+            // A deferred write failing (constraint, type) is the handler's failure.
+            CompleteError::Write(db) => ApplyError::from(HandlerError::from(db)),
+            CompleteError::Lost => ApplyError::Lost,
+            CompleteError::Ledger(e) => ApplyError::Ledger(e),
         })?;
     Ok(Applied { response, outcome })
+}
+
+impl From<LedgerError> for ApplyError {
+    fn from(error: LedgerError) -> Self {
+        ApplyError::Ledger(error)
+    }
 }

@@ -2,9 +2,10 @@
 
 use std::time::SystemTime;
 
-use tokio_postgres::types::ToSql;
+use tokio_postgres::types::{ToSql, Type};
 
 use super::{is_lock_timeout, lookup, Connection, LedgerError, NewEvent, Status};
+use crate::db::Sql;
 
 /// The decision of a deferred accept.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -21,16 +22,28 @@ pub enum Accept {
     InFlight,
 }
 
-/// The claim's INSERT in deferred mode: committed by itself (autocommit), due at `$6`.
-const ACCEPT: &str = "\
+/// The claim's INSERT in deferred mode: committed by itself, due at `$6`.
+static ACCEPT: Sql = Sql {
+    text: "\
 INSERT INTO webhook_event
     (source, event_id, event_type, payload_digest, payload, status, next_attempt_at)
 VALUES ($1, $2, $3, $4, $5, 'claimed', $6)
+-- A concurrent accept of the same key waits here (bounded by lock_timeout).
 ON CONFLICT (source, event_id) DO NOTHING
-RETURNING 1";
+RETURNING 1",
+    types: &[
+        Type::TEXT,
+        Type::TEXT,
+        Type::TEXT,
+        Type::BYTEA,
+        Type::BYTEA,
+        Type::TIMESTAMPTZ,
+    ],
+};
 
-/// Accepts `event` durably for the worker: one statement, committed before this returns (one
-/// round trip when new). The payload must be present: the worker processes from it.
+/// Accepts `event` durably for the worker: one statement in its own transaction (`BEGIN` with
+/// the session's limits, the INSERT and `COMMIT` pipelined: one round trip when new), committed
+/// before this returns. The payload must be present: the worker processes from it.
 ///
 /// # Errors
 /// [`LedgerError::Db`] when PostgreSQL fails (the provider must get a 5xx: nothing was
@@ -40,7 +53,6 @@ pub async fn accept(
     event: &NewEvent<'_>,
     now: SystemTime,
 ) -> Result<Accept, LedgerError> {
-    let statement = conn.prepare_cached(ACCEPT).await?;
     let digest: &[u8] = event.digest;
     let params: [&(dyn ToSql + Sync); 6] = [
         &event.source,
@@ -50,9 +62,9 @@ pub async fn accept(
         &event.payload,
         &now,
     ];
-    match conn.query_opt(&statement, &params).await {
-        Ok(Some(_)) => return Ok(Accept::Accepted),
-        Ok(None) => {}
+    match conn.autocommit(&ACCEPT, &params).await {
+        Ok(rows) if !rows.is_empty() => return Ok(Accept::Accepted),
+        Ok(_) => {}
         Err(error) if is_lock_timeout(&error) => return Ok(Accept::InFlight),
         Err(error) => return Err(error.into()),
     }

@@ -1,15 +1,22 @@
-//! The worker's statements: lease due rows, own one in a transaction, fail or dead-letter it.
+//! The worker's statements: lease due rows, start an attempt, fail, dead-letter or release it.
 //!
 //! A lease is one statement (a CTE with `FOR UPDATE SKIP LOCKED`, then an UPDATE) that takes
 //! `claimed` rows and `failed` rows whose `next_attempt_at` has come, and `processing` rows whose
-//! lease expired (a worker died), bumping `attempts`. The attempt number is the lease's fencing
-//! token: every later transition is guarded by `status = 'processing' AND attempts = n`, so a
-//! worker whose lease expired and was taken over can no longer complete or fail the row.
+//! lease expired (a worker died), bumping `lease_token`: the lease's fencing token. Every later
+//! transition is guarded by `status = 'processing' AND lease_token = n`, so a worker whose lease
+//! expired and was taken over can no longer start, complete, fail or release the row.
+//!
+//! `attempts` counts attempts that really started: [`start`] bumps it just before the handler
+//! runs. Rows leased in a batch but never started (the worker was killed, or ran out of time)
+//! come back with their attempts unchanged.
 
 use std::time::SystemTime;
 
-use super::pipeline::in_order;
-use super::{ClaimTx, Connection, Guard, LedgerError, Status};
+use tokio_postgres::types::{ToSql, Type};
+
+use super::tx::{Guard, Tx};
+use super::{Connection, LedgerError, Status};
+use crate::db::Sql;
 
 /// One leased event.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -23,11 +30,28 @@ pub struct Leased {
     /// The raw body stored at accept time (`None` if the source kept the digest only, which
     /// deferred sources may not; such a row is dead-lettered).
     pub payload: Option<Vec<u8>>,
-    /// This lease's attempt number (1 for the first), also its fencing token.
+    /// Attempts started before this lease (0 for a new event).
     pub attempts: i32,
+    /// This lease's fencing token.
+    pub lease_token: i64,
 }
 
-const LEASE_DUE: &str = "\
+impl Leased {
+    /// The transaction in which the handler applies this event: it begins with the handler's
+    /// first statement (so the handler's external work before it runs outside any transaction),
+    /// and its completion is fenced by this lease's token.
+    pub fn tx<'c>(&self, conn: &'c Connection) -> Tx<'c> {
+        Tx::lazy(
+            conn,
+            Guard::Leased {
+                token: self.lease_token,
+            },
+        )
+    }
+}
+
+static LEASE_DUE: Sql = Sql {
+    text: "\
 WITH due AS (
     SELECT source, event_id
     FROM webhook_event
@@ -43,13 +67,16 @@ WITH due AS (
 )
 UPDATE webhook_event AS e
 SET status = 'processing',
-    attempts = e.attempts + 1,
+    -- A new token for every lease: the previous holder's transitions no longer match.
+    lease_token = e.lease_token + 1,
     lease_expires_at = $2,
     next_attempt_at = $2
 FROM due
 WHERE e.source = due.source
   AND e.event_id = due.event_id
-RETURNING e.source, e.event_id, e.event_type, e.payload, e.attempts";
+RETURNING e.source, e.event_id, e.event_type, e.payload, e.attempts, e.lease_token",
+    types: &[Type::TIMESTAMPTZ, Type::TIMESTAMPTZ, Type::INT8],
+};
 
 /// Leases at most `limit` due rows at `now` until `lease_expires_at`, in one statement.
 /// Concurrent workers get disjoint rows. An empty vector means nothing is due.
@@ -62,9 +89,8 @@ pub async fn lease_due(
     lease_expires_at: SystemTime,
     limit: i64,
 ) -> Result<Vec<Leased>, LedgerError> {
-    let statement = conn.prepare_cached(LEASE_DUE).await?;
     let rows = conn
-        .query(&statement, &[&now, &lease_expires_at, &limit])
+        .autocommit(&LEASE_DUE, &[&now, &lease_expires_at, &limit])
         .await?;
     rows.iter()
         .map(|row| {
@@ -74,55 +100,41 @@ pub async fn lease_due(
                 event_type: row.try_get(2)?,
                 payload: row.try_get(3)?,
                 attempts: row.try_get(4)?,
+                lease_token: row.try_get(5)?,
             })
         })
         .collect()
 }
 
-const OWN_LEASED: &str = "\
-SELECT 1
-FROM webhook_event
+static START: Sql = Sql {
+    text: "\
+UPDATE webhook_event
+SET attempts = attempts + 1
 WHERE source = $1
   AND event_id = $2
   AND status = 'processing'
-  AND attempts = $3
--- Held until COMMIT: the row cannot be re-leased while the effect is being applied.
-FOR UPDATE";
+  AND lease_token = $3
+RETURNING attempts",
+    types: &[Type::TEXT, Type::TEXT, Type::INT8],
+};
 
-/// Opens the transaction in which a worker applies a leased event: `BEGIN` and a locking read
-/// of the row under the lease, pipelined. `None` when the lease was lost (expired and taken
-/// over): the caller must not apply the effect.
+/// Records that an attempt of `leased` starts now: bumps `attempts` under the lease and returns
+/// the attempt's number (1 for the first), or `None` when the lease was lost (the event must not
+/// be processed). Committed before the handler runs, so an attempt that kills its worker still
+/// counts.
 ///
 /// # Errors
 /// [`LedgerError::Db`] when PostgreSQL fails.
-pub async fn begin_leased<'c>(
-    conn: &'c Connection,
-    leased: &Leased,
-) -> Result<Option<ClaimTx<'c>>, LedgerError> {
-    let statement = conn.prepare_cached(OWN_LEASED).await?;
-    // Guard first, so a cancelled caller (handler timeout) still rolls back.
-    let tx = ClaimTx {
-        conn,
-        open: true,
-        guard: Guard::Leased {
-            attempts: leased.attempts,
-        },
-    };
-    let (begin, owned) = in_order(
-        conn.batch_execute("BEGIN"),
-        conn.query_opt(
-            &statement,
-            &[&leased.source, &leased.event_id, &leased.attempts],
-        ),
-    )
-    .await;
-    begin?;
-    match owned? {
-        Some(_) => Ok(Some(tx)),
-        None => {
-            tx.rollback().await?;
-            Ok(None)
-        }
+pub async fn start(conn: &Connection, leased: &Leased) -> Result<Option<i32>, LedgerError> {
+    let rows = conn
+        .autocommit(
+            &START,
+            &[&leased.source, &leased.event_id, &leased.lease_token],
+        )
+        .await?;
+    match rows.first() {
+        Some(row) => Ok(Some(row.try_get(0)?)),
+        None => Ok(None),
     }
 }
 
@@ -131,11 +143,12 @@ pub async fn begin_leased<'c>(
 pub enum Failure {
     /// Retry at this time (`failed`).
     RetryAt(SystemTime),
-    /// Attempts exhausted (`dead`): kept for a human and replay's re-drive.
+    /// Attempts exhausted or a fatal error (`dead`): kept for a human and re-drive.
     Dead,
 }
 
-const FAIL: &str = "\
+static FAIL: Sql = Sql {
+    text: "\
 UPDATE webhook_event
 SET status = $4::text::event_status,
     last_error = $5,
@@ -143,9 +156,26 @@ SET status = $4::text::event_status,
     lease_expires_at = NULL
 WHERE source = $1
   AND event_id = $2
-  -- Guarded by the lease: a worker that lost its lease cannot overwrite the new owner's state.
+  -- Fenced by the lease: a worker that lost its lease cannot overwrite the new owner's state.
   AND status = 'processing'
-  AND attempts = $3";
+  AND lease_token = $3
+RETURNING 1",
+    types: &[
+        Type::TEXT,
+        Type::TEXT,
+        Type::INT8,
+        Type::TEXT,
+        Type::TEXT,
+        Type::TIMESTAMPTZ,
+    ],
+};
+
+/// `last_error` is for humans: at most this many characters are kept.
+pub const MAX_ERROR_CHARS: usize = 2000;
+
+pub(crate) fn bounded_error(error: &str) -> String {
+    error.chars().take(MAX_ERROR_CHARS).collect()
+}
 
 /// Records a failed attempt of `leased`: `failed` with `last_error` and the next attempt time,
 /// or `dead`. Returns `false` when the lease was lost (zero rows: an outcome, not an error).
@@ -158,45 +188,47 @@ pub async fn fail(
     error: &str,
     failure: &Failure,
 ) -> Result<bool, LedgerError> {
-    let statement = conn.prepare_cached(FAIL).await?;
     let (status, next_attempt_at) = match failure {
         Failure::RetryAt(at) => (Status::Failed.as_str(), Some(*at)),
         Failure::Dead => (Status::Dead.as_str(), None),
     };
-    // last_error is for humans: keep it bounded.
-    let error: String = error.chars().take(2000).collect();
-    let updated = conn
-        .execute(
-            &statement,
-            &[
-                &leased.source,
-                &leased.event_id,
-                &leased.attempts,
-                &status,
-                &error,
-                &next_attempt_at,
-            ],
-        )
-        .await?;
-    Ok(updated == 1)
+    let error = bounded_error(error);
+    let params: [&(dyn ToSql + Sync); 6] = [
+        &leased.source,
+        &leased.event_id,
+        &leased.lease_token,
+        &status,
+        &error,
+        &next_attempt_at,
+    ];
+    Ok(!conn.autocommit(&FAIL, &params).await?.is_empty())
 }
 
-const RELEASE: &str = "\
+static RELEASE: Sql = Sql {
+    text: "\
 UPDATE webhook_event
 SET status = 'failed',
-    -- The attempt never ran: give it back.
-    attempts = attempts - 1,
+    -- attempts is untouched: this lease never started an attempt.
     last_error = $5,
     next_attempt_at = $4,
     lease_expires_at = NULL
 WHERE source = $1
   AND event_id = $2
   AND status = 'processing'
-  AND attempts = $3";
+  AND lease_token = $3
+RETURNING 1",
+    types: &[
+        Type::TEXT,
+        Type::TEXT,
+        Type::INT8,
+        Type::TIMESTAMPTZ,
+        Type::TEXT,
+    ],
+};
 
-/// Gives a leased event back unprocessed (the worker is out of time, or cannot handle it yet):
-/// due again at `due_at`, its attempt not counted, `reason` in `last_error`. Returns `false`
-/// when the lease was lost.
+/// Gives a leased event back unstarted (the worker is out of time, or cannot handle it yet):
+/// due again at `due_at`, no attempt counted, `reason` in `last_error`. Returns `false` when the
+/// lease was lost.
 ///
 /// # Errors
 /// [`LedgerError::Db`] when PostgreSQL fails.
@@ -206,18 +238,12 @@ pub async fn release(
     due_at: SystemTime,
     reason: &str,
 ) -> Result<bool, LedgerError> {
-    let statement = conn.prepare_cached(RELEASE).await?;
-    let updated = conn
-        .execute(
-            &statement,
-            &[
-                &leased.source,
-                &leased.event_id,
-                &leased.attempts,
-                &due_at,
-                &reason,
-            ],
-        )
-        .await?;
-    Ok(updated == 1)
+    let params: [&(dyn ToSql + Sync); 5] = [
+        &leased.source,
+        &leased.event_id,
+        &leased.lease_token,
+        &due_at,
+        &reason,
+    ];
+    Ok(!conn.autocommit(&RELEASE, &params).await?.is_empty())
 }

@@ -66,6 +66,10 @@ enum Command {
         /// Lease length, seconds.
         #[arg(long, default_value_t = 60)]
         lease_secs: u64,
+        /// Start an attempt of this many of the leased events (as a worker does just before
+        /// running a handler) before hanging.
+        #[arg(long, default_value_t = 0)]
+        start: usize,
     },
 }
 
@@ -106,6 +110,7 @@ async fn main() -> Result<()> {
         Command::LeaseAndHang {
             database_url,
             lease_secs,
+            start,
         } => {
             let pool = shared::db::pool(&DatabaseSettings::with_url(database_url))?;
             let conn = pool.get().await?;
@@ -117,7 +122,13 @@ async fn main() -> Result<()> {
                 100,
             )
             .await?;
-            println!("leased {}", leased.len());
+            let mut started = 0;
+            for event in leased.iter().take(start) {
+                if shared::ledger::start(&conn, event).await?.is_some() {
+                    started += 1;
+                }
+            }
+            println!("leased {}, started {started}", leased.len());
             std::future::pending::<()>().await;
         }
     }

@@ -44,7 +44,7 @@ async fn a_concurrent_second_claim_waits_for_the_first_and_then_sees_it_complete
     );
 
     let stored = tx
-        .complete(("stripe", "evt_race"), 200, &json!({"ok": true}), &[])
+        .complete(("stripe", "evt_race"), 200, &json!({"ok": true}))
         .await
         .unwrap();
     assert_eq!(second.await.unwrap(), stored.body);
@@ -69,7 +69,7 @@ async fn a_second_claim_wins_when_the_first_rolls_back() {
             .unwrap()
         {
             Claim::Won(tx) => {
-                tx.complete(("stripe", "evt_rb"), 200, &json!({"second": true}), &[])
+                tx.complete(("stripe", "evt_rb"), 200, &json!({"second": true}))
                     .await
                     .unwrap();
                 true
@@ -104,7 +104,7 @@ async fn a_claim_waiting_longer_than_lock_timeout_is_in_flight_not_an_error() {
     drop(second);
     // The waiting side's connection is usable again (its transaction was rolled back).
     second_conn.simple_query("SELECT 1").await.unwrap();
-    tx.complete(("stripe", "evt_slow"), 200, &json!({}), &[])
+    tx.complete(("stripe", "evt_slow"), 200, &json!({}))
         .await
         .unwrap();
     assert_eq!(app.ledger_rows().await, 1);
@@ -151,7 +151,7 @@ async fn a_completed_claim_with_another_digest_is_a_mismatch() {
     else {
         panic!("must win");
     };
-    tx.complete(("stripe", "evt_d"), 200, &json!({"a": 1}), &[])
+    tx.complete(("stripe", "evt_d"), 200, &json!({"a": 1}))
         .await
         .unwrap();
     let other = [8u8; 32];

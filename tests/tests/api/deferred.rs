@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use shared::handlers::{Effect, Event, Handler, HandlerError};
-use shared::ledger::{self, ClaimTx, NewEvent};
+use shared::ledger::{self, NewEvent, Tx};
 use shared::work::Summary;
 use shared::Sources;
 use worker::handler::AppState as WorkerState;
@@ -28,13 +28,15 @@ struct Controlled {
 
 #[async_trait::async_trait]
 impl Handler for Controlled {
-    async fn handle(&self, tx: &ClaimTx<'_>, event: &Event<'_>) -> Result<Effect, HandlerError> {
+    async fn handle(&self, tx: &mut Tx<'_>, event: &Event<'_>) -> Result<Effect, HandlerError> {
         self.calls.fetch_add(1, Ordering::SeqCst);
         if self.hanging.load(Ordering::SeqCst) {
             std::future::pending::<()>().await;
         }
         if self.failing.load(Ordering::SeqCst) {
-            return Err(HandlerError::Failed("downstream answered 502".to_owned()));
+            return Err(HandlerError::retryable(
+                "downstream answered 502".to_owned(),
+            ));
         }
         shared::handlers::stripe_orders::PaymentIntentSucceeded
             .handle(tx, event)
@@ -206,7 +208,7 @@ async fn an_update_after_creation_is_applied_because_the_version_is_the_events_c
 }
 
 #[tokio::test]
-async fn a_version_tie_is_stale_and_counted() {
+async fn a_version_tie_without_an_api_key_is_kept_visible_not_silently_dropped() {
     let app = spawn_app().await;
     let first = subscription_event("evt_t1", 7_000, "price_a", "active", "updated");
     let second = subscription_event("evt_t2", 7_000, "price_b", "active", "updated");
@@ -216,8 +218,32 @@ async fn a_version_tie_is_stale_and_counted() {
     );
     let tie = app.receive("stripe", &stripe_body(second, NOW)).await;
     assert_eq!(tie.status, 200);
-    assert_eq!(json(&tie)["status"], "stale_tie");
+    assert_eq!(json(&tie)["status"], "tie");
     assert_eq!(subscription_state(&app).await.0, "price_a");
+    // Listed for operators: which event set the version and which tied with it.
+    let client = app.db.connect().await.unwrap();
+    let ties = client
+        .query(
+            "SELECT applied_event_id, event_id, version, resolved FROM ordering_tie",
+            &[],
+        )
+        .await
+        .unwrap();
+    assert_eq!(ties.len(), 1);
+    assert_eq!(ties[0].get::<_, String>(0), "evt_t1");
+    assert_eq!(ties[0].get::<_, String>(1), "evt_t2");
+    assert_eq!(ties[0].get::<_, i64>(2), 7_000);
+    assert!(!ties[0].get::<_, bool>(3));
+    // A retry of the tying event answers the same and records nothing twice.
+    let again = app
+        .receive("stripe", &stripe_body(second_again(), NOW))
+        .await;
+    assert!(again.replayed, "{again:?}");
+    assert_eq!(app.count("SELECT count(*) FROM ordering_tie").await, 1);
+}
+
+fn second_again() -> Vec<u8> {
+    subscription_event("evt_t2", 7_000, "price_b", "active", "updated")
 }
 
 #[tokio::test]
@@ -305,12 +331,15 @@ async fn a_worker_stops_leasing_when_its_remaining_time_is_under_the_margin() {
 async fn a_killed_worker_loses_its_lease_and_another_completes_the_event_once() {
     let app = spawn_app().await;
     let worker = worker_for(&app);
-    let delivery = deferred(payment_intent_body("evt_crash", "ord_crash", 42));
-    assert_eq!(app.receive("stripe-deferred", &delivery).await.status, 202);
+    let started = deferred(payment_intent_body("evt_crash", "ord_crash", 42));
+    let unstarted = deferred(payment_intent_body("evt_crash_mate", "ord_crash_mate", 43));
+    assert_eq!(app.receive("stripe-deferred", &started).await.status, 202);
+    assert_eq!(app.receive("stripe-deferred", &unstarted).await.status, 202);
 
-    // A real separate process leases the event and is killed before completing it.
+    // A real separate process leases both events as one batch, starts an attempt of the first
+    // and is killed in the middle of it, before it ever reaches the second.
     let mut child = Command::new(env!("CARGO_BIN_EXE_hookledger-dev"))
-        .args(["lease-and-hang", "--lease-secs", "60"])
+        .args(["lease-and-hang", "--lease-secs", "60", "--start", "1"])
         .env("DATABASE_URL", &app.db.url)
         .stdout(Stdio::piped())
         .spawn()
@@ -321,22 +350,28 @@ async fn a_killed_worker_loses_its_lease_and_another_completes_the_event_once() 
         &mut line,
     )
     .unwrap();
-    assert_eq!(line.trim(), "leased 1");
+    assert_eq!(line.trim(), "leased 2, started 1");
     child.kill().unwrap(); // SIGKILL
     child.wait().unwrap();
     assert_eq!(row(&app, "evt_crash").await.0, "processing");
 
-    // While the lease holds, nobody else takes the event.
+    // While the lease holds, nobody else takes the events.
     assert_eq!(drain_at(&worker, SystemTime::now()).await.leased, 0);
-    // Once it expires, another worker completes it exactly once.
+    // Once it expires, another worker completes each exactly once.
     let later = SystemTime::now() + Duration::from_secs(61);
     let summary = drain_at(&worker, later).await;
-    assert_eq!((summary.leased, summary.completed), (1, 1), "{summary:?}");
+    assert_eq!((summary.leased, summary.completed), (2, 2), "{summary:?}");
+    // The attempt that was running when the worker died counts; the batch-mate it never
+    // started is not charged.
     assert_eq!(
         row(&app, "evt_crash").await,
         ("completed".to_owned(), 2, None)
     );
-    assert_eq!(app.order_rows().await, 1);
+    assert_eq!(
+        row(&app, "evt_crash_mate").await,
+        ("completed".to_owned(), 1, None)
+    );
+    assert_eq!(app.order_rows().await, 2);
     assert_eq!(
         drain_at(&worker, later + Duration::from_secs(3600))
             .await

@@ -9,7 +9,7 @@ use http::{HeaderMap, HeaderName, HeaderValue};
 use receiver::handler::AppState;
 use shared::config::{DatabaseSettings, Settings, Sources};
 use shared::handlers::{Effect, Event, Handler, HandlerError};
-use shared::ledger::ClaimTx;
+use shared::ledger::Tx;
 use shared::verify::{Scheme, SigningKey};
 use shared::{Receiver, Reply};
 
@@ -176,9 +176,9 @@ pub struct FlakyHandler {
 
 #[async_trait::async_trait]
 impl Handler for FlakyHandler {
-    async fn handle(&self, tx: &ClaimTx<'_>, event: &Event<'_>) -> Result<Effect, HandlerError> {
+    async fn handle(&self, tx: &mut Tx<'_>, event: &Event<'_>) -> Result<Effect, HandlerError> {
         if self.failing.load(Ordering::SeqCst) {
-            return Err(HandlerError::Failed("downstream is down".to_owned()));
+            return Err(HandlerError::retryable("downstream is down".to_owned()));
         }
         shared::handlers::stripe_orders::PaymentIntentSucceeded
             .handle(tx, event)

@@ -243,18 +243,23 @@ async fn a_failing_handler_rolls_back_the_claim_and_the_retry_succeeds() {
 async fn a_failing_pipelined_write_commits_nothing() {
     let app = spawn_app().await;
     // A negative amount violates orders' CHECK: the write fails after the claim, in the
-    // same pipeline as the completion and COMMIT.
+    // same pipeline as the completion and COMMIT. The same payload always will: fatal.
     let reply = app
         .receive("stripe", &stripe_payment("evt_neg", "ord_neg", -5, NOW))
         .await;
-    assert_eq!(reply.status, 500, "{reply:?}");
-    assert_eq!(app.ledger_rows().await, 0);
-    assert_eq!(app.order_rows().await, 0);
+    assert_eq!((reply.status, reply.outcome), (200, "dead"), "{reply:?}");
+    assert_eq!(app.order_rows().await, 0, "the handler's write rolled back");
+    assert_eq!(
+        row(&app, "evt_neg").await.0,
+        "dead",
+        "kept for an operator, not completed"
+    );
     // The connection is healthy afterwards.
     let ok = app
         .receive("stripe", &stripe_payment("evt_pos", "ord_pos", 5, NOW))
         .await;
     assert_eq!(ok.status, 200);
+    assert_eq!(app.order_rows().await, 1);
 }
 
 #[tokio::test]

@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use shared::handlers::{Effect, Event, Handler, HandlerError};
-use shared::ledger::ClaimTx;
+use shared::ledger::Tx;
 
 use crate::helpers::*;
 
@@ -54,10 +54,10 @@ struct SlowThenMaybeFail {
 
 #[async_trait::async_trait]
 impl Handler for SlowThenMaybeFail {
-    async fn handle(&self, tx: &ClaimTx<'_>, event: &Event<'_>) -> Result<Effect, HandlerError> {
+    async fn handle(&self, tx: &mut Tx<'_>, event: &Event<'_>) -> Result<Effect, HandlerError> {
         if self.failing.load(Ordering::SeqCst) {
             tokio::time::sleep(self.delay).await;
-            return Err(HandlerError::Failed("downstream is down".to_owned()));
+            return Err(HandlerError::retryable("downstream is down".to_owned()));
         }
         shared::handlers::stripe_orders::PaymentIntentSucceeded
             .handle(tx, event)
@@ -119,7 +119,7 @@ async fn database_errors_are_logged_with_their_cause() {
     let reply = app
         .receive("stripe", &stripe_payment("evt_neg", "ord_neg", -5, NOW))
         .await;
-    assert_eq!(reply.status, 500);
+    assert_eq!((reply.status, reply.outcome), (200, "dead"));
     let text = logs.text();
     assert!(
         text.contains("orders_total_minor_non_negative") && text.contains("23514"),
@@ -147,9 +147,9 @@ async fn body_values_never_reach_the_log() {
             &stripe_body(serde_json::to_vec(&body).unwrap(), NOW),
         )
         .await;
-    assert_eq!(reply.status, 500);
+    assert_eq!((reply.status, reply.outcome), (200, "dead"));
     let text = logs.text();
-    assert!(text.contains("handler_failed"), "{text}");
+    assert!(text.contains("handler_fatal"), "{text}");
     assert!(!text.contains("jane.doe@example.com"), "{text}");
 }
 

@@ -6,7 +6,7 @@ use std::time::{Duration, SystemTime};
 
 use http::{HeaderMap, HeaderValue};
 use shared::handlers::{Effect, Event, Handler, HandlerError};
-use shared::ledger::ClaimTx;
+use shared::ledger::Tx;
 use shared::Sources;
 use worker::handler::AppState as WorkerState;
 
@@ -47,9 +47,14 @@ impl Scripted {
     }
 }
 
+static SLEEP: shared::db::Sql = shared::db::Sql {
+    text: "SELECT pg_sleep($1)",
+    types: &[tokio_postgres::types::Type::FLOAT8],
+};
+
 #[async_trait::async_trait]
 impl Handler for Scripted {
-    async fn handle(&self, tx: &ClaimTx<'_>, event: &Event<'_>) -> Result<Effect, HandlerError> {
+    async fn handle(&self, tx: &mut Tx<'_>, event: &Event<'_>) -> Result<Effect, HandlerError> {
         *self
             .calls
             .lock()
@@ -60,12 +65,10 @@ impl Handler for Scripted {
             panic!("poison event");
         }
         if let Some((_, secs)) = self.sleep_sql.iter().find(|(id, _)| *id == event.event_id) {
-            tx.connection()
-                .execute("SELECT pg_sleep($1)", &[secs])
-                .await?;
+            tx.execute(&SLEEP, &[secs]).await?;
         }
         if self.fail.contains(&event.event_id) {
-            return Err(HandlerError::Payload("scripted failure".to_owned()));
+            return Err(HandlerError::retryable("scripted failure".to_owned()));
         }
         shared::handlers::stripe_orders::PaymentIntentSucceeded
             .handle(tx, event)

@@ -1,0 +1,293 @@
+//! Pooled connections that stay poolable: per-transaction limits and optional named statements.
+//!
+//! Behind a transaction-mode pooler (pgbouncer, RDS Proxy) a client's consecutive transactions may
+//! run on different server sessions, so nothing may rely on session state:
+//!
+//! - **Limits per transaction.** No start-up `options`, no session `SET`: every transaction starts
+//!   with [`Connection::begin`], one simple-query message `BEGIN; SET LOCAL statement_timeout = ..;
+//!   SET LOCAL lock_timeout = ..; SET LOCAL idle_in_transaction_session_timeout = ..`, pipelined
+//!   with the transaction's first statement (no extra round trip). Statements outside an explicit
+//!   transaction are wrapped the same way ([`Connection::autocommit`]).
+//! - **Named statements optional.** With `statement_cache` on (a direct connection) each [`Sql`] is
+//!   prepared once per connection and reused by name. Off, it is sent unnamed with its declared
+//!   parameter types (Parse/Bind/Execute/Sync in one message: one round trip, nothing left behind
+//!   on the server), which is what pgbouncer before 1.21 requires and what keeps RDS Proxy from
+//!   pinning the session.
+
+use std::future::Future;
+use std::ops::Deref;
+use std::sync::Arc;
+
+use futures_util::TryStreamExt;
+use tokio_postgres::types::{ToSql, Type};
+use tokio_postgres::{Row, Statement};
+
+use crate::config::DatabaseSettings;
+
+/// One SQL statement of ours with its parameter types (`$1..$n`, in order), so it can be sent
+/// unnamed without a prepare round trip.
+#[derive(Debug)]
+pub struct Sql {
+    /// The statement text.
+    pub text: &'static str,
+    /// The PostgreSQL type of each parameter, `$1` first.
+    pub types: &'static [Type],
+}
+
+/// Transaction settings of a pool: the `BEGIN` prefix with its `SET LOCAL`s, and whether
+/// statements are cached by name.
+#[derive(Debug, Clone)]
+pub struct Session {
+    begin: String,
+    statement_cache: bool,
+}
+
+impl Session {
+    /// The session for `settings`' limits (milliseconds) and statement cache flag.
+    pub fn new(settings: &DatabaseSettings) -> Self {
+        Self::with_limits(
+            settings.statement_timeout_ms,
+            settings.lock_timeout_ms,
+            settings.idle_in_transaction_timeout_ms,
+            settings.statement_cache,
+        )
+    }
+
+    /// A session with explicit limits, milliseconds each.
+    pub fn with_limits(
+        statement_timeout_ms: u64,
+        lock_timeout_ms: u64,
+        idle_in_transaction_timeout_ms: u64,
+        statement_cache: bool,
+    ) -> Self {
+        Self {
+            begin: format!(
+                "BEGIN; SET LOCAL statement_timeout = {statement_timeout_ms}; \
+                 SET LOCAL lock_timeout = {lock_timeout_ms}; \
+                 SET LOCAL idle_in_transaction_session_timeout = {idle_in_transaction_timeout_ms}"
+            ),
+            statement_cache,
+        }
+    }
+
+    /// The simple-query text that opens a transaction with this session's limits.
+    pub fn begin_sql(&self) -> &str {
+        &self.begin
+    }
+
+    /// Whether statements are prepared once per connection and reused by name.
+    pub fn statement_cache(&self) -> bool {
+        self.statement_cache
+    }
+}
+
+/// The connection pool: deadpool's, plus the [`Session`] every connection it hands out uses.
+#[derive(Clone)]
+pub struct Pool {
+    inner: deadpool_postgres::Pool,
+    session: Arc<Session>,
+}
+
+impl std::fmt::Debug for Pool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pool")
+            .field("status", &self.inner.status())
+            .field("session", &self.session)
+            .finish()
+    }
+}
+
+impl Pool {
+    /// Wraps a deadpool pool.
+    pub fn new(inner: deadpool_postgres::Pool, session: Session) -> Self {
+        Self {
+            inner,
+            session: Arc::new(session),
+        }
+    }
+
+    /// The same connections under other transaction limits (the worker's transactions take the
+    /// handler timeout as their idle limit).
+    pub fn with_session(&self, session: Session) -> Self {
+        Self {
+            inner: self.inner.clone(),
+            session: Arc::new(session),
+        }
+    }
+
+    /// This pool's session settings.
+    pub fn session(&self) -> &Session {
+        &self.session
+    }
+
+    /// A connection: an idle one (checked first), or a new one.
+    ///
+    /// # Errors
+    /// [`deadpool_postgres::PoolError`] when none is free within the wait timeout or a new one
+    /// cannot be opened.
+    pub async fn get(&self) -> Result<Connection, deadpool_postgres::PoolError> {
+        Ok(Connection {
+            client: self.inner.get().await?,
+            session: self.session.clone(),
+        })
+    }
+}
+
+/// A pooled connection. Returned to the pool on drop; [`Connection::discard`] closes it instead.
+pub struct Connection {
+    client: deadpool_postgres::Object,
+    session: Arc<Session>,
+}
+
+impl std::fmt::Debug for Connection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Connection")
+            .field("session", &self.session)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Deref for Connection {
+    type Target = tokio_postgres::Client;
+    fn deref(&self) -> &Self::Target {
+        &self.client
+    }
+}
+
+/// A statement ready to send: prepared by name (cache on) or the text itself (cache off).
+#[derive(Debug, Clone)]
+pub enum Prepared {
+    /// Prepared once per connection.
+    Named(Statement),
+    /// Sent unnamed with its types.
+    Unnamed(&'static Sql),
+}
+
+impl Connection {
+    /// Never returns this connection to the pool (it may be mid-statement or in a broken
+    /// transaction); the server ends the session when the socket closes.
+    pub fn discard(self) {
+        let _ = deadpool_postgres::Object::take(self.client);
+    }
+
+    /// The session settings.
+    pub fn session(&self) -> &Session {
+        &self.session
+    }
+
+    /// Opens a transaction with the session's limits: sent on first poll, so it can be pipelined
+    /// (see `ledger::pipeline`) with the statements after it.
+    pub fn begin(&self) -> impl Future<Output = Result<(), tokio_postgres::Error>> + '_ {
+        self.client.batch_execute(&self.session.begin)
+    }
+
+    /// Makes `sql` ready to send. With the cache on this prepares it the first time per
+    /// connection (one round trip, once); off, it costs nothing. Prepare every statement of a
+    /// pipeline before sending any of them, or the prepare round trip breaks the order.
+    ///
+    /// # Errors
+    /// `tokio_postgres::Error` when the prepare fails.
+    pub async fn prepare(&self, sql: &'static Sql) -> Result<Prepared, tokio_postgres::Error> {
+        if self.session.statement_cache {
+            Ok(Prepared::Named(
+                self.client
+                    .prepare_typed_cached(sql.text, sql.types)
+                    .await?,
+            ))
+        } else {
+            Ok(Prepared::Unnamed(sql))
+        }
+    }
+
+    /// Runs a prepared statement and collects its rows; its messages go out on the first poll.
+    ///
+    /// # Errors
+    /// `tokio_postgres::Error` when the statement fails.
+    pub async fn query(
+        &self,
+        statement: &Prepared,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<Vec<Row>, tokio_postgres::Error> {
+        match statement {
+            Prepared::Named(statement) => self.client.query(statement, params).await,
+            Prepared::Unnamed(sql) => {
+                self.client
+                    .query_typed_raw(sql.text, typed(sql, params))
+                    .await?
+                    .try_collect()
+                    .await
+            }
+        }
+    }
+
+    /// Runs a prepared statement and returns its first row, if any.
+    ///
+    /// # Errors
+    /// `tokio_postgres::Error` when the statement fails.
+    pub async fn query_opt(
+        &self,
+        statement: &Prepared,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<Option<Row>, tokio_postgres::Error> {
+        Ok(self.query(statement, params).await?.into_iter().next())
+    }
+
+    /// Runs a prepared statement and returns the number of rows it changed.
+    ///
+    /// # Errors
+    /// `tokio_postgres::Error` when the statement fails.
+    pub async fn execute(
+        &self,
+        statement: &Prepared,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<u64, tokio_postgres::Error> {
+        match statement {
+            Prepared::Named(statement) => self.client.execute(statement, params).await,
+            Prepared::Unnamed(sql) => {
+                let stream = self
+                    .client
+                    .query_typed_raw(sql.text, typed(sql, params))
+                    .await?;
+                let mut stream = std::pin::pin!(stream);
+                while stream.try_next().await?.is_some() {}
+                Ok(stream.rows_affected().unwrap_or(0))
+            }
+        }
+    }
+
+    /// Runs one statement in its own transaction with the session's limits: `BEGIN ..`, the
+    /// statement and `COMMIT` pipelined (one round trip). A failed statement makes `COMMIT` roll
+    /// back; its error is returned.
+    ///
+    /// # Errors
+    /// `tokio_postgres::Error` when the statement or the transaction fails.
+    pub async fn autocommit(
+        &self,
+        sql: &'static Sql,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<Vec<Row>, tokio_postgres::Error> {
+        let statement = self.prepare(sql).await?;
+        let (begun, (rows, committed)) = crate::ledger::pipeline::in_order(
+            self.begin(),
+            crate::ledger::pipeline::in_order(
+                self.query(&statement, params),
+                self.client.batch_execute("COMMIT"),
+            ),
+        )
+        .await;
+        begun?;
+        let rows = rows?;
+        committed?;
+        Ok(rows)
+    }
+}
+
+fn typed<'a>(
+    sql: &'static Sql,
+    params: &'a [&'a (dyn ToSql + Sync)],
+) -> impl Iterator<Item = (&'a (dyn ToSql + Sync), Type)> + 'a {
+    params
+        .iter()
+        .zip(sql.types.iter())
+        .map(|(p, t)| (*p, t.clone()))
+}

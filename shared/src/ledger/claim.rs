@@ -1,0 +1,242 @@
+//! The claim (inline mode), the lookup of an existing row, and the dead letter an inline fatal
+//! error leaves.
+
+use tokio_postgres::types::{Json, ToSql, Type};
+
+use super::pipeline::in_order;
+use super::tx::{Guard, Tx};
+use super::{is_lock_timeout, Connection, LedgerError, Status};
+use crate::db::Sql;
+
+/// The event being claimed. `digest` is the SHA-256 of the raw body.
+#[derive(Debug, Clone, Copy)]
+pub struct NewEvent<'a> {
+    /// Source name (the ledger key's first half).
+    pub source: &'a str,
+    /// The provider's event id (the ledger key's second half), 1 to 255 bytes.
+    pub event_id: &'a str,
+    /// The provider's event type, e.g. `payment_intent.succeeded`.
+    pub event_type: &'a str,
+    /// SHA-256 of the raw body (32 bytes).
+    pub digest: &'a [u8; 32],
+    /// The raw body when the source keeps payloads, `None` to keep the digest only.
+    pub payload: Option<&'a [u8]>,
+}
+
+/// A stored response: what every retry of a completed event is answered with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredResponse {
+    /// HTTP status, e.g. 200.
+    pub status: u16,
+    /// The response body, JSON text exactly as stored (`response_body::text`).
+    pub body: String,
+}
+
+/// The decision a claim returns.
+#[derive(Debug)]
+pub enum Claim<'c> {
+    /// This delivery owns the event: apply the effect through the open transaction, then
+    /// [`Tx::complete`] (or drop / [`Tx::rollback`] to release the claim).
+    Won(Tx<'c>),
+    /// The event was completed before with the same body: answer with the stored response.
+    Completed(StoredResponse),
+    /// The event was dead-lettered by an inline fatal error with the same body: answer with the
+    /// stored response (a 2xx, so the provider stops retrying).
+    Dead(StoredResponse),
+    /// The event is claimed but not completed (another delivery holds it, or its lock wait
+    /// hit `lock_timeout`): answer 409 with `Retry-After`.
+    InFlight,
+    /// The same event id arrived before with a different body: 409, the row is untouched.
+    DigestMismatch,
+}
+
+/// A row as [`lookup`] reads it.
+#[derive(Debug, Clone)]
+pub struct EventRow {
+    /// Current status.
+    pub status: Status,
+    /// SHA-256 of the body first claimed.
+    pub payload_digest: Vec<u8>,
+    /// The stored response, present when completed (and on an inline dead letter).
+    pub response: Option<StoredResponse>,
+}
+
+/// The claim's INSERT: the whole concurrency control of the receive path.
+static CLAIM: Sql = Sql {
+    text: "\
+INSERT INTO webhook_event (source, event_id, event_type, payload_digest, payload, status)
+VALUES ($1, $2, $3, $4, $5, 'claimed')
+-- A concurrent claim of the same key waits here for the first to commit or roll back.
+ON CONFLICT (source, event_id) DO NOTHING
+RETURNING 1",
+    types: &[Type::TEXT, Type::TEXT, Type::TEXT, Type::BYTEA, Type::BYTEA],
+};
+
+/// Claims `event` on `conn`: opens a transaction (with the session's limits) and inserts the
+/// ledger row.
+///
+/// On [`Claim::Won`] the transaction stays open in the returned [`Tx`]; on every other outcome
+/// it is already rolled back. A lost claim reads the existing row in a new statement (its own
+/// snapshot, so it sees the winner's commit) and compares digests.
+///
+/// One round trip when won (`BEGIN` and the INSERT are pipelined); two when lost.
+///
+/// # Errors
+/// [`LedgerError::Db`] when PostgreSQL fails (check [`LedgerError::is_unavailable`]). A
+/// `lock_timeout` while waiting on an in-flight claim is [`Claim::InFlight`], not an error.
+pub async fn claim<'c>(
+    conn: &'c Connection,
+    event: &NewEvent<'_>,
+) -> Result<Claim<'c>, LedgerError> {
+    let statement = conn.prepare(&CLAIM).await?;
+    let digest: &[u8] = event.digest;
+    let params: [&(dyn ToSql + Sync); 5] = [
+        &event.source,
+        &event.event_id,
+        &event.event_type,
+        &digest,
+        &event.payload,
+    ];
+    // The guard exists before anything is sent: if this future is dropped while the INSERT
+    // waits (a cancelled duplicate), the guard's Drop queues ROLLBACK, so the connection never
+    // returns to the pool inside an open transaction holding an orphaned claim.
+    let tx = Tx::open(conn, Guard::Claimed);
+    // BEGIN is sent before the INSERT: `in_order` polls (and so sends) in the order given.
+    let (begin, inserted) = in_order(conn.begin(), conn.query_opt(&statement, &params)).await;
+    begin?;
+    match inserted {
+        Ok(Some(_)) => return Ok(Claim::Won(tx)),
+        Ok(None) => {}
+        Err(error) if is_lock_timeout(&error) => {
+            tx.rollback().await?;
+            return Ok(Claim::InFlight);
+        }
+        Err(error) => return Err(error.into()),
+    }
+    // Lost: release our (empty) transaction and read the winner's row.
+    let (rolled_back, row) =
+        in_order(tx.rollback(), lookup(conn, event.source, event.event_id)).await;
+    rolled_back?;
+    Ok(match row? {
+        // Deleted between the conflict and the read (sweeper): the provider's retry decides.
+        None => Claim::InFlight,
+        Some(row) if row.payload_digest.as_slice() != event.digest.as_slice() => {
+            Claim::DigestMismatch
+        }
+        Some(EventRow {
+            response: Some(response),
+            status: Status::Completed,
+            ..
+        }) => Claim::Completed(response),
+        Some(EventRow {
+            response: Some(response),
+            status: Status::Dead,
+            ..
+        }) => Claim::Dead(response),
+        Some(_) => Claim::InFlight,
+    })
+}
+
+static LOOKUP: Sql = Sql {
+    text: "\
+SELECT status::text, payload_digest, response_status, response_body::text
+FROM webhook_event
+WHERE source = $1
+  AND event_id = $2",
+    types: &[Type::TEXT, Type::TEXT],
+};
+
+/// Reads one ledger row by key (outside any transaction: no locks, no limits needed for a
+/// primary-key read).
+///
+/// # Errors
+/// [`LedgerError::Db`] when PostgreSQL fails; [`LedgerError::UnknownStatus`] for a status
+/// this build does not know.
+pub async fn lookup(
+    conn: &Connection,
+    source: &str,
+    event_id: &str,
+) -> Result<Option<EventRow>, LedgerError> {
+    let statement = conn.prepare(&LOOKUP).await?;
+    let Some(row) = conn.query_opt(&statement, &[&source, &event_id]).await? else {
+        return Ok(None);
+    };
+    let status = Status::parse(row.try_get::<_, &str>(0)?)?;
+    let response_status: Option<i16> = row.try_get(2)?;
+    let response_body: Option<String> = row.try_get(3)?;
+    Ok(Some(EventRow {
+        status,
+        payload_digest: row.try_get(1)?,
+        response: match (response_status, response_body) {
+            (Some(status), Some(body)) => Some(StoredResponse {
+                status: u16::try_from(status).unwrap_or(500),
+                body,
+            }),
+            _ => None,
+        },
+    }))
+}
+
+static RECORD_DEAD: Sql = Sql {
+    text: "\
+INSERT INTO webhook_event
+    (source, event_id, event_type, payload_digest, payload, status, attempts, last_error,
+     response_status, response_body)
+VALUES ($1, $2, $3, $4, $5, 'dead', 1, $6, $7, $8)
+-- A concurrent delivery claimed the event after our rollback: its outcome stands.
+ON CONFLICT (source, event_id) DO NOTHING
+RETURNING response_body::text",
+    types: &[
+        Type::TEXT,
+        Type::TEXT,
+        Type::TEXT,
+        Type::BYTEA,
+        Type::BYTEA,
+        Type::TEXT,
+        Type::INT2,
+        Type::JSONB,
+    ],
+};
+
+/// Keeps an event whose inline handler failed fatally as `dead`, with its payload (when the
+/// source keeps payloads), the error, and the response every retry is answered with. Runs in
+/// its own transaction after the claim's was rolled back (so none of the handler's writes
+/// survive). Returns the stored response, or `None` when another delivery claimed the event in
+/// between (its outcome stands; look it up).
+///
+/// # Errors
+/// [`LedgerError::Db`] when PostgreSQL fails.
+pub async fn record_dead(
+    conn: &Connection,
+    event: &NewEvent<'_>,
+    error: &str,
+    status: u16,
+    body: &serde_json::Value,
+) -> Result<Option<StoredResponse>, LedgerError> {
+    let digest: &[u8] = event.digest;
+    let error = super::lease::bounded_error(error);
+    let status_param = i16::try_from(status).unwrap_or(200);
+    let body_param = Json(body);
+    let rows = conn
+        .autocommit(
+            &RECORD_DEAD,
+            &[
+                &event.source,
+                &event.event_id,
+                &event.event_type,
+                &digest,
+                &event.payload,
+                &error,
+                &status_param,
+                &body_param,
+            ],
+        )
+        .await?;
+    match rows.first() {
+        Some(row) => Ok(Some(StoredResponse {
+            status,
+            body: row.try_get(0)?,
+        })),
+        None => Ok(None),
+    }
+}

@@ -1,0 +1,479 @@
+//! The transaction a handler runs in, and its completion.
+//!
+//! A [`Tx`] can run statements but cannot end the transaction: it refuses transaction control
+//! and session `SET`s, and only [`Tx::complete`] commits, together with the guarded completion of
+//! the ledger row. Three ways to own a row:
+//!
+//! - **inline**: the claim's own transaction, already open (the row was inserted by it);
+//! - **leased** (the worker): lazy; `BEGIN` goes out with the handler's first statement, so what
+//!   the handler does before its first statement (HTTP calls, anything slow) runs outside any
+//!   transaction, and the completion is fenced by the lease token;
+//! - **shadow**: a duplicate re-processed in shadow mode: the handler's writes only.
+//!
+//! The completion statement fails (and so aborts the transaction, and the pipelined `COMMIT`
+//! rolls back) when it matches no row: the handler's writes never commit beside an unfinished
+//! claim or a lease that was lost.
+
+use futures_util::FutureExt;
+use tokio_postgres::types::{Json, ToSql, Type};
+use tokio_postgres::Row;
+
+use super::pipeline::{all_in_order, in_order};
+use super::{Connection, LedgerError, StoredResponse};
+use crate::db::{Prepared, Sql};
+use crate::handlers::HandlerError;
+
+/// What entitles a transaction to complete its row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Guard {
+    /// The row was inserted by this transaction's claim (inline mode).
+    Claimed,
+    /// The row is leased by a worker under this lease token.
+    Leased { token: i64 },
+    /// Shadow mode's re-processing of a duplicate: the effect only, the ledger untouched.
+    Shadow,
+}
+
+/// One statement a handler deferred to the end of its transaction.
+struct Deferred {
+    sql: &'static Sql,
+    params: Vec<Box<dyn ToSql + Sync + Send>>,
+}
+
+/// The open (or, for a worker, not yet begun) transaction that owns an event. Dropping it
+/// without [`Tx::complete`] rolls it back (the `ROLLBACK` is queued on the connection at once),
+/// so a retry starts clean.
+pub struct Tx<'c> {
+    conn: &'c Connection,
+    guard: Guard,
+    /// `BEGIN` has been sent.
+    begun: bool,
+    /// A transaction is open on the connection and must be ended.
+    open: bool,
+    deferred: Vec<Deferred>,
+}
+
+impl std::fmt::Debug for Tx<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tx")
+            .field("guard", &self.guard)
+            .field("begun", &self.begun)
+            .field("deferred", &self.deferred.len())
+            .finish()
+    }
+}
+
+/// Why [`Tx::complete`] did not commit. Nothing of the transaction is committed in any case.
+#[derive(Debug, thiserror::Error)]
+pub enum CompleteError {
+    /// A deferred write failed: the handler's failure (classify it with
+    /// `HandlerError::from`).
+    #[error("deferred write failed: {}", crate::db::describe(.0))]
+    Write(#[source] tokio_postgres::Error),
+    /// The completion matched no row: the claim or the lease is not ours (a lease that expired
+    /// and was taken over). The transaction was rolled back.
+    #[error("the completion matched no ledger row: the claim or lease is not ours")]
+    Lost,
+    /// The completion or the commit failed.
+    #[error(transparent)]
+    Ledger(#[from] LedgerError),
+}
+
+/// The statement kinds a handler may not run through a [`Tx`]: they end the transaction or
+/// change session state that would outlive it (behind a pooler, on someone else's session).
+const REFUSED: [&str; 14] = [
+    "BEGIN",
+    "START",
+    "COMMIT",
+    "END",
+    "ROLLBACK",
+    "ABORT",
+    "SAVEPOINT",
+    "RELEASE",
+    "PREPARE",
+    "SET",
+    "RESET",
+    "DISCARD",
+    "LISTEN",
+    "UNLISTEN",
+];
+
+/// The first keyword of `sql` (after whitespace and `--` comments), upper-cased, and the word
+/// after it.
+fn leading_words(sql: &str) -> (String, String) {
+    let mut rest = sql;
+    loop {
+        rest = rest.trim_start();
+        if let Some(comment) = rest.strip_prefix("--") {
+            rest = comment.split_once('\n').map(|(_, r)| r).unwrap_or("");
+        } else {
+            break;
+        }
+    }
+    let mut words = rest
+        .split(|c: char| !c.is_ascii_alphanumeric() && c != '_')
+        .filter(|w| !w.is_empty());
+    let first = words.next().unwrap_or("").to_ascii_uppercase();
+    let second = words.next().unwrap_or("").to_ascii_uppercase();
+    (first, second)
+}
+
+/// Refuses transaction control and session `SET`s (`SET LOCAL` is allowed: it ends with the
+/// transaction).
+fn check_statement(sql: &Sql) -> Result<(), HandlerError> {
+    let (first, second) = leading_words(sql.text);
+    if first == "SET" && second == "LOCAL" {
+        return Ok(());
+    }
+    if REFUSED.contains(&first.as_str()) {
+        return Err(HandlerError::fatal(format!(
+            "a handler may not run {first}: only the ledger ends the transaction, and session \
+             state would leak to other transactions behind a pooler"
+        )));
+    }
+    Ok(())
+}
+
+static COMPLETE: Sql = Sql {
+    text: "\
+WITH done AS (
+    UPDATE webhook_event
+    SET status = 'completed',
+        attempts = attempts + 1,
+        response_status = $3,
+        response_body = $4,
+        completed_at = now()
+    WHERE source = $1
+      AND event_id = $2
+      -- Guarded by the expected state: the row this transaction's claim inserted.
+      AND status = 'claimed'
+    -- The stored text is what the first answer and every retry send, byte for byte.
+    RETURNING response_body::text AS body
+)
+SELECT (SELECT body FROM done) AS body,
+       -- No row: fail the statement (division by zero), so the transaction aborts and the
+       -- pipelined COMMIT rolls back the handler's writes instead of committing them.
+       1 / (SELECT count(*) FROM done) AS owned",
+    types: &[Type::TEXT, Type::TEXT, Type::INT2, Type::JSONB],
+};
+
+static COMPLETE_LEASED: Sql = Sql {
+    text: "\
+WITH done AS (
+    UPDATE webhook_event
+    SET status = 'completed',
+        response_status = $3,
+        response_body = $4,
+        completed_at = now(),
+        lease_expires_at = NULL,
+        next_attempt_at = NULL
+    WHERE source = $1
+      AND event_id = $2
+      -- Fenced by the lease: the row is ours while it is processing under our token. A lease
+      -- that expired and was taken over carries a newer token, and this matches nothing.
+      AND status = 'processing'
+      AND lease_token = $5
+    RETURNING response_body::text AS body
+)
+SELECT (SELECT body FROM done) AS body,
+       -- No row: fail the statement (division by zero), so the transaction aborts and the
+       -- pipelined COMMIT rolls back the handler's writes: a lost lease never applies.
+       1 / (SELECT count(*) FROM done) AS owned",
+    types: &[Type::TEXT, Type::TEXT, Type::INT2, Type::JSONB, Type::INT8],
+};
+
+impl<'c> Tx<'c> {
+    /// A transaction already opened by the caller (the claim's).
+    pub(crate) fn open(conn: &'c Connection, guard: Guard) -> Self {
+        Self {
+            conn,
+            guard,
+            begun: true,
+            open: true,
+            deferred: Vec::new(),
+        }
+    }
+
+    /// A transaction that begins with its first statement.
+    pub(crate) fn lazy(conn: &'c Connection, guard: Guard) -> Self {
+        Self {
+            conn,
+            guard,
+            begun: false,
+            open: false,
+            deferred: Vec::new(),
+        }
+    }
+
+    /// Runs `sql` now and returns its rows (one round trip; in a worker's transaction the first
+    /// statement also carries `BEGIN`).
+    ///
+    /// # Errors
+    /// [`HandlerError`] classified from the database error (see `HandlerError::from`), or fatal
+    /// for a statement that would end the transaction or set session state.
+    pub async fn query(
+        &mut self,
+        sql: &'static Sql,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<Vec<Row>, HandlerError> {
+        match self.send(sql, params, Want::Rows).await? {
+            Sent::Rows(rows) => Ok(rows),
+            Sent::Count(_) => Ok(Vec::new()),
+        }
+    }
+
+    /// Runs `sql` now and returns its first row, if any.
+    ///
+    /// # Errors
+    /// As [`Tx::query`].
+    pub async fn query_opt(
+        &mut self,
+        sql: &'static Sql,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<Option<Row>, HandlerError> {
+        Ok(self.query(sql, params).await?.into_iter().next())
+    }
+
+    /// Runs `sql` now and returns the number of rows it changed.
+    ///
+    /// # Errors
+    /// As [`Tx::query`].
+    pub async fn execute(
+        &mut self,
+        sql: &'static Sql,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<u64, HandlerError> {
+        match self.send(sql, params, Want::Count).await? {
+            Sent::Count(n) => Ok(n),
+            Sent::Rows(rows) => Ok(rows.len() as u64),
+        }
+    }
+
+    /// Queues `sql` to run at the end of the transaction, pipelined with the completion and
+    /// `COMMIT` (no round trip of its own). Use it for writes whose result the handler does not
+    /// need. A failure makes the whole event fail (nothing is committed) and is classified like
+    /// a failure of [`Tx::execute`].
+    ///
+    /// # Errors
+    /// Fatal when `sql` would end the transaction or set session state.
+    pub fn defer(
+        &mut self,
+        sql: &'static Sql,
+        params: Vec<Box<dyn ToSql + Sync + Send>>,
+    ) -> Result<(), HandlerError> {
+        check_statement(sql)?;
+        self.deferred.push(Deferred { sql, params });
+        Ok(())
+    }
+
+    async fn send(
+        &mut self,
+        sql: &'static Sql,
+        params: &[&(dyn ToSql + Sync)],
+        want: Want,
+    ) -> Result<Sent, HandlerError> {
+        check_statement(sql)?;
+        let conn = self.conn;
+        let statement = conn.prepare(sql).await?;
+        let run = async {
+            match want {
+                Want::Rows => conn.query(&statement, params).await.map(Sent::Rows),
+                Want::Count => conn.execute(&statement, params).await.map(Sent::Count),
+            }
+        };
+        if self.begun {
+            return Ok(run.await?);
+        }
+        // The first statement of a worker's transaction: BEGIN goes out with it.
+        self.begun = true;
+        self.open = true;
+        let (begun, sent) = in_order(conn.begin(), run).await;
+        begun?;
+        Ok(sent?)
+    }
+
+    /// Runs the deferred writes, stores `status` and `body` as the event's response, marks the
+    /// row completed (guarded by how this transaction owns it), and commits: one round trip, all
+    /// pipelined. Returns the response exactly as stored, which is what the caller must send.
+    ///
+    /// # Errors
+    /// [`CompleteError::Write`] when a deferred write fails, [`CompleteError::Lost`] when the
+    /// completion matched no row, [`CompleteError::Ledger`] when the completion or the commit
+    /// fails. Nothing is committed in any of these cases.
+    pub async fn complete(
+        mut self,
+        key: (&str, &str),
+        status: u16,
+        body: &serde_json::Value,
+    ) -> Result<StoredResponse, CompleteError> {
+        let conn = self.conn;
+        let deferred = std::mem::take(&mut self.deferred);
+        let mut statements = Vec::with_capacity(deferred.len());
+        for write in &deferred {
+            statements.push(conn.prepare(write.sql).await.map_err(LedgerError::from)?);
+        }
+        let completion_sql = match self.guard {
+            Guard::Shadow => None,
+            Guard::Claimed => Some(&COMPLETE),
+            Guard::Leased { .. } => Some(&COMPLETE_LEASED),
+        };
+        let completion: Option<Prepared> = match completion_sql {
+            Some(sql) => Some(conn.prepare(sql).await.map_err(LedgerError::from)?),
+            None => None,
+        };
+        let token = match self.guard {
+            Guard::Leased { token } => Some(token),
+            _ => None,
+        };
+        let status_param = i16::try_from(status).unwrap_or(500);
+        let body_param = Json(body);
+        let mut completion_params: Vec<&(dyn ToSql + Sync)> =
+            vec![&key.0, &key.1, &status_param, &body_param];
+        if let Some(token) = &token {
+            completion_params.push(token);
+        }
+        let write_params: Vec<Vec<&(dyn ToSql + Sync)>> = deferred
+            .iter()
+            .map(|w| {
+                w.params
+                    .iter()
+                    .map(|p| p.as_ref() as &(dyn ToSql + Sync))
+                    .collect()
+            })
+            .collect();
+        let writes: Vec<_> = statements
+            .iter()
+            .zip(&write_params)
+            .map(|(statement, params)| conn.execute(statement, params).boxed())
+            .collect();
+        let need_begin = !self.begun;
+        let begin = async {
+            if need_begin {
+                conn.begin().await
+            } else {
+                Ok(())
+            }
+        };
+        let completed = async {
+            match &completion {
+                Some(statement) => conn.query_opt(statement, &completion_params).await,
+                None => Ok(None),
+            }
+        };
+        // From here the COMMIT (or, after an error, its implicit rollback) ends the transaction.
+        self.begun = true;
+        self.open = false;
+        let commit = conn.batch_execute("COMMIT");
+
+        // BEGIN if needed, every write, the completion, then COMMIT, before awaiting any answer.
+        let ((begun, (written, completed)), committed) = in_order(
+            in_order(begin, in_order(all_in_order(writes), completed)),
+            commit,
+        )
+        .await;
+        begun.map_err(LedgerError::from)?;
+        // A failed statement aborted the transaction; COMMIT then answers ROLLBACK without an
+        // error, so every result must be checked, not only the commit's. The first failure is
+        // the cause; the statements after it only report the aborted transaction.
+        for result in written {
+            result.map_err(CompleteError::Write)?;
+        }
+        let row = match completed {
+            Ok(row) => row,
+            Err(error)
+                if error.code() == Some(&tokio_postgres::error::SqlState::DIVISION_BY_ZERO) =>
+            {
+                return Err(CompleteError::Lost)
+            }
+            Err(error) => return Err(LedgerError::from(error).into()),
+        };
+        committed.map_err(LedgerError::from)?;
+        match row {
+            Some(row) => Ok(StoredResponse {
+                status,
+                body: row.try_get(0).map_err(LedgerError::from)?,
+            }),
+            // Shadow mode: the handler's response as it returned it.
+            None => Ok(StoredResponse {
+                status,
+                body: body.to_string(),
+            }),
+        }
+    }
+
+    /// Rolls the transaction back: a claim disappears as if the delivery never arrived; a
+    /// worker's writes are undone (its lease stands until it records the outcome).
+    ///
+    /// # Errors
+    /// [`LedgerError::Db`] when the connection fails (the server rolls back on its own then).
+    pub async fn rollback(mut self) -> Result<(), LedgerError> {
+        if std::mem::replace(&mut self.open, false) {
+            self.conn.batch_execute("ROLLBACK").await?;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Tx<'_> {
+    fn drop(&mut self) {
+        if self.open {
+            // Polling once sends the ROLLBACK on the connection (tokio-postgres queues the
+            // message on first poll, as its own Transaction does on drop); the reply is ignored.
+            let _ = self.conn.batch_execute("ROLLBACK").now_or_never();
+        }
+    }
+}
+
+enum Want {
+    Rows,
+    Count,
+}
+
+enum Sent {
+    Rows(Vec<Row>),
+    Count(u64),
+}
+
+/// A transaction for shadow mode's re-processing of a duplicate: the handler runs and its
+/// writes commit as a naive receiver's would, and the ledger is not touched. It begins with the
+/// handler's first statement (or at completion).
+pub fn begin_shadow(conn: &Connection) -> Tx<'_> {
+    Tx::lazy(conn, Guard::Shadow)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sql(text: &'static str) -> &'static Sql {
+        Box::leak(Box::new(Sql { text, types: &[] }))
+    }
+
+    #[test]
+    fn transaction_control_and_session_state_are_refused() {
+        for text in [
+            "COMMIT",
+            "  commit;",
+            "-- done\nROLLBACK",
+            "end",
+            "BEGIN",
+            "SET statement_timeout = 0",
+            "set session lock_timeout = 0",
+            "RESET ALL",
+            "SAVEPOINT a",
+            "DISCARD ALL",
+            "PREPARE TRANSACTION 'x'",
+        ] {
+            assert!(check_statement(sql(text)).is_err(), "{text}");
+        }
+        for text in [
+            "SELECT 1",
+            "INSERT INTO orders VALUES ($1)",
+            "-- a comment\nUPDATE t SET a = 1",
+            "SET LOCAL lock_timeout = 100",
+            "WITH x AS (SELECT 1) SELECT * FROM x",
+        ] {
+            assert!(check_statement(sql(text)).is_ok(), "{text}");
+        }
+    }
+}
