@@ -732,6 +732,52 @@ mod tests {
     }
 
     #[test]
+    fn settings_that_cannot_work_together_are_refused_naming_both() {
+        let with = |vars: &[(&str, &str)]| {
+            let mut all = vec![
+                ("DATABASE_URL", "postgres://localhost/x"),
+                ("HOOKLEDGER_SOURCES", GOOD),
+            ];
+            all.extend_from_slice(vars);
+            Settings::from_lookup(env(&all))
+        };
+        assert!(with(&[]).is_ok(), "the defaults work together");
+        let e = with(&[("HOOKLEDGER_HANDLER_TIMEOUT_MS", "130000")])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("HOOKLEDGER_LEASE_SECS") && e.contains("HOOKLEDGER_HANDLER_TIMEOUT_MS"),
+            "{e}"
+        );
+        let e = with(&[("HOOKLEDGER_LOCK_TIMEOUT_MS", "5000")])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("HOOKLEDGER_LOCK_TIMEOUT_MS")
+                && e.contains("HOOKLEDGER_STATEMENT_TIMEOUT_MS"),
+            "{e}"
+        );
+        let e = with(&[("HOOKLEDGER_IDLE_IN_TRANSACTION_TIMEOUT_MS", "4000")])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("HOOKLEDGER_IDLE_IN_TRANSACTION_TIMEOUT_MS")
+                && e.contains("HOOKLEDGER_STATEMENT_TIMEOUT_MS"),
+            "{e}"
+        );
+        assert!(matches!(
+            with(&[("HOOKLEDGER_DB_STATEMENT_CACHE", "maybe")]),
+            Err(ConfigError::Number { .. })
+        ));
+        assert!(
+            !with(&[("HOOKLEDGER_DB_STATEMENT_CACHE", "false")])
+                .unwrap()
+                .database
+                .statement_cache
+        );
+    }
+
+    #[test]
     fn settings_read_the_environment_and_fail_closed() {
         let settings = Settings::from_lookup(env(&[
             ("DATABASE_URL", "postgres://localhost/x"),

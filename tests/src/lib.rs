@@ -16,6 +16,8 @@ use shared::config::{DatabaseSettings, SourceConfig, Sources};
 use shared::verify::Verifier;
 use tokio::sync::OnceCell;
 
+pub mod fake_api;
+
 /// The repository root (the workspace), found from this crate's manifest directory.
 pub fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -5,6 +5,7 @@ mod aws;
 mod claim;
 mod deferred;
 mod events;
+mod hardening;
 mod helpers;
 mod interop;
 mod receive;
