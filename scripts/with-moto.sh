@@ -6,9 +6,12 @@ moto=$(command -v moto_server || true)
 [ -n "$moto" ] || { echo "moto_server not found: run through make (it installs .venv-tools)" >&2; exit 1; }
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()')
 log=$(mktemp /tmp/hookledger-moto.XXXXXX.log)
-"$moto" -H 127.0.0.1 -p "$port" >"$log" 2>&1 &
+# Requests are recorded only while a test asks (/moto-api/recorder/start-recording), into a
+# throwaway file rather than ./moto_recording.
+recording=$(mktemp /tmp/hookledger-moto-recording.XXXXXX)
+MOTO_RECORDER_FILEPATH="$recording" "$moto" -H 127.0.0.1 -p "$port" >"$log" 2>&1 &
 pid=$!
-trap 'kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; rm -f "$log"' EXIT INT TERM
+trap 'kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; rm -f "$log" "$recording"' EXIT INT TERM
 for _ in $(seq 1 150); do
   if python3 -c "import urllib.request,sys; urllib.request.urlopen('http://127.0.0.1:$port/moto-api/', timeout=1)" 2>/dev/null; then
     break

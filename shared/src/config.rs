@@ -23,8 +23,26 @@
 //! | `HOOKLEDGER_BACKOFF_BASE_SECS` | first retry delay, seconds (doubles per attempt) | 30 |
 //! | `HOOKLEDGER_BACKOFF_CAP_SECS` | longest retry delay, seconds | 3600 |
 //!
+//! | `HOOKLEDGER_SOURCES_REFRESH_SECS` | receiver: least time between two re-reads of the sources secret or file, seconds (1 to 86400) | 60 |
+//!
 //! Everything fails closed: a source without a secret, an unknown scheme or mode, an unknown
 //! field, or malformed JSON is a start-up error that names the problem.
+//!
+//! # Rotating a signing secret
+//!
+//! The sources are read at cold start, but the receiver does not need a redeploy to see a new
+//! signing secret. When a delivery's signature matches none of its source's secrets, the
+//! receiver re-reads `HOOKLEDGER_SOURCES_SECRET_ARN` (or `HOOKLEDGER_SOURCES_FILE`) and verifies
+//! once more against what it read ([`crate::sources_refresh`]). It re-reads at most once per
+//! `HOOKLEDGER_SOURCES_REFRESH_SECS` per execution environment, whatever the number of failures,
+//! and one re-read at a time; a re-read that fails, or that finds JSON which does not validate,
+//! is logged without values and the sources already loaded stay in force. `HOOKLEDGER_SOURCES`
+//! itself is never re-read (it is the function's environment). Rotate in two steps, because
+//! warm environments only look after a failure and a new environment reads whatever is current:
+//! first put a version whose source lists the new secret before the old one
+//! (`"secrets": ["new", "old"]`), switch the provider to the new secret, and once the log's
+//! `key_index` stays 0, put a version without the old one. The worker does not re-read: it
+//! verifies nothing.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -427,13 +445,49 @@ impl Default for Backoff {
     }
 }
 
+/// Where the sources JSON came from: what the receiver can re-read after a failed verification
+/// (see [`crate::sources_refresh`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum SourcesOrigin {
+    /// `HOOKLEDGER_SOURCES`, or built in code: nothing to re-read.
+    #[default]
+    Inline,
+    /// `HOOKLEDGER_SOURCES_FILE`: the path, re-read as is.
+    File(PathBuf),
+    /// `HOOKLEDGER_SOURCES_SECRET_ARN`: the secret's ARN (or name), whose current version is
+    /// re-read.
+    Secret(String),
+}
+
+/// How the receiver re-reads its sources after a signature matched none of the secrets.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SourcesReload {
+    /// Where the sources came from.
+    pub origin: SourcesOrigin,
+    /// Least time between two re-reads in one execution environment
+    /// (`HOOKLEDGER_SOURCES_REFRESH_SECS`, default
+    /// [`crate::sources_refresh::DEFAULT_MIN_REFRESH_INTERVAL`], 60 s).
+    pub min_interval: std::time::Duration,
+}
+
+impl Default for SourcesReload {
+    fn default() -> Self {
+        Self {
+            origin: SourcesOrigin::Inline,
+            min_interval: crate::sources_refresh::DEFAULT_MIN_REFRESH_INTERVAL,
+        }
+    }
+}
+
 /// Everything a function needs from its environment.
 #[derive(Debug, Clone)]
 pub struct Settings {
     /// Database connection settings.
     pub database: DatabaseSettings,
-    /// The configured sources.
+    /// The configured sources, as read at cold start.
     pub sources: Sources,
+    /// Where the sources came from and how often the receiver may re-read them.
+    pub sources_reload: SourcesReload,
     /// The worker (deferred mode).
     pub worker: WorkerSettings,
     /// The worker function the receiver rings after a deferred accept; `None` turns the
@@ -483,7 +537,7 @@ impl Settings {
             Some(arn) => Some(secrets.secret_string(arn).await?),
             None => None,
         };
-        Self::from_lookup(|name| match name {
+        let mut settings = Self::from_lookup(|name| match name {
             "DATABASE_URL" if database_url.is_some() => {
                 database_url.as_ref().map(|s| s.expose_secret().to_owned())
             }
@@ -491,7 +545,11 @@ impl Settings {
                 sources.as_ref().map(|s| s.expose_secret().to_owned())
             }
             other => lookup(other),
-        })
+        })?;
+        if let Some(arn) = sources_arn {
+            settings.sources_reload.origin = SourcesOrigin::Secret(arn);
+        }
+        Ok(settings)
     }
 
     /// Like [`Settings::from_env`], reading variables through `lookup` (for tests).
@@ -502,6 +560,7 @@ impl Settings {
         let url = lookup("DATABASE_URL")
             .filter(|url| !url.is_empty())
             .ok_or(ConfigError::Missing("DATABASE_URL"))?;
+        let mut sources_reload = SourcesReload::default();
         let json = match (
             lookup("HOOKLEDGER_SOURCES").filter(|v| !v.is_empty()),
             lookup("HOOKLEDGER_SOURCES_FILE").filter(|v| !v.is_empty()),
@@ -509,8 +568,13 @@ impl Settings {
             (Some(json), None) => json,
             (None, Some(path)) => {
                 let path = PathBuf::from(path);
-                std::fs::read_to_string(&path)
-                    .map_err(|source| ConfigError::SourcesFile { path, source })?
+                let json =
+                    std::fs::read_to_string(&path).map_err(|source| ConfigError::SourcesFile {
+                        path: path.clone(),
+                        source,
+                    })?;
+                sources_reload.origin = SourcesOrigin::File(path);
+                json
             }
             (None, None) => return Err(ConfigError::Missing("HOOKLEDGER_SOURCES")),
             (Some(_), Some(_)) => return Err(ConfigError::SourcesAmbiguous),
@@ -588,10 +652,16 @@ impl Settings {
             worker.backoff.cap_secs,
             30 * DAY_SECS,
         )?;
+        sources_reload.min_interval = std::time::Duration::from_secs(bounded(
+            "HOOKLEDGER_SOURCES_REFRESH_SECS",
+            sources_reload.min_interval.as_secs(),
+            DAY_SECS,
+        )?);
         check_compatible(&database, &worker)?;
         Ok(Self {
             database,
             sources: Sources::from_json(&json)?,
+            sources_reload,
             worker,
             worker_function: lookup("HOOKLEDGER_WORKER_FUNCTION").filter(|v| !v.is_empty()),
         })
@@ -813,5 +883,44 @@ mod tests {
             ("HOOKLEDGER_DB_POOL_SIZE", "0"),
         ]));
         assert!(matches!(bad_number, Err(ConfigError::Number { .. })));
+    }
+
+    #[test]
+    fn settings_remember_where_the_sources_came_from() {
+        let inline = Settings::from_lookup(env(&[
+            ("DATABASE_URL", "postgres://x"),
+            ("HOOKLEDGER_SOURCES", GOOD),
+        ]))
+        .unwrap();
+        assert_eq!(inline.sources_reload, SourcesReload::default());
+        assert_eq!(
+            inline.sources_reload.min_interval,
+            std::time::Duration::from_secs(60)
+        );
+
+        let path =
+            std::env::temp_dir().join(format!("hookledger-config-{}.json", std::process::id()));
+        std::fs::write(&path, GOOD).unwrap();
+        let file = Settings::from_lookup(env(&[
+            ("DATABASE_URL", "postgres://x"),
+            ("HOOKLEDGER_SOURCES_FILE", path.to_str().unwrap()),
+            ("HOOKLEDGER_SOURCES_REFRESH_SECS", "5"),
+        ]));
+        let _ = std::fs::remove_file(&path);
+        let file = file.unwrap();
+        assert_eq!(file.sources_reload.origin, SourcesOrigin::File(path));
+        assert_eq!(
+            file.sources_reload.min_interval,
+            std::time::Duration::from_secs(5)
+        );
+
+        for bad in ["0", "86401", "soon"] {
+            let error = Settings::from_lookup(env(&[
+                ("DATABASE_URL", "postgres://x"),
+                ("HOOKLEDGER_SOURCES", GOOD),
+                ("HOOKLEDGER_SOURCES_REFRESH_SECS", bad),
+            ]));
+            assert!(matches!(error, Err(ConfigError::Number { .. })), "{bad}");
+        }
     }
 }

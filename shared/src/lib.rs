@@ -15,6 +15,7 @@ pub mod ledger;
 pub mod ordering;
 pub mod receive;
 pub mod secrets;
+pub mod sources_refresh;
 pub mod telemetry;
 pub mod verify;
 pub mod work;

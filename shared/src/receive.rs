@@ -29,11 +29,12 @@ use sha2::{Digest, Sha256};
 
 use std::time::SystemTime;
 
-use crate::config::{Mode, Settings, Sources};
+use crate::config::{Mode, Settings};
 use crate::doorbell::Doorbell;
 use crate::extract::{extract, Extracted};
 use crate::handlers::{apply, fatal_body, ApplyError, Event, Registry, FATAL_STATUS};
 use crate::ledger::{self, Accept, Claim, NewEvent};
+use crate::sources_refresh::LiveSources;
 
 /// Seconds a provider is asked to wait before retrying an in-flight duplicate.
 pub const RETRY_AFTER_SECS: u32 = 5;
@@ -71,8 +72,9 @@ impl Reply {
 /// Everything the receive path needs, built once per execution environment.
 #[derive(Debug, Clone)]
 pub struct Receiver {
-    /// The configured sources.
-    pub sources: Sources,
+    /// The configured sources, refreshable after a failed verification (see
+    /// [`crate::sources_refresh`]).
+    pub sources: LiveSources,
     /// The connection pool.
     pub pool: Pool,
     /// Handlers by `(source, event_type)`.
@@ -95,7 +97,7 @@ impl Receiver {
     pub fn new(settings: &Settings, pool: Pool) -> Self {
         Self {
             handlers: Registry::with_examples(&settings.sources),
-            sources: settings.sources.clone(),
+            sources: LiveSources::fixed(settings.sources.clone()),
             pool,
             doorbell: Doorbell::off(),
         }
@@ -187,7 +189,7 @@ impl Receiver {
         body: &[u8],
         now: i64,
     ) -> Reply {
-        let Some(config) = self.sources.get(source) else {
+        let Some(mut config) = self.sources.get(source) else {
             return Reply::error(404, "unknown_source", "unknown source");
         };
         if body.len() > config.max_body_bytes {
@@ -199,7 +201,23 @@ impl Receiver {
             return Reply::error(413, "too_large", "body too large");
         }
         // The signature is checked before the body is parsed at all.
-        match config.verifier.verify(headers, body, now) {
+        let verified = match config.verifier.verify(headers, body, now) {
+            // A secret rotated since the sources were read: re-read them (rate-limited) and
+            // verify once more.
+            Err(error) => match self
+                .sources
+                .reverify(source, &config, &error, headers, body, now)
+                .await
+            {
+                Some((fresh, verified)) => {
+                    config = fresh;
+                    Ok(verified)
+                }
+                None => Err(error),
+            },
+            verified => verified,
+        };
+        match verified {
             Ok(verified) => trace.key_index = Some(verified.key_index),
             Err(error) => {
                 trace.detail = Some(format!("{error:?}"));

@@ -1,8 +1,13 @@
-//! AWS Secrets Manager: the database credentials and the sources JSON, fetched once per cold
-//! start (DESIGN.md section 7). The template passes ARNs, never values.
+//! AWS Secrets Manager: the database credentials and the sources JSON, fetched at cold start
+//! (DESIGN.md section 7); the receiver re-reads the sources secret after a signature matched
+//! none of a source's secrets, at most once a minute (`crate::sources_refresh`). The template
+//! passes ARNs, never values.
 //!
 //! The endpoint, region and credentials come from the standard AWS chain; tests point it at a
 //! local emulator with `AWS_ENDPOINT_URL_SECRETS_MANAGER`.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 use aws_sdk_secretsmanager::Client;
 use secrecy::SecretString;
@@ -36,6 +41,8 @@ pub enum SecretsError {
 #[derive(Debug, Clone)]
 pub struct Secrets {
     client: Client,
+    /// `GetSecretValue` calls made through this client and its clones.
+    reads: Arc<AtomicU64>,
 }
 
 impl Secrets {
@@ -44,7 +51,14 @@ impl Secrets {
         let config = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
         Self {
             client: Client::new(&config),
+            reads: Arc::default(),
         }
+    }
+
+    /// How many `GetSecretValue` calls this client (and its clones) has made, failed ones
+    /// included: what a refresh flood would cost.
+    pub fn reads(&self) -> u64 {
+        self.reads.load(Ordering::Relaxed)
     }
 
     /// The current `SecretString` of `arn`.
@@ -53,6 +67,7 @@ impl Secrets {
     /// [`SecretsError::Fetch`] when the call fails, [`SecretsError::NotAString`] for a binary
     /// secret.
     pub async fn secret_string(&self, arn: &str) -> Result<SecretString, SecretsError> {
+        self.reads.fetch_add(1, Ordering::Relaxed);
         let output = self
             .client
             .get_secret_value()

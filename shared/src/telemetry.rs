@@ -26,7 +26,8 @@ pub const METRIC_NAMESPACE: &str = "hookledger";
 /// `{"_aws":{"Timestamp":..,"CloudWatchMetrics":[{"Namespace":"hookledger","Dimensions":[["source"]],
 /// "Metrics":[{"Name":"ordering_tie","Unit":"Count"}]}]},"source":"stripe","ordering_tie":1}`.
 /// Names used: `ordering_tie`, `shadow_duplicate`, `doorbell_failed`, `digest_mismatch`,
-/// `signature_failed`.
+/// `signature_failed`, `secrets_refreshed` (one per re-read of the sources, see
+/// `crate::sources_refresh`).
 pub fn count(name: &str, source: &str, value: u64) {
     let timestamp_ms = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)

@@ -4,8 +4,9 @@
 //!   `ReceiverFunction` in template.yaml.
 //! - Input: the HTTP request with the provider's raw body and signature headers.
 //! - Environment: `DATABASE_URL` or `HOOKLEDGER_DB_SECRET_ARN`; `HOOKLEDGER_SOURCES`,
-//!   `HOOKLEDGER_SOURCES_FILE` or `HOOKLEDGER_SOURCES_SECRET_ARN`; and the
-//!   optional database settings read by `shared::config` (see its docs);
+//!   `HOOKLEDGER_SOURCES_FILE` or `HOOKLEDGER_SOURCES_SECRET_ARN` (the secret or file is re-read
+//!   after a signature mismatch, at most once per `HOOKLEDGER_SOURCES_REFRESH_SECS`, default 60);
+//!   and the optional database settings read by `shared::config` (see its docs);
 //!   `HOOKLEDGER_WORKER_FUNCTION` (the doorbell; unset = off); `RUST_LOG`.
 //! - Side effects: one `webhook_event` row per new event, the handler's business rows in the
 //!   same transaction; one JSON log line per delivery.
@@ -14,6 +15,7 @@ use lambda_http::{service_fn, Adapter, Error, Request};
 use receiver::handler::{function_handler, AppState};
 use receiver::transport::Base64Guard;
 use shared::doorbell::Doorbell;
+use shared::sources_refresh::{LiveSources, Refresher};
 use shared::Settings;
 
 #[tokio::main]
@@ -27,6 +29,10 @@ async fn main() -> Result<(), Error> {
     state.receiver = state
         .receiver
         .with_doorbell(Doorbell::new(settings.worker_function.as_deref()).await);
+    // Rotated signing secrets are picked up without a redeploy (shared::sources_refresh).
+    if let Some(refresher) = Refresher::for_reload(&settings.sources_reload, None).await {
+        state.receiver.sources = LiveSources::refreshing(settings.sources.clone(), refresher);
+    }
     let state: &'static AppState = Box::leak(Box::new(state));
     let handler = service_fn(move |request: Request| function_handler(state, request));
     // lambda_http::run(handler) is this without the guard, which panics on invalid base64.

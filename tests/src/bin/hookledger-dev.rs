@@ -310,6 +310,7 @@ async fn load(database_url: &str, n: usize, concurrency: usize) -> Result<()> {
     let settings = shared::Settings {
         database,
         sources: shared::Sources::from_json(&hookledger_tests::local_sources_json()?)?,
+        sources_reload: Default::default(),
         worker: Default::default(),
         worker_function: None,
     };

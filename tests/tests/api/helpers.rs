@@ -65,6 +65,7 @@ pub async fn spawn_app_with(pool_size: usize, lock_timeout_ms: u64) -> TestApp {
     let settings = Settings {
         database,
         sources: Sources::from_json(&local_sources_json().unwrap()).unwrap(),
+        sources_reload: Default::default(),
         worker: Default::default(),
         worker_function: None,
     };
