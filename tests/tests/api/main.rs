@@ -7,6 +7,7 @@ mod deferred;
 mod events;
 mod helpers;
 mod interop;
+mod pooler;
 mod receive;
 mod robustness;
 mod worker_robustness;
