@@ -64,12 +64,18 @@ launcher=$!
 stop() {
   local pid
   pid=$(cat "$dir/pgbouncer.pid" 2>/dev/null || true)
-  if [ -n "$pid" ]; then kill "$pid" 2>/dev/null || true; fi
+  if [ -n "$pid" ]; then
+    kill "$pid" 2>/dev/null || true
+    # SIGTERM is an immediate shutdown in 1.18; later versions first wait for clients.
+    for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -9 "$pid" 2>/dev/null || true
+  fi
   kill "$launcher" 2>/dev/null || true
   wait "$launcher" 2>/dev/null || true
   rm -rf "$dir"
 }
-trap stop EXIT INT TERM
+trap stop EXIT
+trap 'exit 130' INT TERM
 
 psql=""
 for candidate in $(ls -d /usr/lib/postgresql/*/bin/psql 2>/dev/null | sort -V -r) $(command -v psql || true); do
