@@ -27,7 +27,7 @@ $(VENV)/.installed: scripts/requirements-tools.txt tests/interop/requirements.tx
 	  -r scripts/requirements-tools.txt -r tests/interop/requirements.txt
 	touch $@
 
-## postgres: PostgreSQL server binaries (apt-get when missing)
+## postgres: PostgreSQL server binaries and pgbouncer (apt-get when missing)
 postgres:
 	@scripts/postgres.sh install
 

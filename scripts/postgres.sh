@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Throwaway PostgreSQL cluster for the demo and the tests.
 #
-#   scripts/postgres.sh install          install the server binaries with apt-get if missing
+#   scripts/postgres.sh install          install the server binaries and pgbouncer (the tests run
+#                                        the receive path through it too) with apt-get if missing
 #   scripts/postgres.sh start DIR        initdb + start a cluster in DIR; prints DATABASE_URL
 #                                        (TLS is on too, with a throwaway CA in DIR/tls/ca.crt and a
 #                                        server certificate for localhost and 127.0.0.1)
@@ -25,13 +26,18 @@ as_owner() {
 }
 
 install_server() {
-  if pg_bindir >/dev/null; then return 0; fi
-  echo "PostgreSQL server binaries not found: installing them with apt-get" >&2
+  local packages=()
+  pg_bindir >/dev/null || packages+=(postgresql)
+  command -v pgbouncer >/dev/null 2>&1 || [ -x /usr/sbin/pgbouncer ] || packages+=(pgbouncer)
+  [ "${#packages[@]}" -gt 0 ] || return 0
+  echo "${packages[*]} not found: installing with apt-get" >&2
   local sudo=""
   [ "$(id -u)" = 0 ] || sudo="sudo"
   $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq postgresql >/dev/null
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${packages[@]}" >/dev/null
   pg_bindir >/dev/null || { echo "PostgreSQL install failed" >&2; exit 1; }
+  command -v pgbouncer >/dev/null 2>&1 || [ -x /usr/sbin/pgbouncer ] \
+    || { echo "pgbouncer install failed" >&2; exit 1; }
 }
 
 free_port() {

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The whole suite: formatting, clippy, then every test against a throwaway PostgreSQL.
+# The whole suite: formatting, clippy, then every test against a throwaway PostgreSQL (the
+# pooler tests reach it through a pgbouncer in transaction mode started in front of it).
 # Fails when any step fails, and when no test ran at all.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,11 +15,11 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 echo "== sam validate --lint template.yaml"
 sam validate --lint --template-file template.yaml
 
-echo "== cargo test (throwaway PostgreSQL with TLS, moto for Secrets Manager)"
+echo "== cargo test (throwaway PostgreSQL with TLS, pgbouncer in transaction mode, moto for Secrets Manager)"
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 set +e
-scripts/with-moto.sh scripts/with-postgres.sh cargo test --workspace --locked --no-fail-fast 2>&1 | tee "$log"
+scripts/with-moto.sh scripts/with-postgres.sh scripts/with-pgbouncer.sh cargo test --workspace --locked --no-fail-fast 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
 set -e
 

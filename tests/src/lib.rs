@@ -45,6 +45,17 @@ pub fn server_url() -> Result<String> {
     })
 }
 
+/// The same server through a transaction-mode pgbouncer: `HOOKLEDGER_TEST_POOLER_URL`, which
+/// `make test` sets (scripts/with-pgbouncer.sh). Tests fail (never skip) without it.
+pub fn pooler_url() -> Result<String> {
+    std::env::var("HOOKLEDGER_TEST_POOLER_URL").map_err(|_| {
+        anyhow!(
+            "HOOKLEDGER_TEST_POOLER_URL is not set: run the tests with `make test` \
+             (it starts pgbouncer in front of PostgreSQL)"
+        )
+    })
+}
+
 /// Replaces the database name in a `postgres://` URL.
 pub fn url_with_database(url: &str, database: &str) -> Result<String> {
     let (base, query) = match url.split_once('?') {
@@ -120,6 +131,11 @@ impl TestDb {
         let mut settings = DatabaseSettings::with_url(self.url.clone());
         settings.pool_size = pool_size;
         settings
+    }
+
+    /// This database's URL through the transaction-mode pgbouncer ([`pooler_url`]).
+    pub fn pooler_url(&self) -> Result<String> {
+        url_with_database(&pooler_url()?, &self.name)
     }
 
     /// A plain connection to this database (for assertions and setting up state).

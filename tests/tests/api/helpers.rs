@@ -53,15 +53,47 @@ impl TestApp {
 
 /// A receiver over a fresh database, `pool_size` connections, with `lock_timeout_ms`.
 pub async fn spawn_app_with(pool_size: usize, lock_timeout_ms: u64) -> TestApp {
+    let db = TestDb::new().await.expect("test database");
+    let mut database: DatabaseSettings = db.settings(pool_size);
+    database.lock_timeout_ms = lock_timeout_ms;
+    spawn_app_over(db, database)
+}
+
+/// A receiver whose pool reaches a fresh database through the transaction-mode pgbouncer of
+/// `make test` (`HOOKLEDGER_TEST_POOLER_URL`), `pool_size` connections, with `lock_timeout_ms`
+/// and the statement cache on or off. The database itself is created directly on PostgreSQL,
+/// and `app.db.connect()` (the assertions) stays direct. Panics, never skips, without the
+/// pooler.
+pub async fn spawn_app_behind_pooler(
+    pool_size: usize,
+    lock_timeout_ms: u64,
+    statement_cache: bool,
+) -> TestApp {
+    let db = TestDb::new().await.expect("test database");
+    let mut database = DatabaseSettings::with_url(db.pooler_url().expect("the pooler's URL"));
+    database.pool_size = pool_size;
+    database.lock_timeout_ms = lock_timeout_ms;
+    database.statement_cache = statement_cache;
+    // Fail with pgbouncer's own words (e.g. "unsupported startup parameter: options") rather
+    // than with the 503 every delivery would answer.
+    if let Err(error) = shared::db::connect(&database).await {
+        let reason = match &error {
+            shared::db::DbError::Connect(e) => shared::db::describe(e),
+            other => other.to_string(),
+        };
+        panic!("cannot connect through pgbouncer: {reason}");
+    }
+    spawn_app_over(db, database)
+}
+
+/// A receiver over `db` with `database` as its connection settings.
+pub fn spawn_app_over(db: TestDb, database: DatabaseSettings) -> TestApp {
     // Logs go through libtest's capture (shown for failing tests only).
     let _ = tracing_subscriber::fmt()
         .json()
         .flatten_event(true)
         .with_test_writer()
         .try_init();
-    let db = TestDb::new().await.expect("test database");
-    let mut database: DatabaseSettings = db.settings(pool_size);
-    database.lock_timeout_ms = lock_timeout_ms;
     let settings = Settings {
         database,
         sources: Sources::from_json(&local_sources_json().unwrap()).unwrap(),

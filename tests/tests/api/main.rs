@@ -8,6 +8,7 @@ mod events;
 mod hardening;
 mod helpers;
 mod interop;
+mod pooler;
 mod receive;
 mod robustness;
 mod worker_robustness;
