@@ -9,7 +9,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
 use shared::handlers::{Effect, Event, Handler, HandlerError};
-use shared::ledger::ClaimTx;
+use shared::db::Sql;
+use shared::ledger::Tx;
 use tokio::sync::Notify;
 use tokio_postgres::SimpleQueryMessage;
 
@@ -101,6 +102,13 @@ async fn a_payment_and_its_retry_through_pgbouncer_have_one_effect() {
     );
 }
 
+static SHOW_TIMEOUTS: Sql = Sql {
+    text: "SELECT name, setting FROM pg_settings WHERE name IN \
+           ('idle_in_transaction_session_timeout', 'lock_timeout', 'statement_timeout') \
+           ORDER BY name",
+    types: &[],
+};
+
 /// Records the session timeouts in force inside the claim's transaction, then records the order.
 #[derive(Default)]
 struct ShowTimeouts {
@@ -109,14 +117,13 @@ struct ShowTimeouts {
 
 #[async_trait::async_trait]
 impl Handler for ShowTimeouts {
-    async fn handle(&self, tx: &ClaimTx<'_>, event: &Event<'_>) -> Result<Effect, HandlerError> {
-        let rows = simple_rows(
-            tx.connection(),
-            "SELECT name, setting FROM pg_settings WHERE name IN \
-             ('idle_in_transaction_session_timeout', 'lock_timeout', 'statement_timeout') \
-             ORDER BY name",
-        )
-        .await;
+    async fn handle(&self, tx: &mut Tx<'_>, event: &Event<'_>) -> Result<Effect, HandlerError> {
+        let rows = tx
+            .query(&SHOW_TIMEOUTS, &[])
+            .await?
+            .iter()
+            .map(|row| vec![row.get::<_, String>(0), row.get::<_, String>(1)])
+            .collect();
         *self.seen.lock().unwrap() = rows;
         shared::handlers::stripe_orders::PaymentIntentSucceeded
             .handle(tx, event)
@@ -187,7 +194,7 @@ struct Gate {
 
 #[async_trait::async_trait]
 impl Handler for Gate {
-    async fn handle(&self, tx: &ClaimTx<'_>, event: &Event<'_>) -> Result<Effect, HandlerError> {
+    async fn handle(&self, tx: &mut Tx<'_>, event: &Event<'_>) -> Result<Effect, HandlerError> {
         self.calls.fetch_add(1, Ordering::SeqCst);
         self.entered.notify_one();
         self.release.notified().await;
