@@ -14,6 +14,7 @@
 //! | `HOOKLEDGER_STATEMENT_TIMEOUT_MS` | `statement_timeout`, milliseconds | 5000 |
 //! | `HOOKLEDGER_LOCK_TIMEOUT_MS` | `lock_timeout`, milliseconds: how long a duplicate waits on an in-flight claim | 2000 |
 //! | `HOOKLEDGER_IDLE_IN_TRANSACTION_TIMEOUT_MS` | `idle_in_transaction_session_timeout`, milliseconds | 10000 |
+//! | `HOOKLEDGER_DB_TRANSACTION_LIMITS` | `true`: the three limits are `SET LOCAL` with every `BEGIN`; `false`: bare `BEGIN`, limits set on the database role (RDS Proxy pins sessions on `SET`) | true |
 //! | `HOOKLEDGER_DB_STATEMENT_CACHE` | `true`: named statements prepared once per connection; `false`: unnamed statements (pgbouncer transaction mode, RDS Proxy) | true |
 //! | `HOOKLEDGER_WORKER_FUNCTION` | the worker function's name or ARN: the receiver rings it after a deferred accept | unset: doorbell off |
 //! | `HOOKLEDGER_LEASE_SECS` | how long a worker owns a leased event, seconds | 120 |
@@ -382,6 +383,11 @@ pub struct DatabaseSettings {
     /// (one round trip, nothing left on the server): required behind pgbouncer in transaction
     /// mode, and what keeps RDS Proxy sessions unpinned.
     pub statement_cache: bool,
+    /// Send the three limits as `SET LOCAL` with every `BEGIN` (`true`, the default). `false`
+    /// sends a bare `BEGIN`: for RDS Proxy, which pins a PostgreSQL session on any `SET`; the
+    /// limits must then be set on the database role instead (`ALTER ROLE .. SET lock_timeout
+    /// = ..`), see the README.
+    pub transaction_limits: bool,
 }
 
 impl DatabaseSettings {
@@ -395,6 +401,7 @@ impl DatabaseSettings {
             lock_timeout_ms: 2_000,
             idle_in_transaction_timeout_ms: 10_000,
             statement_cache: true,
+            transaction_limits: true,
         }
     }
 }
@@ -606,21 +613,24 @@ impl Settings {
             "HOOKLEDGER_IDLE_IN_TRANSACTION_TIMEOUT_MS",
             database.idle_in_transaction_timeout_ms,
         )?;
-        database.statement_cache = match lookup("HOOKLEDGER_DB_STATEMENT_CACHE")
-            .filter(|v| !v.is_empty())
-            .map(|v| v.trim().to_ascii_lowercase())
-            .as_deref()
-        {
-            None | Some("true" | "on" | "1") => true,
-            Some("false" | "off" | "0") => false,
-            Some(other) => {
-                return Err(ConfigError::Number {
-                    var: "HOOKLEDGER_DB_STATEMENT_CACHE",
+        let flag = |var: &'static str, default: bool| -> Result<bool, ConfigError> {
+            match lookup(var)
+                .filter(|v| !v.is_empty())
+                .map(|v| v.trim().to_ascii_lowercase())
+                .as_deref()
+            {
+                None => Ok(default),
+                Some("true" | "on" | "1") => Ok(true),
+                Some("false" | "off" | "0") => Ok(false),
+                Some(other) => Err(ConfigError::Number {
+                    var,
                     expected: "true or false",
                     value: other.to_owned(),
-                })
+                }),
             }
         };
+        database.statement_cache = flag("HOOKLEDGER_DB_STATEMENT_CACHE", true)?;
+        database.transaction_limits = flag("HOOKLEDGER_DB_TRANSACTION_LIMITS", true)?;
         let mut worker = WorkerSettings::default();
         let bounded = |var: &'static str, default: u64, max: u64| -> Result<u64, ConfigError> {
             let value = number(var, default)?;

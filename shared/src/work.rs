@@ -129,7 +129,7 @@ impl Worker {
     /// running `handlers`.
     pub fn new(settings: &Settings, pool: Pool, handlers: Registry) -> Self {
         let database = &settings.database;
-        let session = Session::with_limits(
+        let mut session = Session::with_limits(
             database.statement_timeout_ms,
             database.lock_timeout_ms,
             database
@@ -137,6 +137,9 @@ impl Worker {
                 .max(settings.worker.handler_timeout_ms),
             database.statement_cache,
         );
+        if !database.transaction_limits {
+            session = session.without_limits();
+        }
         Self {
             pool: pool.with_session(session),
             handlers,

@@ -45,12 +45,24 @@ pub struct Session {
 impl Session {
     /// The session for `settings`' limits (milliseconds) and statement cache flag.
     pub fn new(settings: &DatabaseSettings) -> Self {
-        Self::with_limits(
+        let session = Self::with_limits(
             settings.statement_timeout_ms,
             settings.lock_timeout_ms,
             settings.idle_in_transaction_timeout_ms,
             settings.statement_cache,
-        )
+        );
+        if settings.transaction_limits {
+            session
+        } else {
+            session.without_limits()
+        }
+    }
+
+    /// The same session sending a bare `BEGIN`: the limits come from the database role's
+    /// settings (`ALTER ROLE .. SET`), for RDS Proxy, which pins a PostgreSQL session on `SET`.
+    pub fn without_limits(mut self) -> Self {
+        self.begin = "BEGIN".to_owned();
+        self
     }
 
     /// A session with explicit limits, milliseconds each.
@@ -290,4 +302,24 @@ fn typed<'a>(
         .iter()
         .zip(sql.types.iter())
         .map(|(p, t)| (*p, t.clone()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn begin_carries_the_limits_unless_they_live_on_the_role() {
+        let mut settings = DatabaseSettings::with_url("postgres://localhost/x");
+        settings.lock_timeout_ms = 321;
+        let session = Session::new(&settings);
+        assert!(session
+            .begin_sql()
+            .starts_with("BEGIN; SET LOCAL statement_timeout = 5000;"));
+        assert!(session
+            .begin_sql()
+            .contains("SET LOCAL lock_timeout = 321;"));
+        settings.transaction_limits = false;
+        assert_eq!(Session::new(&settings).begin_sql(), "BEGIN");
+    }
 }

@@ -8,8 +8,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
-use shared::handlers::{Effect, Event, Handler, HandlerError};
 use shared::db::Sql;
+use shared::handlers::{Effect, Event, Handler, HandlerError};
 use shared::ledger::Tx;
 use tokio::sync::Notify;
 use tokio_postgres::SimpleQueryMessage;
