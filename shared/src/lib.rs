@@ -11,6 +11,7 @@ pub mod db;
 pub mod doorbell;
 pub mod extract;
 pub mod handlers;
+pub mod identity;
 pub mod ledger;
 pub mod ordering;
 pub mod receive;
