@@ -25,7 +25,6 @@ use std::time::Instant;
 
 use crate::db::Pool;
 use http::HeaderMap;
-use sha2::{Digest, Sha256};
 
 use std::time::SystemTime;
 
@@ -244,7 +243,15 @@ impl Receiver {
         };
         trace.event_id = Some(meta.event_id.clone().into_owned());
         trace.event_type = Some(meta.event_type.clone().into_owned());
-        let digest: [u8; 32] = Sha256::digest(body).into();
+        // The full-body digest (audit) and the payload identity (what a retry must match:
+        // Stripe re-renders `pending_webhooks` at each attempt), in one pass when they agree.
+        let hashes = match crate::identity::payload_hashes(config.scheme, body) {
+            Ok(hashes) => hashes,
+            Err(error) => {
+                trace.detail = Some(error.to_string());
+                return Reply::error(400, "bad_request", error.reason());
+            }
+        };
         let event = Event {
             source,
             event_id: &meta.event_id,
@@ -256,7 +263,8 @@ impl Receiver {
             source,
             event_id: &meta.event_id,
             event_type: &meta.event_type,
-            digest: &digest,
+            digest: &hashes.digest,
+            identity: &hashes.identity,
             payload: config.store_payload.then_some(body),
         };
         let decided = match config.mode {
@@ -270,7 +278,7 @@ impl Receiver {
             Ok(reply) => {
                 if reply.outcome == "digest_mismatch" {
                     trace.detail =
-                        Some("stored payload_digest differs from this body's".to_owned());
+                        Some("stored payload identity differs from this body's".to_owned());
                     crate::telemetry::count("digest_mismatch", source, 1);
                 }
                 reply

@@ -8,7 +8,8 @@ use super::tx::{Guard, Tx};
 use super::{is_lock_timeout, Connection, LedgerError, Status};
 use crate::db::Sql;
 
-/// The event being claimed. `digest` is the SHA-256 of the raw body.
+/// The event being claimed. `digest` is the SHA-256 of the raw body; `identity` what a retry
+/// must match (see `crate::identity`).
 #[derive(Debug, Clone, Copy)]
 pub struct NewEvent<'a> {
     /// Source name (the ledger key's first half).
@@ -17,8 +18,11 @@ pub struct NewEvent<'a> {
     pub event_id: &'a str,
     /// The provider's event type, e.g. `payment_intent.succeeded`.
     pub event_type: &'a str,
-    /// SHA-256 of the raw body (32 bytes).
+    /// SHA-256 of the raw body (32 bytes), kept for audit.
     pub digest: &'a [u8; 32],
+    /// The payload identity (32 bytes): what the provider keeps stable across retries of the
+    /// event, compared to tell a retry from an event id reused with another body.
+    pub identity: &'a [u8; 32],
     /// The raw body when the source keeps payloads, `None` to keep the digest only.
     pub payload: Option<&'a [u8]>,
 }
@@ -57,19 +61,41 @@ pub struct EventRow {
     pub status: Status,
     /// SHA-256 of the body first claimed.
     pub payload_digest: Vec<u8>,
+    /// The payload identity of the body first claimed (`None` on rows claimed before it was
+    /// recorded).
+    pub payload_identity: Option<Vec<u8>>,
     /// The stored response, present when completed (and on an inline dead letter).
     pub response: Option<StoredResponse>,
+}
+
+impl EventRow {
+    /// Whether `event` carries the same payload as this row: the payload identity when the row
+    /// has one, else the full-body digest.
+    pub fn same_payload(&self, event: &NewEvent<'_>) -> bool {
+        match &self.payload_identity {
+            Some(identity) => identity.as_slice() == event.identity.as_slice(),
+            None => self.payload_digest.as_slice() == event.digest.as_slice(),
+        }
+    }
 }
 
 /// The claim's INSERT: the whole concurrency control of the receive path.
 static CLAIM: Sql = Sql {
     text: "\
-INSERT INTO webhook_event (source, event_id, event_type, payload_digest, payload, status)
-VALUES ($1, $2, $3, $4, $5, 'claimed')
+INSERT INTO webhook_event
+    (source, event_id, event_type, payload_digest, payload, status, payload_identity)
+VALUES ($1, $2, $3, $4, $5, 'claimed', $6)
 -- A concurrent claim of the same key waits here for the first to commit or roll back.
 ON CONFLICT (source, event_id) DO NOTHING
 RETURNING 1",
-    types: &[Type::TEXT, Type::TEXT, Type::TEXT, Type::BYTEA, Type::BYTEA],
+    types: &[
+        Type::TEXT,
+        Type::TEXT,
+        Type::TEXT,
+        Type::BYTEA,
+        Type::BYTEA,
+        Type::BYTEA,
+    ],
 };
 
 /// Claims `event` on `conn`: opens a transaction (with the session's limits) and inserts the
@@ -77,7 +103,7 @@ RETURNING 1",
 ///
 /// On [`Claim::Won`] the transaction stays open in the returned [`Tx`]; on every other outcome
 /// it is already rolled back. A lost claim reads the existing row in a new statement (its own
-/// snapshot, so it sees the winner's commit) and compares digests.
+/// snapshot, so it sees the winner's commit) and compares payloads ([`EventRow::same_payload`]).
 ///
 /// One round trip when won (`BEGIN` and the INSERT are pipelined); two when lost.
 ///
@@ -90,12 +116,14 @@ pub async fn claim<'c>(
 ) -> Result<Claim<'c>, LedgerError> {
     let statement = conn.prepare(&CLAIM).await?;
     let digest: &[u8] = event.digest;
-    let params: [&(dyn ToSql + Sync); 5] = [
+    let identity: &[u8] = event.identity;
+    let params: [&(dyn ToSql + Sync); 6] = [
         &event.source,
         &event.event_id,
         &event.event_type,
         &digest,
         &event.payload,
+        &identity,
     ];
     // The guard exists before anything is sent: if this future is dropped while the INSERT
     // waits (a cancelled duplicate), the guard's Drop queues ROLLBACK, so the connection never
@@ -120,9 +148,7 @@ pub async fn claim<'c>(
     Ok(match row? {
         // Deleted between the conflict and the read (sweeper): the provider's retry decides.
         None => Claim::InFlight,
-        Some(row) if row.payload_digest.as_slice() != event.digest.as_slice() => {
-            Claim::DigestMismatch
-        }
+        Some(row) if !row.same_payload(event) => Claim::DigestMismatch,
         Some(EventRow {
             response: Some(response),
             status: Status::Completed,
@@ -139,7 +165,7 @@ pub async fn claim<'c>(
 
 static LOOKUP: Sql = Sql {
     text: "\
-SELECT status::text, payload_digest, response_status, response_body::text
+SELECT status::text, payload_digest, response_status, response_body::text, payload_identity
 FROM webhook_event
 WHERE source = $1
   AND event_id = $2",
@@ -167,6 +193,7 @@ pub async fn lookup(
     Ok(Some(EventRow {
         status,
         payload_digest: row.try_get(1)?,
+        payload_identity: row.try_get(4)?,
         response: match (response_status, response_body) {
             (Some(status), Some(body)) => Some(StoredResponse {
                 status: u16::try_from(status).unwrap_or(500),
@@ -181,8 +208,8 @@ static RECORD_DEAD: Sql = Sql {
     text: "\
 INSERT INTO webhook_event
     (source, event_id, event_type, payload_digest, payload, status, attempts, last_error,
-     response_status, response_body)
-VALUES ($1, $2, $3, $4, $5, 'dead', 1, $6, $7, $8)
+     response_status, response_body, payload_identity)
+VALUES ($1, $2, $3, $4, $5, 'dead', 1, $6, $7, $8, $9)
 -- A concurrent delivery claimed the event after our rollback: its outcome stands.
 ON CONFLICT (source, event_id) DO NOTHING
 RETURNING response_body::text",
@@ -195,6 +222,7 @@ RETURNING response_body::text",
         Type::TEXT,
         Type::INT2,
         Type::JSONB,
+        Type::BYTEA,
     ],
 };
 
@@ -214,6 +242,7 @@ pub async fn record_dead(
     body: &serde_json::Value,
 ) -> Result<Option<StoredResponse>, LedgerError> {
     let digest: &[u8] = event.digest;
+    let identity: &[u8] = event.identity;
     let error = super::lease::bounded_error(error);
     let status_param = i16::try_from(status).unwrap_or(200);
     let body_param = Json(body);
@@ -229,6 +258,7 @@ pub async fn record_dead(
                 &error,
                 &status_param,
                 &body_param,
+                &identity,
             ],
         )
         .await?;

@@ -26,8 +26,9 @@ pub enum Accept {
 static ACCEPT: Sql = Sql {
     text: "\
 INSERT INTO webhook_event
-    (source, event_id, event_type, payload_digest, payload, status, next_attempt_at)
-VALUES ($1, $2, $3, $4, $5, 'claimed', $6)
+    (source, event_id, event_type, payload_digest, payload, status, next_attempt_at,
+     payload_identity)
+VALUES ($1, $2, $3, $4, $5, 'claimed', $6, $7)
 -- A concurrent accept of the same key waits here (bounded by lock_timeout).
 ON CONFLICT (source, event_id) DO NOTHING
 RETURNING 1",
@@ -38,6 +39,7 @@ RETURNING 1",
         Type::BYTEA,
         Type::BYTEA,
         Type::TIMESTAMPTZ,
+        Type::BYTEA,
     ],
 };
 
@@ -54,13 +56,15 @@ pub async fn accept(
     now: SystemTime,
 ) -> Result<Accept, LedgerError> {
     let digest: &[u8] = event.digest;
-    let params: [&(dyn ToSql + Sync); 6] = [
+    let identity: &[u8] = event.identity;
+    let params: [&(dyn ToSql + Sync); 7] = [
         &event.source,
         &event.event_id,
         &event.event_type,
         &digest,
         &event.payload,
         &now,
+        &identity,
     ];
     match conn.autocommit(&ACCEPT, &params).await {
         Ok(rows) if !rows.is_empty() => return Ok(Accept::Accepted),
@@ -71,9 +75,7 @@ pub async fn accept(
     Ok(match lookup(conn, event.source, event.event_id).await? {
         // Swept between the conflict and the read: let the provider's retry decide.
         None => Accept::InFlight,
-        Some(row) if row.payload_digest.as_slice() != event.digest.as_slice() => {
-            Accept::DigestMismatch
-        }
+        Some(row) if !row.same_payload(event) => Accept::DigestMismatch,
         Some(row) => Accept::Duplicate(row.status),
     })
 }

@@ -13,6 +13,7 @@ fn event<'a>(id: &'a str, digest: &'a [u8; 32]) -> NewEvent<'a> {
         event_id: id,
         event_type: "payment_intent.succeeded",
         digest,
+        identity: digest,
         payload: Some(b"{}"),
     }
 }

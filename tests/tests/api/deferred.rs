@@ -393,6 +393,7 @@ async fn two_workers_leasing_at_once_get_disjoint_rows() {
                 event_id: &id,
                 event_type: "payment_intent.succeeded",
                 digest: &digest,
+                identity: &digest,
                 payload: Some(b"{}"),
             };
             ledger::accept(&conn, &event, SystemTime::now() - Duration::from_secs(1))

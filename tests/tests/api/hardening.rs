@@ -496,3 +496,94 @@ async fn a_tie_whose_re_fetch_fails_is_retried_not_dropped() {
         "rolled back: the provider's retry tries again"
     );
 }
+
+/// A Stripe payment event as Stripe renders it at one delivery attempt.
+fn rendered(pending_webhooks: u32, amount: i64) -> Vec<u8> {
+    serde_json::to_vec(&serde_json::json!({
+        "id": "evt_rendered",
+        "object": "event",
+        "created": NOW - 1,
+        "type": "payment_intent.succeeded",
+        "pending_webhooks": pending_webhooks,
+        "data": {"object": {
+            "id": "pi_rendered", "object": "payment_intent", "amount": amount,
+            "amount_received": amount, "currency": "usd",
+            "metadata": {"order_id": "ord_rendered"}
+        }}
+    }))
+    .unwrap()
+}
+
+#[tokio::test]
+async fn a_stripe_retry_that_differs_only_in_pending_webhooks_gets_the_cached_response() {
+    let app = spawn_app().await;
+    let first = app
+        .receive("stripe", &stripe_body(rendered(2, 700), NOW))
+        .await;
+    assert_eq!(first.status, 200, "{first:?}");
+    // The second endpoint acknowledged meanwhile: Stripe renders the retry with 1.
+    let retry = app
+        .receive("stripe", &stripe_body(rendered(1, 700), NOW))
+        .await;
+    assert_eq!(
+        (retry.status, retry.outcome),
+        (200, "replayed"),
+        "{retry:?}"
+    );
+    assert_eq!(retry.body, first.body);
+    assert_eq!(app.order_rows().await, 1);
+
+    // Deferred mode compares the same way.
+    let accepted = app
+        .receive("stripe-deferred", &deferred(rendered(2, 700)))
+        .await;
+    let again = app
+        .receive("stripe-deferred", &deferred(rendered(1, 700)))
+        .await;
+    assert_eq!((accepted.status, again.status), (202, 202), "{again:?}");
+    assert!(again.replayed);
+}
+
+#[tokio::test]
+async fn a_stripe_retry_that_differs_in_data_object_is_a_409_and_leaves_the_original_untouched() {
+    let app = spawn_app().await;
+    let first = app
+        .receive("stripe", &stripe_body(rendered(2, 700), NOW))
+        .await;
+    assert_eq!(first.status, 200);
+    let client = app.db.connect().await.unwrap();
+    let before: (Vec<u8>, Option<Vec<u8>>, String) = {
+        let row = client
+            .query_one(
+                "SELECT payload_digest, payload_identity, response_body::text \
+                 FROM webhook_event WHERE event_id = 'evt_rendered'",
+                &[],
+            )
+            .await
+            .unwrap();
+        (row.get(0), row.get(1), row.get(2))
+    };
+    assert!(before.1.is_some(), "the identity is recorded");
+    let other = app
+        .receive("stripe", &stripe_body(rendered(2, 701), NOW))
+        .await;
+    assert_eq!((other.status, other.outcome), (409, "digest_mismatch"));
+    let after: (Vec<u8>, Option<Vec<u8>>, String) = {
+        let row = client
+            .query_one(
+                "SELECT payload_digest, payload_identity, response_body::text \
+                 FROM webhook_event WHERE event_id = 'evt_rendered'",
+                &[],
+            )
+            .await
+            .unwrap();
+        (row.get(0), row.get(1), row.get(2))
+    };
+    assert_eq!(before, after, "the original row is untouched");
+    let total: i64 = client
+        .query_one("SELECT total_minor FROM orders", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(total, 700);
+}
