@@ -9,4 +9,5 @@ mod helpers;
 mod interop;
 mod receive;
 mod robustness;
+mod scripts;
 mod worker_robustness;
