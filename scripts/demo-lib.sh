@@ -11,7 +11,8 @@ demo_target_dir() {
 
 # demo_sources_file SCRATCH: prints the path of the sources JSON file the functions are to read
 # (as HOOKLEDGER_SOURCES_FILE). With HOOKLEDGER_SOURCES set, its value is written to SCRATCH (a
-# file the caller made, and removes on exit) and SCRATCH is printed: the JSON never goes through
+# path in a folder the caller made and removes on exit; the file is owner-only, it holds
+# secrets) and SCRATCH is printed: the JSON never goes through
 # cargo lambda's --env-var, which splits values on commas (and every sources array has one).
 # Else HOOKLEDGER_SOURCES_FILE, else events/sources.local.json, as an absolute path.
 # Fails when both variables are set (as the functions do) or the file does not exist.
@@ -22,7 +23,7 @@ demo_sources_file() {
     return 1
   fi
   if [ -n "${HOOKLEDGER_SOURCES:-}" ]; then
-    printf '%s' "$HOOKLEDGER_SOURCES" >"$scratch"
+    (umask 077 && printf '%s' "$HOOKLEDGER_SOURCES" >"$scratch")
     echo "$scratch"
     return 0
   fi

@@ -167,8 +167,10 @@ fn json_sources_with_commas_reach_the_emulator_through_a_file() {
     assert!(!env.contains("HOOKLEDGER_SOURCES="), "{env}");
     // Both files hold secrets: owner only.
     use std::os::unix::fs::PermissionsExt as _;
-    let mode = std::fs::metadata(&env_file).unwrap().permissions().mode();
-    assert_eq!(mode & 0o077, 0, "emulator.env mode {mode:o}");
+    for path in [&env_file, &file] {
+        let mode = std::fs::metadata(path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o077, 0, "{} mode {mode:o}", path.display());
+    }
 
     emulator_accepts(&env_file, &scratch.0).unwrap();
 
