@@ -14,17 +14,25 @@ demo: tools postgres
 run: tools postgres
 	scripts/demo.sh run
 
-## test: fmt, clippy, every test on a throwaway PostgreSQL (fails if no test ran)
+## test: fmt, clippy, every test on a throwaway PostgreSQL (fails on any failed or ignored test, and
+## when the end-to-end tests number fewer than tests/minimum-e2e-tests)
 test: tools postgres
 	HOOKLEDGER_TOOLS_PYTHON=$(CURDIR)/$(VENV)/bin/python scripts/test.sh
 
-## tools: a venv with cargo-lambda and zig, aws-sam-cli, moto, and the providers' libraries
-tools: $(VENV)/.installed
+## tools: a venv with cargo-lambda and zig, aws-sam-cli, moto, and the providers' libraries (PyPI,
+## and npm for GitHub's and Shopify's, pinned by tests/interop/node/package-lock.json)
+NODE_INTEROP := tests/interop/node
+tools: $(VENV)/.installed $(NODE_INTEROP)/node_modules/.installed
 
 $(VENV)/.installed: scripts/requirements-tools.txt tests/interop/requirements.txt
 	python3 -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet --disable-pip-version-check \
 	  -r scripts/requirements-tools.txt -r tests/interop/requirements.txt
+	touch $@
+
+$(NODE_INTEROP)/node_modules/.installed: $(NODE_INTEROP)/package.json $(NODE_INTEROP)/package-lock.json
+	@scripts/nodejs.sh install
+	cd $(NODE_INTEROP) && npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 
 ## postgres: PostgreSQL server binaries and pgbouncer (apt-get when missing)
@@ -36,4 +44,4 @@ build:
 
 clean:
 	cargo clean
-	rm -rf $(VENV)
+	rm -rf $(VENV) $(NODE_INTEROP)/node_modules

@@ -9,13 +9,15 @@
 # Sources: HOOKLEDGER_SOURCES or HOOKLEDGER_SOURCES_FILE when set, else events/sources.local.json.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=scripts/demo-lib.sh
+. scripts/demo-lib.sh
 mode=${1:-demo}
 port=${PORT:-9000}
-root=$(pwd)
 
 cluster=""
 watch_pid=""
 log=""
+scratch=""
 cleaned=0
 cleanup() {
   # Runs once, and is not interrupted by the repeated signals a process group gets.
@@ -28,11 +30,19 @@ cleanup() {
   fi
   if [ -n "$cluster" ]; then scripts/postgres.sh stop "$cluster"; fi
   if [ -n "$log" ]; then rm -f "$log"; fi
+  if [ -n "$scratch" ]; then rm -rf "$scratch"; fi
 }
 trap cleanup EXIT
 trap 'cleanup; exit 130' INT TERM
 
 command -v cargo-lambda >/dev/null || { echo "cargo-lambda not found: run through make ($0 expects .venv-tools on PATH)" >&2; exit 1; }
+
+# The sources and the emulator's environment go through files in a private scratch folder (they
+# hold secrets), removed on exit: cargo lambda's --env-var splits its values on commas.
+scratch=$(mktemp -d /tmp/hookledger-demo.XXXXXX)
+sources_file=$(demo_sources_file "$scratch/sources.json")
+# The functions inherit this shell's environment too: leave them one way to the sources.
+unset HOOKLEDGER_SOURCES HOOKLEDGER_SOURCES_FILE HOOKLEDGER_SOURCES_SECRET_ARN
 
 if [ -z "${DATABASE_URL:-}" ]; then
   cluster=$(mktemp -d /tmp/hookledger-pg.XXXXXX)
@@ -44,17 +54,9 @@ else
 fi
 export DATABASE_URL
 
-source_args=()
-if [ -n "${HOOKLEDGER_SOURCES:-}" ]; then
-  source_args=(--env-var "HOOKLEDGER_SOURCES=$HOOKLEDGER_SOURCES")
-else
-  sources_file=${HOOKLEDGER_SOURCES_FILE:-$root/events/sources.local.json}
-  source_args=(--env-var "HOOKLEDGER_SOURCES_FILE=$(realpath "$sources_file")")
-fi
-
-echo "== building (a cold build takes 10 to 20 minutes on 2 cores; later runs take seconds)"
+echo "== building (the first build takes a few minutes on 2 cores; later runs take seconds)"
 cargo build --bin receiver --bin worker --bin hookledger-dev
-dev=target/debug/hookledger-dev
+dev=$(demo_target_dir)/debug/hookledger-dev
 "$dev" migrate
 
 if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
@@ -66,13 +68,13 @@ echo "== starting the receiver: cargo lambda watch on 127.0.0.1:$port"
 log=$(mktemp /tmp/hookledger-watch.XXXXXX.log)
 # Both functions run under the emulator. The receiver's doorbell rings the worker through the
 # emulator's Lambda Invoke API (dummy credentials: nothing leaves this machine).
+demo_env_file "$scratch/emulator.env" \
+  "DATABASE_URL=$DATABASE_URL" "HOOKLEDGER_SOURCES_FILE=$sources_file" \
+  "HOOKLEDGER_WORKER_FUNCTION=worker" "AWS_ENDPOINT_URL_LAMBDA=http://127.0.0.1:$port" \
+  "AWS_REGION=us-east-1" "AWS_ACCESS_KEY_ID=local" "AWS_SECRET_ACCESS_KEY=local" \
+  "AWS_EC2_METADATA_DISABLED=true" "RUST_LOG=${RUST_LOG:-info}"
 setsid cargo lambda watch --quiet --ignore-changes -A 127.0.0.1 -P "$port" \
-  --env-var "DATABASE_URL=$DATABASE_URL" "${source_args[@]}" \
-  --env-var "HOOKLEDGER_WORKER_FUNCTION=worker" \
-  --env-var "AWS_ENDPOINT_URL_LAMBDA=http://127.0.0.1:$port" \
-  --env-var "AWS_REGION=us-east-1" --env-var "AWS_ACCESS_KEY_ID=local" \
-  --env-var "AWS_SECRET_ACCESS_KEY=local" --env-var "AWS_EC2_METADATA_DISABLED=true" \
-  --env-var "RUST_LOG=${RUST_LOG:-info}" >"$log" 2>&1 &
+  --env-file "$scratch/emulator.env" >"$log" 2>&1 &
 watch_pid=$!
 for _ in $(seq 1 600); do
   if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then break; fi

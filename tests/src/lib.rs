@@ -18,9 +18,16 @@ use tokio::sync::OnceCell;
 
 pub mod fake_api;
 
-/// The repository root (the workspace), found from this crate's manifest directory.
+/// The repository root (the workspace), found from this crate's manifest directory: the one cargo
+/// names when it runs a test or `cargo run` (`CARGO_MANIFEST_DIR` at run time), else the one this
+/// crate was compiled in. The run-time value comes first because checkouts that share one
+/// `CARGO_TARGET_DIR` can link a copy of this crate compiled in another checkout.
 pub fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
+    let manifest_dir = std::env::var_os("CARGO_MANIFEST_DIR")
+        .map(PathBuf::from)
+        .filter(|dir| dir.join("Cargo.toml").is_file())
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")));
+    manifest_dir
         .parent()
         .map(Path::to_path_buf)
         .unwrap_or_else(|| PathBuf::from("."))

@@ -11,4 +11,5 @@ mod interop;
 mod pooler;
 mod receive;
 mod robustness;
+mod scripts;
 mod worker_robustness;

@@ -1,0 +1,63 @@
+# Functions for scripts/demo.sh, kept apart so the tests can run them (tests/tests/api/scripts.rs).
+# Source it; it sets no shell options of its own.
+
+# demo_target_dir: prints the directory cargo builds this workspace into. It is `target/` only by
+# default: CARGO_TARGET_DIR, CARGO_BUILD_TARGET_DIR or a .cargo/config.toml `build.target-dir`
+# move it, so ask cargo (`cargo metadata`, field `target_directory`).
+demo_target_dir() {
+  cargo metadata --format-version 1 --no-deps |
+    python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])'
+}
+
+# demo_sources_file SCRATCH: prints the path of the sources JSON file the functions are to read
+# (as HOOKLEDGER_SOURCES_FILE). With HOOKLEDGER_SOURCES set, its value is written to SCRATCH (a
+# path in a folder the caller made and removes on exit; the file is owner-only, it holds
+# secrets) and SCRATCH is printed: the JSON never goes through
+# cargo lambda's --env-var, which splits values on commas (and every sources array has one).
+# Else HOOKLEDGER_SOURCES_FILE, else events/sources.local.json, as an absolute path.
+# Fails when both variables are set (as the functions do) or the file does not exist.
+demo_sources_file() {
+  local scratch=$1 file
+  if [ -n "${HOOKLEDGER_SOURCES:-}" ] && [ -n "${HOOKLEDGER_SOURCES_FILE:-}" ]; then
+    echo "both HOOKLEDGER_SOURCES and HOOKLEDGER_SOURCES_FILE are set: set only one" >&2
+    return 1
+  fi
+  if [ -n "${HOOKLEDGER_SOURCES:-}" ]; then
+    (umask 077 && printf '%s' "$HOOKLEDGER_SOURCES" >"$scratch")
+    echo "$scratch"
+    return 0
+  fi
+  file=${HOOKLEDGER_SOURCES_FILE:-events/sources.local.json}
+  if [ ! -f "$file" ]; then
+    echo "sources file not found: $file" >&2
+    return 1
+  fi
+  realpath "$file"
+}
+
+# demo_env_file OUT NAME=VALUE...: writes the emulator's environment to OUT, for
+# `cargo lambda watch --env-file OUT` (cargo lambda's --env-var splits on commas, so a
+# RUST_LOG=info,shared=debug or a multi-host DATABASE_URL would break there too).
+# Values are single-quoted, the format's only literal quoting; the format cannot carry a single
+# quote, a newline, a literal backslash-n or an empty value, so those are refused by name.
+demo_env_file() {
+  local out=$1 pair name value
+  shift
+  : >"$out"
+  chmod 600 "$out"
+  for pair in "$@"; do
+    name=${pair%%=*}
+    value=${pair#*=}
+    if [ -z "$value" ]; then
+      echo "$name is empty: the emulator's environment cannot pass an empty value" >&2
+      return 1
+    fi
+    case "$value" in
+      *"'"* | *$'\n'* | *'\n'*)
+        echo "$name holds a single quote, a newline or a backslash-n: cargo lambda's env file cannot pass it" >&2
+        return 1
+        ;;
+    esac
+    printf "%s='%s'\n" "$name" "$value" >>"$out"
+  done
+}

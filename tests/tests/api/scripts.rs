@@ -1,0 +1,344 @@
+//! The shell logic behind `make demo`, `make run` and `make test`: `scripts/demo-lib.sh` (where
+//! the build lands, how the sources and the environment reach cargo lambda's emulator) and
+//! `scripts/check-test-log.sh` (when a test run counts as a pass).
+
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn root() -> PathBuf {
+    hookledger_tests::repo_root()
+}
+
+/// A fresh folder under the system temp dir, removed on drop.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new(tag: &str) -> Self {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos();
+        let dir =
+            std::env::temp_dir().join(format!("hookledger-{tag}-{}-{nanos}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        Self(dir)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Runs `script` in bash from the checkout with `scripts/demo-lib.sh` sourced; `env` is added to
+/// the environment, `remove` taken out of it.
+fn demo_lib(script: &str, env: &[(&str, &str)], remove: &[&str]) -> Output {
+    let mut command = Command::new("bash");
+    command
+        .arg("-c")
+        .arg(format!(
+            "set -euo pipefail; . scripts/demo-lib.sh; {script}"
+        ))
+        .current_dir(root());
+    for name in remove {
+        command.env_remove(name);
+    }
+    for (name, value) in env {
+        command.env(name, value);
+    }
+    command.output().expect("bash runs")
+}
+
+fn stdout(output: &Output) -> String {
+    assert!(
+        output.status.success(),
+        "script failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout.clone()).unwrap()
+}
+
+#[test]
+fn the_demo_finds_the_build_where_cargo_puts_it() {
+    // With CARGO_TARGET_DIR set (common on developer machines), the binaries are not under
+    // target/: the demo used to run target/debug/hookledger-dev and stop on "No such file".
+    let elsewhere = Scratch::new("target-dir");
+    let dir = elsewhere.0.to_str().unwrap();
+    let found = stdout(&demo_lib(
+        "demo_target_dir",
+        &[("CARGO_TARGET_DIR", dir)],
+        &["CARGO_BUILD_TARGET_DIR"],
+    ));
+    assert_eq!(found.trim(), dir);
+
+    let found = stdout(&demo_lib(
+        "demo_target_dir",
+        &[],
+        &["CARGO_TARGET_DIR", "CARGO_BUILD_TARGET_DIR"],
+    ));
+    assert_eq!(Path::new(found.trim()), root().join("target"));
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Starts `cargo lambda watch --only-lambda-apis` (the emulator without building a function)
+/// with `--env-file env_file`, and says whether it came up: it reads and checks the environment
+/// before it listens, and exits at once on a value it refuses.
+fn emulator_accepts(env_file: &Path, scratch: &Path) -> Result<(), String> {
+    let port = free_port();
+    let log_path = scratch.join("emulator.log");
+    let log = std::fs::File::create(&log_path).unwrap();
+    let mut child = Command::new("cargo")
+        .args(["lambda", "watch", "--only-lambda-apis", "-A", "127.0.0.1"])
+        .args(["-P", &port.to_string()])
+        .arg("--env-file")
+        .arg(env_file)
+        .current_dir(root())
+        .stdin(Stdio::null())
+        .stdout(log.try_clone().unwrap())
+        .stderr(log)
+        .spawn()
+        .expect("cargo starts");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let outcome = loop {
+        if TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            break Ok(());
+        }
+        if let Some(status) = child.try_wait().unwrap() {
+            break Err(format!(
+                "cargo lambda watch exited ({status}): {}",
+                std::fs::read_to_string(&log_path).unwrap_or_default()
+            ));
+        }
+        if Instant::now() > deadline {
+            break Err(format!(
+                "cargo lambda watch did not listen within 60 s: {}",
+                std::fs::read_to_string(&log_path).unwrap_or_default()
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let _ = child.kill();
+    let _ = child.wait();
+    outcome
+}
+
+#[test]
+fn json_sources_with_commas_reach_the_emulator_through_a_file() {
+    // `make run` with HOOKLEDGER_SOURCES set used to pass the JSON with --env-var, which cargo
+    // lambda splits on commas: it exited at once with `invalid environment variable`. The same
+    // held for any value with a comma, such as RUST_LOG=info,shared=debug.
+    let scratch = Scratch::new("demo-env");
+    let sources = hookledger_tests::local_sources_json().unwrap();
+    assert!(sources.contains(','), "the sources JSON has commas");
+    let script = r#"
+        file=$(demo_sources_file "$SCRATCH/sources.json")
+        demo_env_file "$SCRATCH/emulator.env" \
+          "DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable" \
+          "HOOKLEDGER_SOURCES_FILE=$file" "RUST_LOG=info,shared=debug"
+        echo "$file"
+    "#;
+    let scratch_dir = scratch.0.to_str().unwrap();
+    let file = stdout(&demo_lib(
+        script,
+        &[("SCRATCH", scratch_dir), ("HOOKLEDGER_SOURCES", &sources)],
+        &["HOOKLEDGER_SOURCES_FILE"],
+    ));
+    let file = PathBuf::from(file.trim());
+    assert_eq!(file, scratch.0.join("sources.json"));
+    // Byte for byte what the user set.
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), sources);
+    let env_file = scratch.0.join("emulator.env");
+    let env = std::fs::read_to_string(&env_file).unwrap();
+    assert!(
+        env.contains(&format!("HOOKLEDGER_SOURCES_FILE='{}'\n", file.display())),
+        "{env}"
+    );
+    assert!(env.contains("RUST_LOG='info,shared=debug'\n"), "{env}");
+    assert!(!env.contains("HOOKLEDGER_SOURCES="), "{env}");
+    // Both files hold secrets: owner only.
+    use std::os::unix::fs::PermissionsExt as _;
+    for path in [&env_file, &file] {
+        let mode = std::fs::metadata(path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o077, 0, "{} mode {mode:o}", path.display());
+    }
+
+    emulator_accepts(&env_file, &scratch.0).unwrap();
+
+    // Without HOOKLEDGER_SOURCES: the file given, as an absolute path, else the local sources.
+    let given = stdout(&demo_lib(
+        "demo_sources_file /nonexistent/unused",
+        &[("HOOKLEDGER_SOURCES_FILE", "events/sources.local.json")],
+        &["HOOKLEDGER_SOURCES"],
+    ));
+    assert_eq!(
+        Path::new(given.trim()),
+        root().join("events/sources.local.json")
+    );
+    let default = stdout(&demo_lib(
+        "demo_sources_file /nonexistent/unused",
+        &[],
+        &["HOOKLEDGER_SOURCES", "HOOKLEDGER_SOURCES_FILE"],
+    ));
+    assert_eq!(default.trim(), given.trim());
+}
+
+#[test]
+fn the_demo_refuses_what_it_cannot_pass_on() {
+    let scratch = Scratch::new("demo-refuse");
+    let scratch_dir = scratch.0.to_str().unwrap();
+    let refused = |script: &str, env: &[(&str, &str)], remove: &[&str]| {
+        let mut all = vec![("SCRATCH", scratch_dir)];
+        all.extend_from_slice(env);
+        let output = demo_lib(script, &all, remove);
+        assert!(!output.status.success(), "{script}: accepted");
+        String::from_utf8(output.stderr).unwrap()
+    };
+    let both = refused(
+        r#"demo_sources_file "$SCRATCH/s.json""#,
+        &[
+            ("HOOKLEDGER_SOURCES", "[]"),
+            ("HOOKLEDGER_SOURCES_FILE", "events/sources.local.json"),
+        ],
+        &[],
+    );
+    assert!(both.contains("set only one"), "{both}");
+    let missing = refused(
+        r#"demo_sources_file "$SCRATCH/s.json""#,
+        &[("HOOKLEDGER_SOURCES_FILE", "events/no-such-file.json")],
+        &["HOOKLEDGER_SOURCES"],
+    );
+    assert!(missing.contains("events/no-such-file.json"), "{missing}");
+    for (value, what) in [
+        ("it's", "quote"),
+        ("a\nb", "newline"),
+        ("a\\nb", "backslash-n"),
+    ] {
+        let message = refused(
+            r#"demo_env_file "$SCRATCH/e.env" "DATABASE_URL=$VALUE""#,
+            &[("VALUE", value)],
+            &[],
+        );
+        assert!(message.starts_with("DATABASE_URL "), "{what}: {message}");
+    }
+    let empty = refused(r#"demo_env_file "$SCRATCH/e.env" "RUST_LOG=""#, &[], &[]);
+    assert!(empty.contains("RUST_LOG is empty"), "{empty}");
+}
+
+/// Runs `scripts/check-test-log.sh` on `log` with a minimum-file holding `minimum`.
+fn check_log(log: &str, minimum: &str) -> (bool, String) {
+    let scratch = Scratch::new("test-log");
+    let log_path = scratch.0.join("test.log");
+    let minimum_path = scratch.0.join("minimum");
+    std::fs::write(&log_path, log).unwrap();
+    std::fs::write(&minimum_path, minimum).unwrap();
+    let output = Command::new(root().join("scripts/check-test-log.sh"))
+        .arg(&log_path)
+        .arg(&minimum_path)
+        .output()
+        .expect("check-test-log.sh runs");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    (output.status.success(), text)
+}
+
+/// A `cargo test --workspace` log in cargo's own words: the shared unit tests, the end-to-end
+/// binary, and doc-tests.
+fn cargo_log(unit: &str, e2e: &str, doc: &str) -> String {
+    format!(
+        "   Compiling shared v0.1.0 (/x/shared)\n\
+         \x20    Running unittests src/lib.rs (target/debug/deps/shared-0123)\n\n\
+         running 3 tests\ntest a ... ok\n\n\
+         test result: {unit}; 0 measured; 0 filtered out; finished in 0.01s\n\n\
+         \x20    Running tests/api/main.rs (target/debug/deps/api-4567)\n\n\
+         running 64 tests\n{{\"level\":\"INFO\",\"message\":\"delivery\"}}\n\n\
+         test result: {e2e}; 0 measured; 0 filtered out; finished in 9.12s\n\n\
+         \x20  Doc-tests shared\n\n\
+         running 0 tests\n\n\
+         test result: {doc}; 0 measured; 0 filtered out; finished in 0.00s\n\n"
+    )
+}
+
+#[test]
+fn make_test_fails_on_ignored_tests_and_short_end_to_end_runs() {
+    let ok = "ok. 3 passed; 0 failed; 0 ignored";
+    let e2e = "ok. 64 passed; 0 failed; 0 ignored";
+    let none = "ok. 0 passed; 0 failed; 0 ignored";
+
+    let (passed, text) = check_log(&cargo_log(ok, e2e, none), "# comment\n64\n");
+    assert!(passed, "{text}");
+    assert!(
+        text.contains("67 passed, 0 failed, 0 ignored; end-to-end: 64 passed (minimum 64)"),
+        "{text}"
+    );
+
+    // One ignored test anywhere, even a doc-test, fails the run.
+    let (passed, text) = check_log(
+        &cargo_log(ok, e2e, "ok. 0 passed; 0 failed; 1 ignored"),
+        "64",
+    );
+    assert!(!passed, "{text}");
+    assert!(text.contains("1 test(s) ignored"), "{text}");
+    let (passed, text) = check_log(
+        &cargo_log("ok. 2 passed; 0 failed; 1 ignored", e2e, none),
+        "64",
+    );
+    assert!(!passed, "{text}");
+
+    // Fewer end-to-end tests than the minimum (a filter, a lost module) fails the run, even
+    // though every test that ran passed.
+    let (passed, text) = check_log(
+        &cargo_log(ok, "ok. 63 passed; 0 failed; 0 ignored", none),
+        "64",
+    );
+    assert!(!passed, "{text}");
+    assert!(
+        text.contains("passed 63 tests, fewer than the 64"),
+        "{text}"
+    );
+
+    // The unit tests' passes do not count towards the end-to-end minimum.
+    let (passed, text) = check_log(
+        &cargo_log(
+            "ok. 300 passed; 0 failed; 0 ignored",
+            "ok. 1 passed; 0 failed; 0 ignored",
+            none,
+        ),
+        "64",
+    );
+    assert!(!passed, "{text}");
+
+    // No end-to-end result at all (it did not build, or crashed before reporting).
+    let without_e2e: String = cargo_log(ok, e2e, none)
+        .lines()
+        .filter(|line| !line.contains("tests/api/main.rs") && !line.contains("64 passed"))
+        .map(|line| format!("{line}\n"))
+        .collect();
+    let (passed, text) = check_log(&without_e2e, "64");
+    assert!(!passed, "{text}");
+    assert!(text.contains("did not report a result"), "{text}");
+
+    // A failure, and a run where nothing passed, still fail; so does a minimum that is no number.
+    let (passed, _) = check_log(
+        &cargo_log(ok, "FAILED. 63 passed; 1 failed; 0 ignored", none),
+        "0",
+    );
+    assert!(!passed);
+    let (passed, text) = check_log(&cargo_log(none, none, none), "0");
+    assert!(!passed, "{text}");
+    assert!(text.contains("no test ran"), "{text}");
+    let (passed, text) = check_log(&cargo_log(ok, e2e, none), "sixty-four");
+    assert!(!passed, "{text}");
+}
