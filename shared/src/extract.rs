@@ -1,5 +1,5 @@
 //! Event id, type and JSON document extraction, per scheme, from a verified delivery
-//! (DESIGN.md section 3.4). Runs after the signature check, so the body is parsed only when it
+//! (docs/architecture.md, "The receive path", step 4). Runs after the signature check, so the body is parsed only when it
 //! is authentic.
 //!
 //! | scheme | event id | event type | document |

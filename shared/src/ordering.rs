@@ -1,4 +1,4 @@
-//! The ordering guard (DESIGN.md section 5): the newest version applied per entity, advanced in
+//! The ordering guard (docs/architecture.md, "Ordering"): the newest version applied per entity, advanced in
 //! the same transaction as the effect.
 //!
 //! Deduplication does nothing for order: a provider may deliver v3, then v1, then v2. A handler

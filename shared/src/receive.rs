@@ -1,4 +1,4 @@
-//! The receive path (DESIGN.md section 3): from a delivery's source name, headers and raw body
+//! The receive path (docs/architecture.md, "The receive path"): from a delivery's source name, headers and raw body
 //! to the reply, with every outcome decided here and logged once.
 //!
 //! | case | status | body |

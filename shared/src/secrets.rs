@@ -1,5 +1,5 @@
 //! AWS Secrets Manager: the database credentials and the sources JSON, fetched at cold start
-//! (DESIGN.md section 7); the receiver re-reads the sources secret after a signature matched
+//! (docs/architecture.md, "Configuration and secrets"); the receiver re-reads the sources secret after a signature matched
 //! none of a source's secrets, at most once a minute (`crate::sources_refresh`). The template
 //! passes ARNs, never values.
 //!

@@ -25,7 +25,7 @@ pub const METRIC_NAMESPACE: &str = "hookledger";
 /// CloudWatch Logs turns into the metric `name` (unit Count) with dimension `source`, e.g.
 /// `{"_aws":{"Timestamp":..,"CloudWatchMetrics":[{"Namespace":"hookledger","Dimensions":[["source"]],
 /// "Metrics":[{"Name":"ordering_tie","Unit":"Count"}]}]},"source":"stripe","ordering_tie":1}`.
-/// Names used: `ordering_tie`, `shadow_duplicate`, `doorbell_failed`, `digest_mismatch`,
+/// Names used: `ordering_tie`, `shadow_duplicate`, `doorbell_failed`, `digest_mismatch`, `handler_fatal`, `lease_lost`,
 /// `signature_failed`, `secrets_refreshed` (one per re-read of the sources, see
 /// `crate::sources_refresh`).
 pub fn count(name: &str, source: &str, value: u64) {

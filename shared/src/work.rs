@@ -1,4 +1,4 @@
-//! Deferred processing (DESIGN.md section 4): the ledger is the queue, Lambda is the compute.
+//! Deferred processing (docs/architecture.md, "The worker"): the ledger is the queue, Lambda is the compute.
 //!
 //! [`Worker::drain`] leases due rows in bounded batches ([`ledger::lease_due`]); the lease, not
 //! an open transaction, is the ownership. For each leased event it records the start of an

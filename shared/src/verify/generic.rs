@@ -1118,7 +1118,7 @@ mod tests {
 
     #[test]
     fn a_generic_configuration_reproduces_the_slack_vector() {
-        // /work/shared/vectors/slack.json, through a template.
+        // the published Slack vector, through a template.
         let slack = GenericHmac {
             signature_header: "X-Slack-Signature".to_owned(),
             prefix: Some("v0=".to_owned()),

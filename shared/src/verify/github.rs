@@ -101,7 +101,7 @@ mod tests {
         verify(&[key(SECRET)], &headers, body, 0, 0)
     }
 
-    // Vectors: /work/shared/vectors/github.json, copied.
+    // Vectors: the published github vectors, copied here.
 
     #[test]
     fn github_docs_vector_verifies() {

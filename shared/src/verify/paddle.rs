@@ -148,7 +148,7 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    // Vector: /work/shared/vectors/paddle.json, copied (derived with the algorithm of
+    // Vector: the published paddle vectors, copied here (derived with the algorithm of
     // paddle-python-sdk).
     const SECRET: &str = "pdl_ntfset_test_secret";
     const BODY: &[u8] = br#"{"event_id":"evt_test"}"#;

@@ -81,7 +81,7 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    // Vectors: /work/shared/vectors/shopify.json, copied. The digest is the GitHub docs
+    // Vectors: the published shopify vectors, copied here. The digest is the GitHub docs
     // vector's, in base64.
     const SECRET: &str = "It's a Secret to Everybody";
     const BODY: &[u8] = b"Hello, World!";

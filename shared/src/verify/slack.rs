@@ -138,7 +138,7 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    // Vector: /work/shared/vectors/slack.json, copied (Slack's docs example, also in
+    // Vector: the published slack vectors, copied here (Slack's docs example, also in
     // python-slack-sdk's tests).
     const SECRET: &str = "8f742231b10e8888abcd99yyyzzz85a5";
     const T: i64 = 1_531_420_618;

@@ -218,7 +218,7 @@ mod tests {
         verify(&[key(SECRET_A)], headers, body, now, DEFAULT_TOLERANCE_SECS)
     }
 
-    // Vectors: /work/shared/vectors/standard-webhooks.json, copied.
+    // Vectors: the published standard-webhooks vectors, copied here.
 
     #[test]
     fn standard_webhooks_vector_a_verifies() {

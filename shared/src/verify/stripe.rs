@@ -150,7 +150,7 @@ mod tests {
 
     const JUNK: &str = "0000000000000000000000000000000000000000000000000000000000000000";
 
-    // Vectors: /work/shared/vectors/stripe.json, copied.
+    // Vectors: the published stripe vectors, copied here.
 
     #[test]
     fn stripe_vector_derived_verifies() {

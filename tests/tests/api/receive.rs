@@ -1,4 +1,4 @@
-//! Every outcome of the receive path (DESIGN.md section 3), through `Receiver::receive`.
+//! Every outcome of the receive path (docs/architecture.md, "The receive path"), through `Receiver::receive`.
 
 use std::sync::atomic::Ordering;
 
