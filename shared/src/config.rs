@@ -89,8 +89,10 @@ pub enum ConfigError {
         /// The I/O error.
         source: std::io::Error,
     },
-    /// The sources JSON does not parse, or has an unknown scheme, mode or field.
-    #[error("sources JSON is invalid: {0}")]
+    /// The sources JSON does not parse, or has an unknown scheme, mode or field. The message
+    /// names keys and enum values but never a string value (serde quotes values such as a
+    /// secret given where a list was expected: `invalid type: string "whsec_..."`).
+    #[error("sources JSON is invalid: {}", redacted_json_error(.0))]
     SourcesJson(#[from] serde_json::Error),
     /// One source is configured wrongly.
     #[error("source {name:?}: {problem}")]
@@ -678,6 +680,27 @@ impl Settings {
     }
 }
 
+/// serde_json's message with every double-quoted value replaced by `"[redacted]"`: keys and enum
+/// variants are quoted with backticks and stay; string values (a secret in the wrong place) go.
+fn redacted_json_error(error: &serde_json::Error) -> String {
+    let text = error.to_string();
+    let mut out = String::with_capacity(text.len());
+    let mut parts = text.split('"');
+    if let Some(first) = parts.next() {
+        out.push_str(first);
+    }
+    let mut inside = true;
+    for part in parts {
+        if inside {
+            out.push_str("\"[redacted]\"");
+        } else {
+            out.push_str(part);
+        }
+        inside = !inside;
+    }
+    out
+}
+
 /// Refuses settings that cannot work together, naming both.
 ///
 /// - Every event of a batch must be able to run its full handler timeout before the batch's
@@ -796,6 +819,15 @@ mod tests {
         assert!(e.contains("yolo"), "{e}");
         let e = error_of(r#"[{"name": "s", "scheme": "github", "secret": "x"}]"#);
         assert!(e.contains("secret"), "{e}");
+    }
+
+    #[test]
+    fn a_secret_in_the_wrong_place_is_not_printed_in_the_start_up_error() {
+        let e = error_of(r#"[{"name": "s", "scheme": "stripe", "secrets": "whsec_topsecret"}]"#);
+        assert!(e.contains("invalid type"), "{e}");
+        assert!(!e.contains("whsec_topsecret"), "{e}");
+        let e = error_of(r#"[{"name": "s", "scheme": "stripe", "secrets": [1, "whsec_x"]}]"#);
+        assert!(!e.contains("whsec_x"), "{e}");
     }
 
     #[test]

@@ -202,6 +202,16 @@ pub fn is_unavailable(error: &tokio_postgres::Error) -> bool {
     }
 }
 
+/// A log-safe description of why no pooled connection could be had: the backend's SQLSTATE and
+/// message when PostgreSQL refused (deadpool's own `Display` is only "db error"), else the pool's
+/// reason (timeout, closed).
+pub fn describe_pool(error: &deadpool_postgres::PoolError) -> String {
+    match error {
+        deadpool_postgres::PoolError::Backend(e) => describe(e),
+        other => other.to_string(),
+    }
+}
+
 /// A log-safe description of a PostgreSQL error: SQLSTATE, message, and the constraint, table
 /// and column it names, never the DETAIL (which quotes row values, i.e. payload content).
 /// `tokio_postgres::Error`'s own `Display` is only "db error".

@@ -447,10 +447,12 @@ impl Receiver {
     }
 
     async fn connection(&self) -> Result<ledger::Connection, Failed> {
-        self.pool
-            .get()
-            .await
-            .map_err(|e| Failed::Unavailable(format!("no database connection: {e}")))
+        self.pool.get().await.map_err(|e| {
+            Failed::Unavailable(format!(
+                "no database connection: {}",
+                crate::db::describe_pool(&e)
+            ))
+        })
     }
 }
 

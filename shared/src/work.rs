@@ -411,7 +411,7 @@ impl Worker {
         self.pool
             .get()
             .await
-            .map_err(|e| WorkError::Pool(e.to_string()))
+            .map_err(|e| WorkError::Pool(crate::db::describe_pool(&e)))
     }
 }
 

@@ -190,3 +190,21 @@ async fn a_json_array_body_is_not_an_object() {
     assert_eq!((stripe.status, github.status, acme.status), (400, 400, 400));
     assert_eq!(app.ledger_rows().await, 0);
 }
+
+#[tokio::test]
+async fn a_refused_connection_is_logged_with_the_servers_reason() {
+    let mut app = spawn_app().await;
+    let url = hookledger_tests::url_with_database(&app.db.url, "no_such_database").unwrap();
+    app.settings.database = shared::config::DatabaseSettings::with_url(url);
+    let pool = shared::db::pool(&app.settings.database).unwrap();
+    app.state = receiver::handler::AppState::new(&app.settings, pool);
+    let (logs, _guard) = capture_logs();
+    let reply = app
+        .receive("stripe", &stripe_payment("evt_nodb", "ord_nodb", 5, NOW))
+        .await;
+    assert_eq!((reply.status, reply.outcome), (503, "unavailable"));
+    let text = logs.text();
+    // PostgreSQL's SQLSTATE and message, not deadpool's bare "db error".
+    assert!(text.contains("3D000"), "{text}");
+    assert!(text.contains("does not exist"), "{text}");
+}
