@@ -310,11 +310,19 @@ impl Worker {
         let run = apply(&self.handlers, leased.tx(&conn), &event);
         // A panicking handler fails its own attempt, not the whole drain (and so not the
         // attempts of the other events in the batch).
-        let outcome =
-            tokio::time::timeout(timeout, std::panic::AssertUnwindSafe(run).catch_unwind()).await;
-        let (error, fatal) = match outcome {
-            Ok(Ok(Ok(_))) => return Ok(Processed::Completed),
-            Ok(Ok(Err(ApplyError::Lost))) => {
+        let attempt_outcome =
+            match tokio::time::timeout(timeout, std::panic::AssertUnwindSafe(run).catch_unwind())
+                .await
+            {
+                Ok(Ok(Ok(_))) => Attempt::Completed,
+                Ok(Ok(Err(ApplyError::Lost))) => Attempt::Lost,
+                Ok(Ok(Err(error))) => Attempt::Failed(error),
+                Ok(Err(_panic)) => Attempt::Panicked,
+                Err(_elapsed) => Attempt::TimedOut,
+            };
+        let (error, fatal) = match attempt_outcome {
+            Attempt::Completed => return Ok(Processed::Completed),
+            Attempt::Lost => {
                 tracing::warn!(
                     source = leased.source.as_str(),
                     event_id = leased.event_id.as_str(),
@@ -325,19 +333,19 @@ impl Worker {
                 crate::telemetry::count("lease_lost", &leased.source, 1);
                 return Ok(Processed::Lost);
             }
-            Ok(Ok(Err(error))) => {
+            Attempt::Failed(error) => {
                 // Free the connection for recording the failure (a pool may have only one).
                 drop(conn);
                 let fatal = matches!(error, ApplyError::Fatal(_));
                 (error.chain(), fatal)
             }
-            Ok(Err(_panic)) => {
+            Attempt::Panicked => {
                 // The transaction's guard rolled back while unwinding; the connection may be
                 // mid-statement: never reuse it.
                 conn.discard();
                 ("handler panicked".to_owned(), false)
             }
-            Err(_) => {
+            Attempt::TimedOut => {
                 // The handler may still run a statement (and hold row locks) on this
                 // connection: cancel it server-side, then never reuse the connection.
                 if let Some(tls) = &self.tls {
@@ -413,6 +421,20 @@ impl Worker {
             .await
             .map_err(|e| WorkError::Pool(crate::db::describe_pool(&e)))
     }
+}
+
+/// How one run of a handler ended.
+enum Attempt {
+    /// Applied and completed under the lease.
+    Completed,
+    /// The completion was refused: the lease had been taken over.
+    Lost,
+    /// The handler or a ledger statement failed.
+    Failed(ApplyError),
+    /// The handler panicked.
+    Panicked,
+    /// The handler ran past its timeout.
+    TimedOut,
 }
 
 enum Processed {
