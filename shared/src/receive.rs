@@ -1,19 +1,24 @@
-//! The receive path (docs/architecture.md, "The receive path"): from a delivery's source name, headers and raw body
-//! to the reply, with every outcome decided here and logged once.
+//! The receive path (docs/architecture.md, "The receive path"): from a delivery's source name,
+//! headers and raw body to the reply, with every outcome decided here and logged once. Bodies
+//! are byte for byte what is sent (the README's table "What the receiver answers" lists the
+//! same):
 //!
 //! | case | status | body |
 //! |---|---|---|
-//! | unknown source | 404 | `{"error": "unknown source"}` |
-//! | body over the source's limit | 413 | `{"error": "body too large"}` |
-//! | bad, missing or stale signature | 401 | `{"error": <fixed reason>}` |
-//! | unreadable body, missing event id | 400 | `{"error": <reason>}` |
-//! | new event | 200 | the handler's body |
-//! | completed duplicate, same body | the stored status | the stored body, verbatim; `Idempotent-Replayed: true` |
-//! | same event id, different body | 409 | `{"error": "event id reused with a different body"}` |
-//! | duplicate still in flight | 409 | `{"error": "event is being processed"}`; `Retry-After` |
-//! | handler failure, retryable | 500 | `{"error": "internal error"}` (claim rolled back) |
-//! | handler failure, fatal (inline) | 200 | `{"status": "dead", "error": "the event cannot be processed; it is kept for an operator"}`; the event is kept `dead` with its payload and error, and every retry gets the same answer |
-//! | database unavailable | 503 | `{"error": "service unavailable"}` |
+//! | unknown source | 404 | `{"error":"unknown source"}` |
+//! | body over the source's limit | 413 | `{"error":"body too large"}` |
+//! | bad, missing or stale signature | 401 | `{"error":<fixed reason>}` |
+//! | unreadable body, missing event id | 400 | `{"error":<reason>}` |
+//! | Slack `url_verification` | 200 | `{"challenge":...}` |
+//! | new event, inline | 200 (or the handler's 2xx) | the handler's body |
+//! | new event, deferred | 202 | `{"accepted":true,"duplicate":false}` |
+//! | completed duplicate, same payload identity | the stored status | the stored body, verbatim; `Idempotent-Replayed: true` |
+//! | duplicate, deferred | 202 | `{"accepted":true,"duplicate":true}`; `Idempotent-Replayed: true` |
+//! | same event id, different payload | 409 | `{"error":"event id reused with a different body"}` |
+//! | duplicate still in flight | 409 | `{"error":"event is being processed"}`; `Retry-After: 5` |
+//! | handler failure, retryable | 500 | `{"error":"internal error"}` (claim rolled back) |
+//! | handler failure, fatal (inline) | 200 | `{"error": "the event cannot be processed; it is kept for an operator", "status": "dead"}` (stored as JSONB, so spaced); the event is kept `dead` with its payload and error, and every retry gets the same answer |
+//! | database unavailable | 503 | `{"error":"service unavailable"}` |
 //!
 //! Nothing is written for any 4xx, and a 5xx leaves no row behind, so the provider's retry
 //! starts clean. A fatal handler error (the payload can never be processed) rolls back the

@@ -365,6 +365,7 @@ async fn a_flood_of_bad_signatures_reads_the_sources_secret_once_per_interval() 
     let app = spawn_app().await;
     let rotation = Rotation::new(&app, "flood").await;
     moto_recorder("start-recording").await;
+    let (logs, _guard) = crate::helpers::capture_logs();
     let bad = |i: usize| stripe_signed_with("whsec_forged", &format!("evt_bad_{i}"), "ord_bad");
 
     // 500 at once (they queue behind the one re-read in flight), then 500 one after another.
@@ -396,6 +397,19 @@ async fn a_flood_of_bad_signatures_reads_the_sources_secret_once_per_interval() 
         "as the emulator saw it"
     );
     assert_eq!(app.ledger_rows().await, 0);
+    // Each refusal is one delivery line (the signature_failed metric is an EMF line on
+    // stdout), and each re-read one "sources re-read" line (so is secrets_refreshed).
+    assert_eq!(logs.with("outcome", "unauthorized").len(), 1_101);
+    let rereads = logs
+        .lines()
+        .into_iter()
+        .filter(|line| {
+            line["message"]
+                .as_str()
+                .is_some_and(|m| m.starts_with("sources re-read"))
+        })
+        .count();
+    assert_eq!(rereads, 2, "one log line per re-read");
 }
 
 fn replies_are_401(replies: &[shared::Reply]) {

@@ -210,6 +210,7 @@ async fn an_update_after_creation_is_applied_because_the_version_is_the_events_c
 #[tokio::test]
 async fn a_version_tie_without_an_api_key_is_kept_visible_not_silently_dropped() {
     let app = spawn_app().await;
+    let (logs, _guard) = capture_logs();
     let first = subscription_event("evt_t1", 7_000, "price_a", "active", "updated");
     let second = subscription_event("evt_t2", 7_000, "price_b", "active", "updated");
     assert_eq!(
@@ -234,6 +235,13 @@ async fn a_version_tie_without_an_api_key_is_kept_visible_not_silently_dropped()
     assert_eq!(ties[0].get::<_, String>(1), "evt_t2");
     assert_eq!(ties[0].get::<_, i64>(2), 7_000);
     assert!(!ties[0].get::<_, bool>(3));
+    // Counted: the ordering_tie metric's log line.
+    assert_eq!(
+        logs.with("metric", "ordering_tie").len(),
+        1,
+        "{}",
+        logs.text()
+    );
     // A retry of the tying event answers the same and records nothing twice.
     let again = app
         .receive("stripe", &stripe_body(second_again(), NOW))
@@ -382,7 +390,8 @@ async fn a_killed_worker_loses_its_lease_and_another_completes_the_event_once() 
 
 #[tokio::test]
 async fn two_workers_leasing_at_once_get_disjoint_rows() {
-    let app = spawn_app_with(4, 2_000).await;
+    // lock_timeout 500 ms: a lease that waited on the other worker's rows would fail, not hang.
+    let app = spawn_app_with(4, 500).await;
     {
         let conn = app.receiver().pool.get().await.unwrap();
         for i in 0..30 {
@@ -401,22 +410,80 @@ async fn two_workers_leasing_at_once_get_disjoint_rows() {
                 .unwrap();
         }
     }
+    let now = SystemTime::now();
+    let until = now + Duration::from_secs(60);
+    // The first worker is in the middle of its lease: the oldest 20 due rows are locked by its
+    // statement and its transaction has not committed.
+    let mut raw = app.db.connect().await.unwrap();
+    let first_tx = raw.transaction().await.unwrap();
+    let first: Vec<String> = first_tx
+        .query(
+            "WITH due AS ( \
+                 SELECT source, event_id FROM webhook_event \
+                 WHERE status IN ('claimed', 'failed', 'processing') AND next_attempt_at <= $1 \
+                 ORDER BY next_attempt_at LIMIT 20 FOR UPDATE) \
+             UPDATE webhook_event AS e \
+             SET status = 'processing', lease_token = e.lease_token + 1, \
+                 lease_expires_at = $2, next_attempt_at = $2 \
+             FROM due WHERE e.source = due.source AND e.event_id = due.event_id \
+             RETURNING e.event_id",
+            &[&now, &until],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|row| row.get(0))
+        .collect();
+    assert_eq!(first.len(), 20);
+    // The second worker leases while the first's lease is still open: it skips the locked rows
+    // rather than waiting for them (without SKIP LOCKED this fails on lock_timeout).
+    let b = app.receiver().pool.get().await.unwrap();
+    let second = tokio::time::timeout(
+        Duration::from_secs(10),
+        ledger::lease_due(&b, now, until, 20),
+    )
+    .await
+    .expect("the second lease does not wait for the first");
+    let second: Vec<String> = second
+        .expect("the second lease skips the first's rows")
+        .into_iter()
+        .map(|l| l.event_id)
+        .collect();
+    assert_eq!(
+        second.len(),
+        10,
+        "the 10 rows the first worker does not hold"
+    );
+    assert!(
+        first.iter().all(|id| !second.contains(id)),
+        "{first:?} / {second:?}"
+    );
+    first_tx.commit().await.unwrap();
+    assert_eq!(first.len() + second.len(), 30);
+    // Every row was leased exactly once.
+    assert_eq!(
+        app.count(
+            "SELECT count(*) FROM webhook_event WHERE status = 'processing' AND lease_token = 1"
+        )
+        .await,
+        30
+    );
+    // And two real leases at once still split what is due between them.
+    let later = until + Duration::from_secs(1);
     let (a, b) = (
         app.receiver().pool.get().await.unwrap(),
         app.receiver().pool.get().await.unwrap(),
     );
-    let now = SystemTime::now();
-    let until = now + Duration::from_secs(60);
-    let (first, second) = tokio::join!(
-        ledger::lease_due(&a, now, until, 20),
-        ledger::lease_due(&b, now, until, 20)
+    let (third, fourth) = tokio::join!(
+        ledger::lease_due(&a, later, later + Duration::from_secs(60), 20),
+        ledger::lease_due(&b, later, later + Duration::from_secs(60), 20)
     );
-    let first: Vec<String> = first.unwrap().into_iter().map(|l| l.event_id).collect();
-    let second: Vec<String> = second.unwrap().into_iter().map(|l| l.event_id).collect();
-    assert_eq!(first.len() + second.len(), 30);
+    let third: Vec<String> = third.unwrap().into_iter().map(|l| l.event_id).collect();
+    let fourth: Vec<String> = fourth.unwrap().into_iter().map(|l| l.event_id).collect();
+    assert_eq!(third.len() + fourth.len(), 30);
     assert!(
-        first.iter().all(|id| !second.contains(id)),
-        "{first:?} / {second:?}"
+        third.iter().all(|id| !fourth.contains(id)),
+        "{third:?} / {fourth:?}"
     );
 }
 
@@ -462,9 +529,22 @@ async fn a_failing_doorbell_does_not_fail_the_delivery() {
     );
     app.state.receiver = app.state.receiver.clone().with_doorbell(doorbell);
     let delivery = deferred(payment_intent_body("evt_bell", "ord_bell", 5));
+    let (logs, _guard) = capture_logs();
     let reply = app.receive("stripe-deferred", &delivery).await;
     assert_eq!((reply.status, reply.outcome), (202, "accepted"));
     assert_eq!(row(&app, "evt_bell").await.0, "claimed");
+    // The failure is logged (the doorbell_failed metric itself is an EMF line on stdout).
+    let failed: Vec<_> = logs
+        .lines()
+        .into_iter()
+        .filter(|line| {
+            line["message"]
+                .as_str()
+                .is_some_and(|m| m.starts_with("doorbell failed"))
+        })
+        .collect();
+    assert_eq!(failed.len(), 1, "{}", logs.text());
+    assert_eq!(failed[0]["event_id"], "evt_bell");
 }
 
 #[tokio::test]
@@ -502,6 +582,7 @@ async fn the_worker_function_drains_on_its_schedule_and_doorbell_events() {
 async fn shadow_mode_processes_duplicates_and_counts_them() {
     for shadow in [true, false] {
         let mut app = spawn_app().await;
+        let (logs, _guard) = capture_logs();
         let json = format!(
             r#"[{{"name": "stripe", "scheme": "stripe", "shadow": {shadow},
                  "secrets": ["whsec_hookledger_local_development_secret"]}}]"#
@@ -529,5 +610,17 @@ async fn shadow_mode_processes_duplicates_and_counts_them() {
             1,
             "the claim is recorded once either way"
         );
+        // Counted: the shadow_duplicate metric's log line, once per processed duplicate.
+        let counted = logs.with("metric", "shadow_duplicate");
+        assert_eq!(
+            counted.len(),
+            usize::from(shadow),
+            "shadow = {shadow}: {}",
+            logs.text()
+        );
+        if shadow {
+            assert_eq!(counted[0]["source"], "stripe");
+            assert_eq!(counted[0]["event_id"], "evt_shadow");
+        }
     }
 }

@@ -142,6 +142,82 @@ async fn a_handler_that_outlives_its_lease_cannot_complete_after_another_worker_
 }
 
 #[tokio::test]
+async fn a_live_worker_function_whose_lease_was_taken_over_is_fenced_and_reports_it_lost() {
+    let app = spawn_app().await;
+    create_effects_table(&app).await;
+    let gate = Arc::new(Notify::new());
+    let handler = Arc::new(External {
+        gate: Some(gate.clone()),
+        ..External::default()
+    });
+    let mut first = worker_for(&app);
+    let mut second = worker_for(&app);
+    register(&mut first, handler.clone());
+    register(&mut second, handler.clone());
+    let delivery = deferred(payment_intent_body("evt_fenced_fn", "ord_fenced_fn", 10));
+    assert_eq!(app.receive("stripe-deferred", &delivery).await.status, 202);
+
+    let (logs, _guard) = capture_logs();
+    // The worker function itself, invoked by the schedule with a minute to run.
+    let payload = hookledger_tests::EventFile::load("worker/schedule.json")
+        .unwrap()
+        .json;
+    let mut context = lambda_runtime::Context::default();
+    context.deadline = (SystemTime::now() + Duration::from_secs(60))
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    let live = tokio::spawn(async move {
+        worker::handler::function_handler(
+            &first,
+            lambda_runtime::LambdaEvent::new(payload, context),
+        )
+        .await
+        .unwrap()
+    });
+    // Wait until the live worker is inside the handler (its attempt started).
+    tokio::time::timeout(Duration::from_secs(20), async {
+        while handler.calls.load(Ordering::SeqCst) == 0 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .expect("the live worker starts the attempt");
+    // Its lease (120 s) is past; another worker re-leases the event and completes it.
+    let later = SystemTime::now() + Duration::from_secs(121);
+    let summary = second.worker.drain(move || later, plenty).await.unwrap();
+    assert_eq!((summary.leased, summary.completed), (1, 1), "{summary:?}");
+    assert!(
+        !live.is_finished(),
+        "the live worker is still in its handler"
+    );
+    // The live worker's handler finishes and tries to complete: fenced.
+    gate.notify_one();
+    let summary = live.await.unwrap();
+    assert_eq!(
+        (summary.leased, summary.completed, summary.lost),
+        (1, 0, 1),
+        "{summary:?}"
+    );
+    assert_eq!(
+        effects(&app, "evt_fenced_fn").await,
+        1,
+        "exactly one effect"
+    );
+    let (status, attempts, _) = row(&app, "evt_fenced_fn").await;
+    assert_eq!((status.as_str(), attempts), ("completed", 2));
+    // Counted and logged: the lease_lost metric's line, and the function's drain line.
+    let lost = logs.with("metric", "lease_lost");
+    assert_eq!(lost.len(), 1, "{}", logs.text());
+    assert_eq!(lost[0]["event_id"], "evt_fenced_fn");
+    assert_eq!(lost[0]["source"], "stripe-deferred");
+    let drains = logs.with("message", "drain");
+    let live_drain: Vec<_> = drains.iter().filter(|line| line["lost"] == 1).collect();
+    assert_eq!(live_drain.len(), 1, "{}", logs.text());
+    assert_eq!(live_drain[0]["completed"], 0);
+}
+
+#[tokio::test]
 async fn a_completion_that_matches_no_row_commits_none_of_the_handlers_writes() {
     let app = spawn_app().await;
     create_effects_table(&app).await;

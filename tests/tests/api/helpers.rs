@@ -232,9 +232,18 @@ pub fn flaky(app: &mut TestApp) -> Arc<FlakyHandler> {
 /// Waits until some session of the test database is blocked on a lock (a second claim waiting
 /// on the first's uncommitted tuple), reading pg_stat_activity rather than sleeping a guess.
 pub async fn wait_for_lock_waiter(app: &TestApp) {
+    wait_for_lock_waiters(app, 1).await;
+}
+
+/// Waits until at least `n` sessions of the test database are blocked on a lock
+/// (`wait_event_type = 'Lock'` in pg_stat_activity), for up to 20 s; returns how many were.
+/// Panics with the last count otherwise: proof that the race happened in PostgreSQL, not in
+/// the client.
+pub async fn wait_for_lock_waiters(app: &TestApp, n: i64) -> i64 {
     let client = app.db.connect().await.unwrap();
-    for _ in 0..500 {
-        let waiting: i64 = client
+    let mut waiting = 0;
+    for _ in 0..2_000 {
+        waiting = client
             .query_one(
                 "SELECT count(*) FROM pg_stat_activity \
                  WHERE datname = current_database() AND wait_event_type = 'Lock'",
@@ -243,12 +252,102 @@ pub async fn wait_for_lock_waiter(app: &TestApp) {
             .await
             .unwrap()
             .get(0);
-        if waiting > 0 {
-            return;
+        if waiting >= n {
+            return waiting;
         }
         tokio::time::sleep(std::time::Duration::from_millis(10)).await;
     }
-    panic!("nobody waited on a lock");
+    panic!("{waiting} sessions waited on a lock, expected at least {n}");
+}
+
+/// A handler whose first call signals `entered` and then waits for `release` before recording
+/// the order as usual (so the claim's transaction, and its row lock, stay open until the test
+/// says so); later calls record the order at once. `calls` counts every call.
+#[derive(Default)]
+pub struct GatedHandler {
+    pub calls: std::sync::atomic::AtomicUsize,
+    pub entered: tokio::sync::Notify,
+    pub release: tokio::sync::Notify,
+}
+
+#[async_trait::async_trait]
+impl Handler for GatedHandler {
+    async fn handle(&self, tx: &mut Tx<'_>, event: &Event<'_>) -> Result<Effect, HandlerError> {
+        if self.calls.fetch_add(1, Ordering::SeqCst) == 0 {
+            self.entered.notify_one();
+            self.release.notified().await;
+        }
+        shared::handlers::stripe_orders::PaymentIntentSucceeded
+            .handle(tx, event)
+            .await
+    }
+}
+
+/// Registers a [`GatedHandler`] for the inline Stripe source's `payment_intent.succeeded`.
+pub fn gated(app: &mut TestApp) -> Arc<GatedHandler> {
+    let handler = Arc::new(GatedHandler::default());
+    app.state.receiver.handlers.register(
+        "stripe",
+        "payment_intent.succeeded",
+        handler.clone() as Arc<dyn Handler>,
+    );
+    handler
+}
+
+/// A `tracing` writer into memory, for asserting log lines.
+#[derive(Clone, Default)]
+pub struct Captured(Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Captured {
+    type Writer = Captured;
+    fn make_writer(&'a self) -> Self::Writer {
+        self.clone()
+    }
+}
+
+impl Captured {
+    /// Everything logged so far.
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
+    }
+
+    /// The JSON log lines logged so far.
+    pub fn lines(&self) -> Vec<serde_json::Value> {
+        self.text()
+            .lines()
+            .filter_map(|line| serde_json::from_str(line).ok())
+            .collect()
+    }
+
+    /// The log lines whose field `field` is the string `value`.
+    pub fn with(&self, field: &str, value: &str) -> Vec<serde_json::Value> {
+        self.lines()
+            .into_iter()
+            .filter(|line| line[field] == value)
+            .collect()
+    }
+}
+
+/// A JSON subscriber for this thread only (`#[tokio::test]` runs on the current thread, and so
+/// do the tasks it spawns).
+pub fn capture_logs() -> (Captured, tracing::subscriber::DefaultGuard) {
+    let captured = Captured::default();
+    let subscriber = tracing_subscriber::fmt()
+        .json()
+        .flatten_event(true)
+        .with_writer(captured.clone())
+        .finish();
+    (captured, tracing::subscriber::set_default(subscriber))
 }
 
 /// The local deferred Stripe source's secret (events/sources.local.json).

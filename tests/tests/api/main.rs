@@ -1,6 +1,7 @@
 //! End-to-end tests of the receive path on real PostgreSQL (a fresh database per test).
 //! Run them with `make test`, which starts a throwaway server and sets `DATABASE_URL`.
 
+mod answers;
 mod aws;
 mod claim;
 mod deferred;

@@ -335,19 +335,35 @@ async fn a_deferred_event_through_pgbouncer_is_accepted_once_and_drained() {
 
 #[tokio::test]
 async fn fifty_concurrent_deliveries_through_pgbouncer_make_one_order() {
-    // 50 clients share pgbouncer's 20 server connections for this database.
-    let app = spawn_app_behind_pooler(50, 5_000, false).await;
+    // 50 clients share pgbouncer's 20 server connections for this database. A lock_timeout
+    // far above the test's own waits: the duplicates can be seen waiting.
+    let mut app = spawn_app_behind_pooler(50, 30_000, false).await;
+    let handler = gated(&mut app);
     let delivery = stripe_payment("evt_pool_storm", "ord_pool_storm", 1234, NOW);
-    let replies = futures_util::future::join_all((0..50).map(|_| {
-        let receiver = app.receiver().clone();
-        let delivery = delivery.clone();
-        tokio::spawn(async move {
-            receiver
-                .receive("stripe", &delivery.headers, &delivery.body, NOW)
-                .await
+    let tasks: Vec<_> = (0..50)
+        .map(|_| {
+            let receiver = app.receiver().clone();
+            let delivery = delivery.clone();
+            tokio::spawn(async move {
+                receiver
+                    .receive("stripe", &delivery.headers, &delivery.body, NOW)
+                    .await
+            })
         })
-    }))
-    .await;
+        .collect();
+    // One delivery holds the claim inside its handler; the duplicates that got one of the
+    // other 19 server connections wait in PostgreSQL on its row lock (the rest queue in
+    // pgbouncer).
+    tokio::time::timeout(Duration::from_secs(20), handler.entered.notified())
+        .await
+        .expect("one delivery reaches the handler");
+    wait_for_lock_waiters(&app, 19).await;
+    assert!(
+        tasks.iter().all(|t| !t.is_finished()),
+        "nobody answered yet"
+    );
+    handler.release.notify_one();
+    let replies = futures_util::future::join_all(tasks).await;
     let replies: Vec<_> = replies.into_iter().map(|r| r.unwrap()).collect();
     let processed: Vec<_> = replies
         .iter()
@@ -377,4 +393,5 @@ async fn fifty_concurrent_deliveries_through_pgbouncer_make_one_order() {
         (200, original.as_str())
     );
     assert!(later.replayed);
+    assert_eq!(handler.calls.load(Ordering::SeqCst), 1, "one handler call");
 }

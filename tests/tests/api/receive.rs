@@ -1,6 +1,7 @@
 //! Every outcome of the receive path (docs/architecture.md, "The receive path"), through `Receiver::receive`.
 
 use std::sync::atomic::Ordering;
+use std::time::Duration;
 
 use crate::helpers::*;
 
@@ -87,18 +88,36 @@ async fn the_same_id_with_a_different_body_is_a_conflict_and_changes_nothing() {
 
 #[tokio::test]
 async fn fifty_concurrent_deliveries_of_one_event_make_one_order() {
-    let app = spawn_app_with(50, 5_000).await;
+    // A lock_timeout far above the test's own waits: every duplicate can be seen waiting.
+    let mut app = spawn_app_with(50, 30_000).await;
+    let handler = gated(&mut app);
     let delivery = stripe_payment("evt_storm", "ord_storm", 1234, NOW);
-    let replies = futures_util::future::join_all((0..50).map(|_| {
-        let receiver = app.receiver().clone();
-        let delivery = delivery.clone();
-        tokio::spawn(async move {
-            receiver
-                .receive("stripe", &delivery.headers, &delivery.body, NOW)
-                .await
+    let tasks: Vec<_> = (0..50)
+        .map(|_| {
+            let receiver = app.receiver().clone();
+            let delivery = delivery.clone();
+            tokio::spawn(async move {
+                receiver
+                    .receive("stripe", &delivery.headers, &delivery.body, NOW)
+                    .await
+            })
         })
-    }))
-    .await;
+        .collect();
+    // One delivery won the claim and sits in its handler with the row uncommitted ...
+    tokio::time::timeout(Duration::from_secs(20), handler.entered.notified())
+        .await
+        .expect("one delivery reaches the handler");
+    // ... and the 49 others are blocked in PostgreSQL on that row (a client-side mutex or a
+    // check-then-insert would show no lock waiters at all).
+    let waiting = wait_for_lock_waiters(&app, 49).await;
+    assert_eq!(waiting, 49, "every duplicate waits on the claim's row lock");
+    assert!(
+        tasks.iter().all(|t| !t.is_finished()),
+        "nobody answered yet"
+    );
+    assert_eq!(handler.calls.load(Ordering::SeqCst), 1);
+    handler.release.notify_one();
+    let replies = futures_util::future::join_all(tasks).await;
     let replies: Vec<_> = replies.into_iter().map(|r| r.unwrap()).collect();
     let processed: Vec<_> = replies
         .iter()
@@ -109,10 +128,16 @@ async fn fifty_concurrent_deliveries_of_one_event_make_one_order() {
         1,
         "exactly one delivery applies the effect"
     );
+    assert_eq!(handler.calls.load(Ordering::SeqCst), 1, "one handler call");
     let original = processed[0].body.clone();
     for reply in &replies {
         match reply.status {
-            200 => assert_eq!(reply.body, original),
+            200 if reply.outcome == "processed" => assert_eq!(reply.body, original),
+            200 => {
+                assert_eq!(reply.body, original);
+                assert_eq!(reply.outcome, "replayed");
+                assert!(reply.replayed, "{reply:?}");
+            }
             409 => {
                 assert_eq!(reply.outcome, "in_flight");
                 assert!(reply.retry_after.is_some());

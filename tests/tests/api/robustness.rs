@@ -1,62 +1,29 @@
 //! Hostile inputs and conditions found by review: each failed before its fix.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use shared::handlers::{Effect, Event, Handler, HandlerError};
 use shared::ledger::Tx;
+use tokio::sync::Notify;
 
 use crate::helpers::*;
 
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl std::io::Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Captured {
-    type Writer = Captured;
-    fn make_writer(&'a self) -> Self::Writer {
-        self.clone()
-    }
-}
-
-impl Captured {
-    fn text(&self) -> String {
-        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
-    }
-}
-
-/// A JSON subscriber for this thread only (`#[tokio::test]` runs on the current thread).
-fn capture_logs() -> (Captured, tracing::subscriber::DefaultGuard) {
-    let captured = Captured::default();
-    let subscriber = tracing_subscriber::fmt()
-        .json()
-        .flatten_event(true)
-        .with_writer(captured.clone())
-        .finish();
-    (captured, tracing::subscriber::set_default(subscriber))
-}
-
-/// Sleeps, then fails while `failing` is set; records the order as usual otherwise.
-struct SlowThenMaybeFail {
-    delay: Duration,
+/// While `failing` is set: signals `entered` (the claim is taken, its transaction open), waits
+/// for `release`, then fails. Records the order as usual otherwise.
+struct GatedThenMaybeFail {
+    entered: Notify,
+    release: Notify,
     failing: AtomicBool,
 }
 
 #[async_trait::async_trait]
-impl Handler for SlowThenMaybeFail {
+impl Handler for GatedThenMaybeFail {
     async fn handle(&self, tx: &mut Tx<'_>, event: &Event<'_>) -> Result<Effect, HandlerError> {
         if self.failing.load(Ordering::SeqCst) {
-            tokio::time::sleep(self.delay).await;
+            self.entered.notify_one();
+            self.release.notified().await;
             return Err(HandlerError::retryable("downstream is down".to_owned()));
         }
         shared::handlers::stripe_orders::PaymentIntentSucceeded
@@ -68,8 +35,9 @@ impl Handler for SlowThenMaybeFail {
 #[tokio::test]
 async fn a_cancelled_duplicate_does_not_strand_the_event_as_claimed() {
     let mut app = spawn_app_with(2, 10_000).await;
-    let handler = Arc::new(SlowThenMaybeFail {
-        delay: Duration::from_millis(1500),
+    let handler = Arc::new(GatedThenMaybeFail {
+        entered: Notify::new(),
+        release: Notify::new(),
         failing: AtomicBool::new(true),
     });
     app.state.receiver.handlers.register(
@@ -82,16 +50,22 @@ async fn a_cancelled_duplicate_does_not_strand_the_event_as_claimed() {
         let (receiver, d) = (app.receiver().clone(), delivery.clone());
         tokio::spawn(async move { receiver.receive("stripe", &d.headers, &d.body, NOW).await })
     };
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // The first delivery holds the claim (its handler is running) before the duplicate starts.
+    tokio::time::timeout(Duration::from_secs(20), handler.entered.notified())
+        .await
+        .expect("the first delivery reaches its handler");
     let second = {
         let (receiver, d) = (app.receiver().clone(), delivery.clone());
         tokio::spawn(async move { receiver.receive("stripe", &d.headers, &d.body, NOW).await })
     };
+    // The duplicate's INSERT is blocked in PostgreSQL on the first's uncommitted row.
     wait_for_lock_waiter(&app).await;
+    assert!(!second.is_finished(), "the duplicate waits on the claim");
     // A timeout or a hung-up caller drops the waiting duplicate.
     second.abort();
     assert!(second.await.unwrap_err().is_cancelled());
     // The first rolls back; the orphaned INSERT would now win if nothing rolled it back.
+    handler.release.notify_one();
     assert_eq!(first.await.unwrap().status, 500);
     handler.failing.store(false, Ordering::SeqCst);
     let (a, b) = (
@@ -150,6 +124,11 @@ async fn body_values_never_reach_the_log() {
     assert_eq!((reply.status, reply.outcome), (200, "dead"));
     let text = logs.text();
     assert!(text.contains("handler_fatal"), "{text}");
+    assert_eq!(
+        logs.with("metric", "handler_fatal").len(),
+        1,
+        "the handler_fatal metric's log line: {text}"
+    );
     assert!(!text.contains("jane.doe@example.com"), "{text}");
 }
 
