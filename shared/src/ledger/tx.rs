@@ -98,14 +98,16 @@ const REFUSED: [&str; 14] = [
     "UNLISTEN",
 ];
 
-/// The first keyword of `sql` (after whitespace and `--` comments), upper-cased, and the word
-/// after it.
+/// The first keyword of `sql` (after whitespace, `--` and `/* */` comments, nested as
+/// PostgreSQL nests them), upper-cased, and the word after it.
 fn leading_words(sql: &str) -> (String, String) {
     let mut rest = sql;
     loop {
         rest = rest.trim_start();
         if let Some(comment) = rest.strip_prefix("--") {
             rest = comment.split_once('\n').map(|(_, r)| r).unwrap_or("");
+        } else if rest.starts_with("/*") {
+            rest = after_block_comment(rest);
         } else {
             break;
         }
@@ -116,6 +118,31 @@ fn leading_words(sql: &str) -> (String, String) {
     let first = words.next().unwrap_or("").to_ascii_uppercase();
     let second = words.next().unwrap_or("").to_ascii_uppercase();
     (first, second)
+}
+
+/// What follows the block comment `text` starts with (nested comments included); empty when
+/// it never ends.
+fn after_block_comment(text: &str) -> &str {
+    let bytes = text.as_bytes();
+    let mut depth = 0usize;
+    let mut i = 0;
+    while i + 1 < bytes.len() {
+        match (bytes[i], bytes[i + 1]) {
+            (b'/', b'*') => {
+                depth += 1;
+                i += 2;
+            }
+            (b'*', b'/') => {
+                depth -= 1;
+                i += 2;
+                if depth == 0 {
+                    return &text[i..];
+                }
+            }
+            _ => i += 1,
+        }
+    }
+    ""
 }
 
 /// Refuses transaction control and session `SET`s (`SET LOCAL` is allowed: it ends with the
@@ -463,6 +490,9 @@ mod tests {
             "SAVEPOINT a",
             "DISCARD ALL",
             "PREPARE TRANSACTION 'x'",
+            "/* done */ COMMIT",
+            "/* a /* nested */ comment */\n  commit",
+            "-- one\n/* two */ -- three\nROLLBACK",
         ] {
             assert!(check_statement(sql(text)).is_err(), "{text}");
         }
