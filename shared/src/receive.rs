@@ -55,7 +55,7 @@ pub struct Reply {
     /// Seconds for a `Retry-After` header, when set.
     pub retry_after: Option<u32>,
     /// What happened, for the log and tests: `processed`, `ignored`, `replayed`, `dead`
-    /// (a fatal handler error, kept for an operator), `dead_replayed`, `digest_mismatch`,
+    /// (a fatal handler error, kept for an operator), `digest_mismatch`,
     /// `in_flight`, `unknown_source`, `too_large`, `bad_request`, `unauthorized`,
     /// `handler_failed`, `unavailable`, `internal_error`.
     pub outcome: &'static str,
@@ -321,12 +321,18 @@ impl Receiver {
                     "event id reused with a different body",
                 ))
             }
-            // Shadow mode: enforcement would skip this duplicate; process it anyway.
-            Claim::Completed(_) | Claim::InFlight if shadow => {
-                return self.shadow_duplicate(&conn, event).await;
+            // Shadow mode: enforcement would skip this duplicate; process it anyway, but answer
+            // what enforcement answers (a shadow run's failure is only logged: shadow mode must
+            // not turn duplicates into 5xx in front of a live endpoint).
+            Claim::Completed(stored) if shadow => {
+                self.shadow_run(&conn, event).await;
+                return Ok(replayed(stored, "shadow_duplicate"));
+            }
+            Claim::InFlight if shadow => {
+                self.shadow_run(&conn, event).await;
+                return Ok(in_flight());
             }
             Claim::Completed(stored) => return Ok(replayed(stored, "replayed")),
-            Claim::Dead(stored) => return Ok(replayed(stored, "dead_replayed")),
             Claim::InFlight => return Ok(in_flight()),
         };
         match apply(&self.handlers, tx, event).await {
@@ -402,16 +408,8 @@ impl Receiver {
                 Ok(accepted_reply(false, "accepted"))
             }
             Accept::Duplicate(_) if shadow => {
-                // The answer is what enforcement gives (the event is durable either way); the
-                // shadow run's failure is only logged.
-                if let Err(error) = self.shadow_duplicate(&conn, event).await {
-                    tracing::warn!(
-                        source = event.source,
-                        event_id = event.event_id,
-                        error = error.chain(),
-                        "shadow processing of a deferred duplicate failed"
-                    );
-                }
+                // The answer is what enforcement gives (the event is durable either way).
+                self.shadow_run(&conn, event).await;
                 Ok(accepted_reply(true, "shadow_duplicate"))
             }
             Accept::Duplicate(_) => Ok(accepted_reply(true, "duplicate")),
@@ -421,6 +419,18 @@ impl Receiver {
                 "event id reused with a different body",
             )),
             Accept::InFlight => Ok(in_flight()),
+        }
+    }
+
+    /// Shadow mode's run of a duplicate; its failure is logged, never answered.
+    async fn shadow_run(&self, conn: &ledger::Connection, event: &Event<'_>) {
+        if let Err(error) = self.shadow_duplicate(conn, event).await {
+            tracing::warn!(
+                source = event.source,
+                event_id = event.event_id,
+                error = error.chain(),
+                "shadow processing of a duplicate failed"
+            );
         }
     }
 

@@ -90,6 +90,12 @@ impl SubscriptionChanged {
             .json::<Subscription>()
             .await
             .map_err(|e| retryable("unreadable answer", e))?;
+        if subscription.id != id {
+            // Never write another object's state under this one's tie.
+            return Err(HandlerError::retryable(
+                "re-fetching the subscription from Stripe: the answer is about another object",
+            ));
+        }
         Ok(Some(subscription))
     }
 }

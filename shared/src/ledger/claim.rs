@@ -44,9 +44,6 @@ pub enum Claim<'c> {
     Won(Tx<'c>),
     /// The event was completed before with the same body: answer with the stored response.
     Completed(StoredResponse),
-    /// The event was dead-lettered by an inline fatal error with the same body: answer with the
-    /// stored response (a 2xx, so the provider stops retrying).
-    Dead(StoredResponse),
     /// The event is claimed but not completed (another delivery holds it, or its lock wait
     /// hit `lock_timeout`): answer 409 with `Retry-After`.
     InFlight,
@@ -154,13 +151,60 @@ pub async fn claim<'c>(
             status: Status::Completed,
             ..
         }) => Claim::Completed(response),
+        // Dead by an inline fatal error: a redelivery (a resend after the handler or the
+        // sender was fixed) runs it again. Its fatal run rolled everything back, so nothing can
+        // double; a fatal error again keeps it dead with the same answer.
         Some(EventRow {
-            response: Some(response),
             status: Status::Dead,
             ..
-        }) => Claim::Dead(response),
+        }) => retake_dead(conn, event).await?,
         Some(_) => Claim::InFlight,
     })
+}
+
+static RETAKE_DEAD: Sql = Sql {
+    text: "\
+UPDATE webhook_event
+SET status = 'claimed',
+    response_status = NULL,
+    response_body = NULL,
+    next_attempt_at = NULL,
+    lease_expires_at = NULL
+WHERE source = $1
+  AND event_id = $2
+  -- Another delivery retaking it at the same time holds the row: this one waits (lock_timeout)
+  -- and then finds it no longer dead.
+  AND status = 'dead'
+RETURNING 1",
+    types: &[Type::TEXT, Type::TEXT],
+};
+
+/// Claims a dead event again in a new transaction (the row back to `claimed`, uncommitted):
+/// [`Claim::Won`], or [`Claim::InFlight`] when another delivery retook it first.
+async fn retake_dead<'c>(
+    conn: &'c Connection,
+    event: &NewEvent<'_>,
+) -> Result<Claim<'c>, LedgerError> {
+    let statement = conn.prepare(&RETAKE_DEAD).await?;
+    let tx = Tx::open(conn, Guard::Claimed);
+    let (begin, retaken) = in_order(
+        conn.begin(),
+        conn.query_opt(&statement, &[&event.source, &event.event_id]),
+    )
+    .await;
+    begin?;
+    match retaken {
+        Ok(Some(_)) => Ok(Claim::Won(tx)),
+        Ok(None) => {
+            tx.rollback().await?;
+            Ok(Claim::InFlight)
+        }
+        Err(error) if is_lock_timeout(&error) => {
+            tx.rollback().await?;
+            Ok(Claim::InFlight)
+        }
+        Err(error) => Err(error.into()),
+    }
 }
 
 static LOOKUP: Sql = Sql {
@@ -210,8 +254,15 @@ INSERT INTO webhook_event
     (source, event_id, event_type, payload_digest, payload, status, attempts, last_error,
      response_status, response_body, payload_identity)
 VALUES ($1, $2, $3, $4, $5, 'dead', 1, $6, $7, $8, $9)
--- A concurrent delivery claimed the event after our rollback: its outcome stands.
-ON CONFLICT (source, event_id) DO NOTHING
+-- A redelivery of a dead event failed fatally again: one more attempt, the latest error, the
+-- same answer. A concurrent delivery that claimed the event after our rollback: its outcome
+-- stands (no row back).
+ON CONFLICT (source, event_id) DO UPDATE
+SET attempts = webhook_event.attempts + 1,
+    last_error = EXCLUDED.last_error,
+    response_status = EXCLUDED.response_status,
+    response_body = EXCLUDED.response_body
+WHERE webhook_event.status = 'dead'
 RETURNING response_body::text",
     types: &[
         Type::TEXT,
@@ -227,10 +278,11 @@ RETURNING response_body::text",
 };
 
 /// Keeps an event whose inline handler failed fatally as `dead`, with its payload (when the
-/// source keeps payloads), the error, and the response every retry is answered with. Runs in
-/// its own transaction after the claim's was rolled back (so none of the handler's writes
-/// survive). Returns the stored response, or `None` when another delivery claimed the event in
-/// between (its outcome stands; look it up).
+/// source keeps payloads), the error, and the response the delivery is answered with; a dead
+/// row already there (a redelivery that failed again) gets the new error and one more attempt.
+/// Runs in its own transaction after the claim's was rolled back (so none of the handler's
+/// writes survive). Returns the stored response, or `None` when another delivery claimed the
+/// event in between (its outcome stands).
 ///
 /// # Errors
 /// [`LedgerError::Db`] when PostgreSQL fails.

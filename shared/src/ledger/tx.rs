@@ -66,9 +66,9 @@ impl std::fmt::Debug for Tx<'_> {
 /// Why [`Tx::complete`] did not commit. Nothing of the transaction is committed in any case.
 #[derive(Debug, thiserror::Error)]
 pub enum CompleteError {
-    /// A deferred write failed: the handler's failure (classify it with
-    /// `HandlerError::from`).
-    #[error("deferred write failed: {}", crate::db::describe(.0))]
+    /// A deferred write, or the response body the handler returned, was refused: the handler's
+    /// failure (classify it with `HandlerError::from`).
+    #[error("deferred write or response body refused: {}", crate::db::describe(.0))]
     Write(#[source] tokio_postgres::Error),
     /// The completion matched no row: the claim or the lease is not ours (a lease that expired
     /// and was taken over). The transaction was rolled back.
@@ -79,23 +79,23 @@ pub enum CompleteError {
     Ledger(#[from] LedgerError),
 }
 
-/// The statement kinds a handler may not run through a [`Tx`]: they end the transaction or
-/// change session state that would outlive it (behind a pooler, on someone else's session).
-const REFUSED: [&str; 14] = [
-    "BEGIN",
-    "START",
-    "COMMIT",
-    "END",
-    "ROLLBACK",
-    "ABORT",
-    "SAVEPOINT",
-    "RELEASE",
-    "PREPARE",
-    "SET",
-    "RESET",
-    "DISCARD",
-    "LISTEN",
-    "UNLISTEN",
+/// The statement kinds a handler may run through a [`Tx`] (its first keyword): reads, writes and
+/// transaction-scoped locks. Everything else (transaction control, `SET`, `DISCARD`,
+/// `DEALLOCATE`, `LISTEN`, `DO`, `CALL`, DDL such as `CREATE TEMP TABLE`) either ends the
+/// transaction or leaves session state that would outlive it, on someone else's session behind a
+/// pooler. `SET LOCAL` is allowed: it ends with the transaction.
+const ALLOWED: [&str; 9] = [
+    "SELECT", "INSERT", "UPDATE", "DELETE", "WITH", "VALUES", "TABLE", "MERGE", "LOCK",
+];
+
+/// Functions that change session state from inside an allowed statement: `set_config` (session
+/// settings; use `SET LOCAL`) and the session-level advisory locks (use the `_xact_` ones).
+const REFUSED_FUNCTIONS: [&str; 5] = [
+    "set_config",
+    "pg_advisory_lock",
+    "pg_advisory_lock_shared",
+    "pg_try_advisory_lock",
+    "pg_try_advisory_lock_shared",
 ];
 
 /// The first keyword of `sql` (after whitespace, `--` and `/* */` comments, nested as
@@ -105,7 +105,11 @@ fn leading_words(sql: &str) -> (String, String) {
     loop {
         rest = rest.trim_start();
         if let Some(comment) = rest.strip_prefix("--") {
-            rest = comment.split_once('\n').map(|(_, r)| r).unwrap_or("");
+            // PostgreSQL ends a `--` comment at a newline or a carriage return.
+            rest = comment
+                .split_once(['\n', '\r'])
+                .map(|(_, r)| r)
+                .unwrap_or("");
         } else if rest.starts_with("/*") {
             rest = after_block_comment(rest);
         } else {
@@ -145,17 +149,32 @@ fn after_block_comment(text: &str) -> &str {
     ""
 }
 
-/// Refuses transaction control and session `SET`s (`SET LOCAL` is allowed: it ends with the
-/// transaction).
+/// Allows only reads, writes and transaction-scoped statements (see [`ALLOWED`] and
+/// [`REFUSED_FUNCTIONS`]). A guard against mistakes in trusted handler code, not a sandbox.
 fn check_statement(sql: &Sql) -> Result<(), HandlerError> {
     let (first, second) = leading_words(sql.text);
-    if first == "SET" && second == "LOCAL" {
-        return Ok(());
-    }
-    if REFUSED.contains(&first.as_str()) {
+    let allowed = ALLOWED.contains(&first.as_str()) || (first == "SET" && second == "LOCAL");
+    if !allowed {
+        let shown = if first.is_empty() {
+            "this"
+        } else {
+            first.as_str()
+        };
         return Err(HandlerError::fatal(format!(
-            "a handler may not run {first}: only the ledger ends the transaction, and session \
-             state would leak to other transactions behind a pooler"
+            "a handler may not run {shown} statements: only reads, writes and SET LOCAL; the \
+             ledger ends the transaction, and session state would leak to other transactions \
+             behind a pooler"
+        )));
+    }
+    let lower = sql.text.to_ascii_lowercase();
+    if let Some(function) = REFUSED_FUNCTIONS.iter().find(|f| {
+        lower
+            .match_indices(*f)
+            .any(|(i, _)| lower[i + f.len()..].trim_start().starts_with('('))
+    }) {
+        return Err(HandlerError::fatal(format!(
+            "a handler may not call {function}: it changes session state that outlives the \
+             transaction (use SET LOCAL, or pg_advisory_xact_lock)"
         )));
     }
     Ok(())
@@ -412,6 +431,11 @@ impl<'c> Tx<'c> {
             {
                 return Err(CompleteError::Lost)
             }
+            // A data exception from the completion is the response body the handler chose
+            // (e.g. a `\u0000` that jsonb refuses): the handler's failure, like a write's.
+            Err(error) if error.code().is_some_and(|c| c.code().starts_with("22")) => {
+                return Err(CompleteError::Write(error))
+            }
             Err(error) => return Err(LedgerError::from(error).into()),
         };
         committed.map_err(LedgerError::from)?;
@@ -493,6 +517,17 @@ mod tests {
             "/* done */ COMMIT",
             "/* a /* nested */ comment */\n  commit",
             "-- one\n/* two */ -- three\nROLLBACK",
+            "-- ended by a carriage return\rCOMMIT",
+            "DEALLOCATE ALL",
+            "DO $$ BEGIN COMMIT; END $$",
+            "CALL commits()",
+            "CREATE TEMP TABLE t (a int)",
+            "LISTEN x",
+            "SELECT set_config('synchronous_commit', 'off', false)",
+            "select SET_CONFIG ('a.b', 'c', true)",
+            "SELECT pg_advisory_lock(1)",
+            "WITH x AS (SELECT pg_try_advisory_lock(1)) SELECT * FROM x",
+            "",
         ] {
             assert!(check_statement(sql(text)).is_err(), "{text}");
         }
@@ -502,6 +537,10 @@ mod tests {
             "-- a comment\nUPDATE t SET a = 1",
             "SET LOCAL lock_timeout = 100",
             "WITH x AS (SELECT 1) SELECT * FROM x",
+            "SELECT pg_advisory_xact_lock(1)",
+            "DELETE FROM t WHERE a = 1",
+            "LOCK TABLE orders IN SHARE MODE",
+            "INSERT INTO notes (text) VALUES ('set_config is just a word here')",
         ] {
             assert!(check_statement(sql(text)).is_ok(), "{text}");
         }

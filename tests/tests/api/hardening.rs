@@ -296,14 +296,20 @@ async fn a_payload_the_business_table_refuses_is_kept_dead_and_answered_2xx_so_t
         "kept with its payload for the operator"
     );
 
-    // Every retry gets the same 2xx, replayed, and nothing runs again.
+    // A retry runs it again (the handler might have been fixed), fails the same way, and gets
+    // the same 2xx; still no order, still one row.
     let retry = app.receive("stripe", &delivery).await;
     assert_eq!(
         (retry.status, retry.body.as_str()),
         (200, first.body.as_str())
     );
-    assert!(retry.replayed);
     assert_eq!(app.ledger_rows().await, 1);
+    assert_eq!(app.order_rows().await, 0);
+    assert_eq!(
+        crate::helpers::row(&app, "evt_usd").await.1,
+        2,
+        "one more attempt"
+    );
 }
 
 #[tokio::test]
@@ -662,4 +668,290 @@ async fn a_stripe_retry_that_differs_in_data_object_is_a_409_and_leaves_the_orig
         .unwrap()
         .get(0);
     assert_eq!(total, 700);
+}
+
+static HIDDEN_COMMIT: Sql = Sql {
+    text: "/* a comment first */ COMMIT",
+    types: &[],
+};
+
+static CR_COMMIT: Sql = Sql {
+    text: "-- a comment ended by a carriage return\rCOMMIT",
+    types: &[],
+};
+
+/// Records one effect, then tries to commit it itself (which would make it durable whatever
+/// the lease or the claim says), then fails retryably the first time.
+struct CommitsThenFails {
+    commit: &'static Sql,
+    calls: AtomicUsize,
+}
+
+#[async_trait::async_trait]
+impl Handler for CommitsThenFails {
+    async fn handle(&self, tx: &mut Tx<'_>, event: &Event<'_>) -> Result<Effect, HandlerError> {
+        let call = self.calls.fetch_add(1, Ordering::SeqCst);
+        tx.execute(&RECORD_EFFECT, &[&event.event_id]).await?;
+        if call == 0 {
+            tx.execute(self.commit, &[]).await?;
+            return Err(HandlerError::retryable("downstream failed after the write"));
+        }
+        Ok(Effect::ok(serde_json::json!({"ok": true})))
+    }
+}
+
+#[tokio::test]
+async fn a_commit_behind_a_comment_is_refused_and_cannot_double_a_deferred_effect() {
+    for (n, commit) in [&HIDDEN_COMMIT, &CR_COMMIT].into_iter().enumerate() {
+        let app = spawn_app().await;
+        create_effects_table(&app).await;
+        let mut worker = worker_for(&app);
+        register(
+            &mut worker,
+            Arc::new(CommitsThenFails {
+                commit,
+                calls: AtomicUsize::new(0),
+            }),
+        );
+        let id = format!("evt_sneaky_{n}");
+        let delivery = deferred(payment_intent_body(&id, &id, 1));
+        assert_eq!(app.receive("stripe-deferred", &delivery).await.status, 202);
+        let summary = worker.worker.drain(SystemTime::now, plenty).await.unwrap();
+        assert_eq!(summary.dead, 1, "{:?}: {summary:?}", commit.text);
+        assert_eq!(
+            effects(&app, &id).await,
+            0,
+            "nothing committed by the handler"
+        );
+        let (status, _, error) = row(&app, &id).await;
+        assert_eq!(status, "dead");
+        assert!(error.unwrap().contains("may not run"));
+    }
+}
+
+static SESSION_OFF: Sql = Sql {
+    text: "SELECT set_config('application_name', 'hijacked', false)",
+    types: &[],
+};
+
+static DEALLOCATE: Sql = Sql {
+    text: "DEALLOCATE ALL",
+    types: &[],
+};
+
+/// Runs one statement, then records the order.
+struct RunsFirst(&'static Sql);
+
+#[async_trait::async_trait]
+impl Handler for RunsFirst {
+    async fn handle(&self, tx: &mut Tx<'_>, event: &Event<'_>) -> Result<Effect, HandlerError> {
+        tx.query(self.0, &[]).await?;
+        shared::handlers::stripe_orders::PaymentIntentSucceeded
+            .handle(tx, event)
+            .await
+    }
+}
+
+#[tokio::test]
+async fn session_state_set_from_a_handler_is_refused_and_never_reaches_the_next_delivery() {
+    for (n, sql) in [&SESSION_OFF, &DEALLOCATE].into_iter().enumerate() {
+        // One pooled connection: the next delivery gets the same session.
+        let mut app = spawn_app_with(1, 2_000).await;
+        app.state.receiver.handlers.register(
+            "stripe",
+            "payment_intent.succeeded",
+            Arc::new(RunsFirst(sql)),
+        );
+        let id = format!("evt_session_{n}");
+        let reply = app
+            .receive("stripe", &stripe_payment(&id, &id, 5, NOW))
+            .await;
+        assert_eq!(reply.outcome, "dead", "{}: {reply:?}", sql.text);
+        // The next, unrelated delivery on the same session works with the server's defaults.
+        let next = app
+            .receive(
+                "github",
+                &github(&format!("gh-{n}"), "ping", r#"{"zen":"x"}"#),
+            )
+            .await;
+        assert_eq!(next.status, 200, "{next:?}");
+        let conn = app.receiver().pool.get().await.unwrap();
+        let setting: String = conn
+            .query_one("SELECT current_setting('application_name')", &[])
+            .await
+            .unwrap()
+            .get(0);
+        assert_eq!(setting, "hookledger");
+    }
+}
+
+/// Fails fatally while `failing` is set, records the order otherwise.
+#[derive(Default)]
+struct FatalUntilFixed {
+    failing: std::sync::atomic::AtomicBool,
+}
+
+#[async_trait::async_trait]
+impl Handler for FatalUntilFixed {
+    async fn handle(&self, tx: &mut Tx<'_>, event: &Event<'_>) -> Result<Effect, HandlerError> {
+        if self.failing.load(Ordering::SeqCst) {
+            return Err(HandlerError::fatal("handler bug: field missing"));
+        }
+        shared::handlers::stripe_orders::PaymentIntentSucceeded
+            .handle(tx, event)
+            .await
+    }
+}
+
+#[tokio::test]
+async fn a_redelivered_dead_event_runs_again_once_the_handler_is_fixed() {
+    let mut app = spawn_app().await;
+    let handler = Arc::new(FatalUntilFixed::default());
+    handler.failing.store(true, Ordering::SeqCst);
+    app.state.receiver.handlers.register(
+        "stripe",
+        "payment_intent.succeeded",
+        handler.clone() as Arc<dyn Handler>,
+    );
+    let delivery = stripe_payment("evt_fixed", "ord_fixed", 5, NOW);
+    let first = app.receive("stripe", &delivery).await;
+    assert_eq!((first.status, first.outcome), (200, "dead"));
+    // Still broken: dead again, one more attempt, the same answer.
+    let again = app.receive("stripe", &delivery).await;
+    assert_eq!(
+        (again.status, again.body.as_str()),
+        (200, first.body.as_str())
+    );
+    assert_eq!(row(&app, "evt_fixed").await.1, 2);
+    // Fixed: the provider's resend is processed, exactly once.
+    handler.failing.store(false, Ordering::SeqCst);
+    let resent = app.receive("stripe", &delivery).await;
+    assert_eq!(
+        (resent.status, resent.outcome),
+        (200, "processed"),
+        "{resent:?}"
+    );
+    assert_eq!(row(&app, "evt_fixed").await.0, "completed");
+    assert_eq!(app.order_rows().await, 1);
+    let replay = app.receive("stripe", &delivery).await;
+    assert_eq!(replay.outcome, "replayed");
+    assert_eq!(app.order_rows().await, 1);
+}
+
+/// Answers with a body jsonb cannot store.
+struct NulInBody;
+
+#[async_trait::async_trait]
+impl Handler for NulInBody {
+    async fn handle(&self, _tx: &mut Tx<'_>, _event: &Event<'_>) -> Result<Effect, HandlerError> {
+        Ok(Effect::ok(serde_json::json!({"note": "a\u{0}b"})))
+    }
+}
+
+#[tokio::test]
+async fn a_response_body_the_ledger_cannot_store_is_fatal_not_a_500_for_ever() {
+    let mut app = spawn_app().await;
+    app.state
+        .receiver
+        .handlers
+        .register("stripe", "payment_intent.succeeded", Arc::new(NulInBody));
+    let reply = app
+        .receive("stripe", &stripe_payment("evt_nul", "ord_nul", 5, NOW))
+        .await;
+    assert_eq!((reply.status, reply.outcome), (200, "dead"), "{reply:?}");
+    let (_, _, error) = row(&app, "evt_nul").await;
+    assert!(error.unwrap().contains("22P05"));
+}
+
+/// Inserts a row keyed by the order id without conflict handling: a naive receiver's effect.
+static NAIVE_INSERT: Sql = Sql {
+    text: "INSERT INTO effects (event_id) VALUES ($1)",
+    types: &[Type::TEXT],
+};
+
+struct Naive;
+
+#[async_trait::async_trait]
+impl Handler for Naive {
+    async fn handle(&self, tx: &mut Tx<'_>, event: &Event<'_>) -> Result<Effect, HandlerError> {
+        tx.execute(&NAIVE_INSERT, &[&event.event_id]).await?;
+        Ok(Effect::ok(serde_json::json!({"ok": true})))
+    }
+}
+
+#[tokio::test]
+async fn an_inline_shadow_duplicate_whose_run_fails_gets_the_stored_answer_not_a_500() {
+    let mut app = spawn_app().await;
+    app.db
+        .connect()
+        .await
+        .unwrap()
+        .batch_execute("CREATE TABLE effects (event_id text PRIMARY KEY)")
+        .await
+        .unwrap();
+    let json = r#"[{"name": "stripe", "scheme": "stripe", "shadow": true,
+                    "secrets": ["whsec_hookledger_local_development_secret"]}]"#;
+    app.settings.sources = shared::Sources::from_json(json).unwrap();
+    app.state = receiver::handler::AppState::new(&app.settings, app.receiver().pool.clone());
+    app.state
+        .receiver
+        .handlers
+        .register("stripe", "payment_intent.succeeded", Arc::new(Naive));
+    let delivery = stripe_payment("evt_shadow_fail", "ord_shadow_fail", 5, NOW);
+    let first = app.receive("stripe", &delivery).await;
+    assert_eq!(first.status, 200);
+    // The shadow run hits the primary key (23505, fatal); the provider still gets the answer
+    // enforcement gives.
+    let duplicate = app.receive("stripe", &delivery).await;
+    assert_eq!(
+        (duplicate.status, duplicate.body.as_str()),
+        (200, first.body.as_str())
+    );
+    assert!(duplicate.replayed, "{duplicate:?}");
+}
+
+#[tokio::test]
+async fn a_re_fetch_that_answers_about_another_object_does_not_resolve_the_tie() {
+    let mut app = spawn_app().await;
+    let stripe = FakeApi::start(HashMap::from([(
+        "/v1/subscriptions/sub_tie".to_owned(),
+        (
+            200,
+            serde_json::json!({"id": "sub_OTHER", "object": "subscription", "status": "canceled"}),
+        ),
+    )]))
+    .await
+    .unwrap();
+    let handler = Arc::new(SubscriptionChanged::new(Some(ProviderApi {
+        base_url: stripe.base_url.clone(),
+        key: "rk_test_local".to_owned().into(),
+    })));
+    app.state.receiver.handlers.register(
+        "stripe",
+        "customer.subscription.updated",
+        handler as Arc<dyn Handler>,
+    );
+    let first = stripe_body(subscription("evt_c3", 9_000, "price_a"), NOW);
+    assert_eq!(app.receive("stripe", &first).await.status, 200);
+    let tie = app
+        .receive(
+            "stripe",
+            &stripe_body(subscription("evt_u3", 9_000, "price_b"), NOW),
+        )
+        .await;
+    assert_eq!(
+        (tie.status, tie.outcome),
+        (500, "handler_failed"),
+        "{tie:?}"
+    );
+    assert_eq!(
+        app.count("SELECT count(*) FROM subscriptions WHERE subscription_id = 'sub_OTHER'")
+            .await,
+        0
+    );
+    assert_eq!(
+        app.count("SELECT count(*) FROM ordering_tie").await,
+        0,
+        "rolled back"
+    );
 }
