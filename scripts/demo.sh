@@ -58,6 +58,9 @@ echo "== building (the first build takes a few minutes on 2 cores; later runs ta
 cargo build --bin receiver --bin worker --bin hookledger-dev
 dev=$(demo_target_dir)/debug/hookledger-dev
 "$dev" migrate
+# The functions read their configuration at their first invocation under the emulator; check it
+# now, with the same code, so a bad source fails here with its message instead of a hung request.
+HOOKLEDGER_SOURCES_FILE="$sources_file" "$dev" check-config
 
 if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
   echo "port $port is in use: set PORT=... to pick another" >&2
@@ -73,7 +76,9 @@ demo_env_file "$scratch/emulator.env" \
   "HOOKLEDGER_WORKER_FUNCTION=worker" "AWS_ENDPOINT_URL_LAMBDA=http://127.0.0.1:$port" \
   "AWS_REGION=us-east-1" "AWS_ACCESS_KEY_ID=local" "AWS_SECRET_ACCESS_KEY=local" \
   "AWS_EC2_METADATA_DISABLED=true" "RUST_LOG=${RUST_LOG:-info}"
-setsid cargo lambda watch --quiet --ignore-changes -A 127.0.0.1 -P "$port" \
+# RUST_LOG reaches the functions through the env file only: cargo lambda itself would turn
+# verbose with it and print the functions' environment (the database URL) and its metadata.
+setsid env -u RUST_LOG cargo lambda watch --quiet --ignore-changes -A 127.0.0.1 -P "$port" \
   --env-file "$scratch/emulator.env" >"$log" 2>&1 &
 watch_pid=$!
 for _ in $(seq 1 600); do

@@ -13,8 +13,8 @@
 //! time are released unstarted. The clock and the remaining time are parameters, so tests never
 //! sleep.
 //!
-//! The worker's transactions take the handler timeout as their
-//! `idle_in_transaction_session_timeout` (the handler timeout already bounds them), so no
+//! The worker's transactions take the larger of the handler timeout and the configured
+//! `idle_in_transaction_session_timeout` as their idle limit (the handler timeout already bounds them), so no
 //! session limit shorter than a handler's own deadline cuts its transaction.
 //!
 //! Retry schedule ([`backoff`], defaults `base_secs = 30`, `cap_secs = 3600`): after failed

@@ -99,8 +99,8 @@ const REFUSED_FUNCTIONS: [&str; 5] = [
 ];
 
 /// The first keyword of `sql` (after whitespace, `--` and `/* */` comments, nested as
-/// PostgreSQL nests them), upper-cased, and the word after it.
-fn leading_words(sql: &str) -> (String, String) {
+/// PostgreSQL nests them) and the word after it, as written (compare case-insensitively).
+fn leading_words(sql: &str) -> (&str, &str) {
     let mut rest = sql;
     loop {
         rest = rest.trim_start();
@@ -119,9 +119,31 @@ fn leading_words(sql: &str) -> (String, String) {
     let mut words = rest
         .split(|c: char| !c.is_ascii_alphanumeric() && c != '_')
         .filter(|w| !w.is_empty());
-    let first = words.next().unwrap_or("").to_ascii_uppercase();
-    let second = words.next().unwrap_or("").to_ascii_uppercase();
-    (first, second)
+    (words.next().unwrap_or(""), words.next().unwrap_or(""))
+}
+
+/// The refused function `sql` calls, if any: every `(` is checked against the identifier
+/// before it (one pass, no allocation: this runs for every handler statement).
+fn refused_call(sql: &str) -> Option<&'static str> {
+    let bytes = sql.as_bytes();
+    for (open, _) in sql.match_indices('(') {
+        let mut end = open;
+        while end > 0 && bytes[end - 1].is_ascii_whitespace() {
+            end -= 1;
+        }
+        let mut start = end;
+        while start > 0 && (bytes[start - 1].is_ascii_alphanumeric() || bytes[start - 1] == b'_') {
+            start -= 1;
+        }
+        let name = &sql[start..end];
+        if let Some(refused) = REFUSED_FUNCTIONS
+            .iter()
+            .find(|f| f.eq_ignore_ascii_case(name))
+        {
+            return Some(refused);
+        }
+    }
+    None
 }
 
 /// What follows the block comment `text` starts with (nested comments included); empty when
@@ -153,12 +175,13 @@ fn after_block_comment(text: &str) -> &str {
 /// [`REFUSED_FUNCTIONS`]). A guard against mistakes in trusted handler code, not a sandbox.
 fn check_statement(sql: &Sql) -> Result<(), HandlerError> {
     let (first, second) = leading_words(sql.text);
-    let allowed = ALLOWED.contains(&first.as_str()) || (first == "SET" && second == "LOCAL");
+    let allowed = ALLOWED.iter().any(|k| k.eq_ignore_ascii_case(first))
+        || (first.eq_ignore_ascii_case("SET") && second.eq_ignore_ascii_case("LOCAL"));
     if !allowed {
         let shown = if first.is_empty() {
-            "this"
+            "this".to_owned()
         } else {
-            first.as_str()
+            first.to_ascii_uppercase()
         };
         return Err(HandlerError::fatal(format!(
             "a handler may not run {shown} statements: only reads, writes and SET LOCAL; the \
@@ -166,12 +189,7 @@ fn check_statement(sql: &Sql) -> Result<(), HandlerError> {
              behind a pooler"
         )));
     }
-    let lower = sql.text.to_ascii_lowercase();
-    if let Some(function) = REFUSED_FUNCTIONS.iter().find(|f| {
-        lower
-            .match_indices(*f)
-            .any(|(i, _)| lower[i + f.len()..].trim_start().starts_with('('))
-    }) {
+    if let Some(function) = refused_call(sql.text) {
         return Err(HandlerError::fatal(format!(
             "a handler may not call {function}: it changes session state that outlives the \
              transaction (use SET LOCAL, or pg_advisory_xact_lock)"

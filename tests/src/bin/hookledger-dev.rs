@@ -31,6 +31,9 @@ enum Command {
         #[arg(long, env = "DATABASE_URL", hide_env_values = true)]
         database_url: String,
     },
+    /// Read the configuration exactly as the functions do at cold start (the same environment
+    /// variables) and print what was found, or the start-up error (exit status 1).
+    CheckConfig,
     /// Send a plan's deliveries to a receiver and print what happened.
     Deliver {
         /// The plan: a JSON array of {"event", "note", "signature": "valid"|"wrong-secret"|"key:N",
@@ -98,6 +101,15 @@ async fn main() -> Result<()> {
             } else {
                 println!("migrations applied: {}", applied.join(", "));
             }
+        }
+        Command::CheckConfig => {
+            // Display, as the functions print it at start-up.
+            let settings = shared::Settings::from_env()
+                .await
+                .map_err(|e| anyhow::anyhow!("{e}"))?;
+            let mut names: Vec<&str> = settings.sources.iter().map(|s| s.name.as_str()).collect();
+            names.sort_unstable();
+            println!("configuration: sources {}", names.join(", "));
         }
         Command::Deliver { plan, url } => deliver(&plan, &url).await?,
         Command::Ledger { database_url } => ledger(&database_url).await?,
