@@ -457,6 +457,28 @@ async fn an_effect_status_is_a_2xx_stored_and_replayed_verbatim() {
     assert!(retry.replayed);
 }
 
+/// A receiver whose Stripe subscription handler resolves ties through a fake Stripe API that
+/// answers `GET /v1/subscriptions/sub_tie` with `answer` (status, JSON).
+async fn app_with_fake_stripe(answer: (u16, serde_json::Value)) -> (TestApp, FakeApi) {
+    let mut app = spawn_app().await;
+    let stripe = FakeApi::start(HashMap::from([(
+        "/v1/subscriptions/sub_tie".to_owned(),
+        answer,
+    )]))
+    .await
+    .unwrap();
+    let handler = Arc::new(SubscriptionChanged::new(Some(ProviderApi {
+        base_url: stripe.base_url.clone(),
+        key: "rk_test_local".to_owned().into(),
+    })));
+    app.state.receiver.handlers.register(
+        "stripe",
+        "customer.subscription.updated",
+        handler as Arc<dyn Handler>,
+    );
+    (app, stripe)
+}
+
 fn subscription(event_id: &str, created: i64, plan: &str) -> Vec<u8> {
     serde_json::to_vec(&serde_json::json!({
         "id": event_id,
@@ -473,28 +495,14 @@ fn subscription(event_id: &str, created: i64, plan: &str) -> Vec<u8> {
 
 #[tokio::test]
 async fn a_version_tie_is_resolved_by_re_fetching_the_subscription_from_stripe() {
-    let mut app = spawn_app().await;
-    let stripe = FakeApi::start(HashMap::from([(
-        "/v1/subscriptions/sub_tie".to_owned(),
-        (
-            200,
-            serde_json::json!({
-                "id": "sub_tie", "object": "subscription", "customer": "cus_1",
-                "status": "past_due", "items": {"data": [{"price": {"id": "price_now"}}]}
-            }),
-        ),
-    )]))
-    .await
-    .unwrap();
-    let handler = Arc::new(SubscriptionChanged::new(Some(ProviderApi {
-        base_url: stripe.base_url.clone(),
-        key: "rk_test_local".to_owned().into(),
-    })));
-    app.state.receiver.handlers.register(
-        "stripe",
-        "customer.subscription.updated",
-        handler as Arc<dyn Handler>,
-    );
+    let (app, stripe) = app_with_fake_stripe((
+        200,
+        serde_json::json!({
+            "id": "sub_tie", "object": "subscription", "customer": "cus_1",
+            "status": "past_due", "items": {"data": [{"price": {"id": "price_now"}}]}
+        }),
+    ))
+    .await;
     // Two changes within one second: the same version.
     let first = app
         .receive(
@@ -542,22 +550,7 @@ async fn a_version_tie_is_resolved_by_re_fetching_the_subscription_from_stripe()
 
 #[tokio::test]
 async fn a_tie_whose_re_fetch_fails_is_retried_not_dropped() {
-    let mut app = spawn_app().await;
-    let stripe = FakeApi::start(HashMap::from([(
-        "/v1/subscriptions/sub_tie".to_owned(),
-        (503, serde_json::json!({"error": "down"})),
-    )]))
-    .await
-    .unwrap();
-    let handler = Arc::new(SubscriptionChanged::new(Some(ProviderApi {
-        base_url: stripe.base_url.clone(),
-        key: "rk_test_local".to_owned().into(),
-    })));
-    app.state.receiver.handlers.register(
-        "stripe",
-        "customer.subscription.updated",
-        handler as Arc<dyn Handler>,
-    );
+    let (app, _stripe) = app_with_fake_stripe((503, serde_json::json!({"error": "down"}))).await;
     let first = stripe_body(subscription("evt_c2", 9_000, "price_a"), NOW);
     assert_eq!(app.receive("stripe", &first).await.status, 200);
     let tie = app
@@ -912,25 +905,11 @@ async fn an_inline_shadow_duplicate_whose_run_fails_gets_the_stored_answer_not_a
 
 #[tokio::test]
 async fn a_re_fetch_that_answers_about_another_object_does_not_resolve_the_tie() {
-    let mut app = spawn_app().await;
-    let stripe = FakeApi::start(HashMap::from([(
-        "/v1/subscriptions/sub_tie".to_owned(),
-        (
-            200,
-            serde_json::json!({"id": "sub_OTHER", "object": "subscription", "status": "canceled"}),
-        ),
-    )]))
-    .await
-    .unwrap();
-    let handler = Arc::new(SubscriptionChanged::new(Some(ProviderApi {
-        base_url: stripe.base_url.clone(),
-        key: "rk_test_local".to_owned().into(),
-    })));
-    app.state.receiver.handlers.register(
-        "stripe",
-        "customer.subscription.updated",
-        handler as Arc<dyn Handler>,
-    );
+    let (app, _stripe) = app_with_fake_stripe((
+        200,
+        serde_json::json!({"id": "sub_OTHER", "object": "subscription", "status": "canceled"}),
+    ))
+    .await;
     let first = stripe_body(subscription("evt_c3", 9_000, "price_a"), NOW);
     assert_eq!(app.receive("stripe", &first).await.status, 200);
     let tie = app
