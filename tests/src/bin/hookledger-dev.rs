@@ -60,6 +60,12 @@ enum Command {
         n: usize,
         #[arg(long, default_value_t = 32)]
         concurrency: usize,
+        /// Send the limits as SET LOCAL with every BEGIN (HOOKLEDGER_DB_TRANSACTION_LIMITS).
+        #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+        transaction_limits: bool,
+        /// Named statements prepared once per connection (HOOKLEDGER_DB_STATEMENT_CACHE).
+        #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+        statement_cache: bool,
     },
     /// Lease due events, print "leased N", then hang without processing them (the crash
     /// recovery test kills this process with SIGKILL).
@@ -118,7 +124,15 @@ async fn main() -> Result<()> {
             database_url,
             n,
             concurrency,
-        } => load(&database_url, n, concurrency).await?,
+            transaction_limits,
+            statement_cache,
+        } => {
+            let mut database = DatabaseSettings::with_url(database_url);
+            database.pool_size = concurrency;
+            database.transaction_limits = transaction_limits;
+            database.statement_cache = statement_cache;
+            load(database, n, concurrency).await?
+        }
         Command::LeaseAndHang {
             database_url,
             lease_secs,
@@ -316,9 +330,7 @@ fn cpu_seconds() -> f64 {
     ticks / 100.0
 }
 
-async fn load(database_url: &str, n: usize, concurrency: usize) -> Result<()> {
-    let mut database = DatabaseSettings::with_url(database_url);
-    database.pool_size = concurrency;
+async fn load(database: DatabaseSettings, n: usize, concurrency: usize) -> Result<()> {
     let settings = shared::Settings {
         database,
         sources: shared::Sources::from_json(&hookledger_tests::local_sources_json()?)?,
