@@ -353,7 +353,8 @@ static SESSION_SET: Sql = Sql {
     types: &[],
 };
 
-/// Writes an order through the Tx, then tries to end the transaction itself.
+/// Writes an order through the Tx, then runs a statement a handler may not run (one that ends
+/// the transaction or sets session state).
 struct Committer(&'static Sql);
 
 #[async_trait::async_trait]
@@ -732,19 +733,6 @@ static DEALLOCATE: Sql = Sql {
     types: &[],
 };
 
-/// Runs one statement, then records the order.
-struct RunsFirst(&'static Sql);
-
-#[async_trait::async_trait]
-impl Handler for RunsFirst {
-    async fn handle(&self, tx: &mut Tx<'_>, event: &Event<'_>) -> Result<Effect, HandlerError> {
-        tx.query(self.0, &[]).await?;
-        shared::handlers::stripe_orders::PaymentIntentSucceeded
-            .handle(tx, event)
-            .await
-    }
-}
-
 #[tokio::test]
 async fn session_state_set_from_a_handler_is_refused_and_never_reaches_the_next_delivery() {
     for (n, sql) in [&SESSION_OFF, &DEALLOCATE].into_iter().enumerate() {
@@ -753,7 +741,7 @@ async fn session_state_set_from_a_handler_is_refused_and_never_reaches_the_next_
         app.state.receiver.handlers.register(
             "stripe",
             "payment_intent.succeeded",
-            Arc::new(RunsFirst(sql)),
+            Arc::new(Committer(sql)),
         );
         let id = format!("evt_session_{n}");
         let reply = app
