@@ -241,6 +241,12 @@ impl Receiver {
                     outcome: "challenge",
                 };
             }
+            // A generic source without an event id rule: start-up validation should have
+            // refused it, so it is our fault (5xx, the provider retries), not the sender's.
+            Err(error @ crate::extract::ExtractError::NoRule) => {
+                trace.detail = Some(error.to_string());
+                return Reply::error(500, "internal_error", "internal error");
+            }
             Err(error) => {
                 trace.detail = Some(error.to_string());
                 return Reply::error(400, "bad_request", error.reason());

@@ -46,6 +46,9 @@ pub fn count(name: &str, source: &str, value: u64) {
     });
     line[name] = serde_json::json!(value);
     println!("{line}");
+    // The same count as a debug event (off at the default `info`): tests and local debugging
+    // observe every metric through tracing, which the stdout line cannot offer in-process.
+    tracing::debug!(emf_metric = name, source, value, "metric counted");
 }
 
 /// `error` and its causes, outermost first, joined with `: ` (what `last_error` and log lines

@@ -402,6 +402,10 @@ async fn a_reused_id_is_a_409_a_fatal_payload_a_200_dead_a_failing_handler_a_500
     let mismatch = logs.with("outcome", "digest_mismatch");
     assert_eq!(mismatch.len(), 1, "{}", logs.text());
     assert_eq!(mismatch[0]["level"], "ERROR");
+    // Counted: the digest_mismatch metric, once, for this source.
+    let counted = logs.with("emf_metric", "digest_mismatch");
+    assert_eq!(counted.len(), 1, "{}", logs.text());
+    assert_eq!(counted[0]["source"], "stripe");
     let replay = send(&app.state, event.request().unwrap(), now).await;
     assert_eq!(
         (replay.status, replay.body.as_str()),

@@ -345,6 +345,8 @@ pub fn capture_logs() -> (Captured, tracing::subscriber::DefaultGuard) {
     let subscriber = tracing_subscriber::fmt()
         .json()
         .flatten_event(true)
+        // Debug too: every EMF metric is also a debug event with `emf_metric` (telemetry::count).
+        .with_max_level(tracing::Level::DEBUG)
         .with_writer(captured.clone())
         .finish();
     (captured, tracing::subscriber::set_default(subscriber))

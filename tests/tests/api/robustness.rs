@@ -187,3 +187,21 @@ async fn a_refused_connection_is_logged_with_the_servers_reason() {
     assert!(text.contains("3D000"), "{text}");
     assert!(text.contains("does not exist"), "{text}");
 }
+
+#[tokio::test]
+async fn a_bad_signature_is_counted_as_signature_failed_per_source() {
+    let app = spawn_app().await;
+    let (logs, _guard) = capture_logs();
+    let mut forged = stripe_payment("evt_forged", "ord_forged", 5, NOW);
+    forged.body = payment_intent_body("evt_forged", "ord_forged", 6);
+    for _ in 0..3 {
+        assert_eq!(app.receive("stripe", &forged).await.status, 401);
+    }
+    let good = stripe_payment("evt_good", "ord_good", 5, NOW);
+    assert_eq!(app.receive("stripe", &good).await.status, 200);
+    let counted = logs.with("emf_metric", "signature_failed");
+    assert_eq!(counted.len(), 3, "{}", logs.text());
+    assert!(counted
+        .iter()
+        .all(|line| line["source"] == "stripe" && line["value"] == 1));
+}
