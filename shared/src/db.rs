@@ -14,6 +14,7 @@ use secrecy::ExposeSecret;
 
 use crate::config::DatabaseSettings;
 
+pub(crate) mod pipeline;
 pub mod session;
 
 pub use session::{Connection, Pool, Prepared, Session, Sql};

@@ -428,43 +428,27 @@ impl Receiver {
         }
     }
 
-    /// Shadow mode's run of a duplicate; its failure is logged, never answered.
+    /// Shadow mode: run the handler for a duplicate in its own transaction, leaving the ledger
+    /// alone, and count what enforcement would have skipped. A failure is logged, never
+    /// answered.
     async fn shadow_run(&self, conn: &ledger::Connection, event: &Event<'_>) {
-        if let Err(error) = self.shadow_duplicate(conn, event).await {
-            tracing::warn!(
+        match apply(&self.handlers, ledger::begin_shadow(conn), event).await {
+            Ok(_) => {
+                tracing::warn!(
+                    source = event.source,
+                    event_id = event.event_id,
+                    metric = "shadow_duplicate",
+                    "shadow mode processed a duplicate that enforcement would skip"
+                );
+                crate::telemetry::count("shadow_duplicate", event.source, 1);
+            }
+            Err(error) => tracing::warn!(
                 source = event.source,
                 event_id = event.event_id,
                 error = error.chain(),
                 "shadow processing of a duplicate failed"
-            );
+            ),
         }
-    }
-
-    /// Shadow mode: run the handler for a duplicate in its own transaction, leaving the ledger
-    /// alone, and count what enforcement would have skipped.
-    async fn shadow_duplicate(
-        &self,
-        conn: &ledger::Connection,
-        event: &Event<'_>,
-    ) -> Result<Reply, Failed> {
-        let tx = ledger::begin_shadow(conn);
-        let applied = apply(&self.handlers, tx, event)
-            .await
-            .map_err(Failed::Apply)?;
-        tracing::warn!(
-            source = event.source,
-            event_id = event.event_id,
-            metric = "shadow_duplicate",
-            "shadow mode processed a duplicate that enforcement would skip"
-        );
-        crate::telemetry::count("shadow_duplicate", event.source, 1);
-        Ok(Reply {
-            status: applied.response.status,
-            body: applied.response.body,
-            replayed: false,
-            retry_after: None,
-            outcome: "shadow_duplicate",
-        })
     }
 
     async fn connection(&self) -> Result<ledger::Connection, Failed> {
@@ -484,15 +468,6 @@ enum Failed {
     Unavailable(String),
     /// Applying the event failed (handler or ledger).
     Apply(ApplyError),
-}
-
-impl Failed {
-    fn chain(&self) -> String {
-        match self {
-            Failed::Unavailable(detail) => detail.clone(),
-            Failed::Apply(error) => error.chain(),
-        }
-    }
 }
 
 impl From<ledger::LedgerError> for Failed {

@@ -278,19 +278,31 @@ impl Worker {
             // The last attempt started and never recorded its outcome (its worker died); its
             // lease expired and came back here.
             return self
-                .record_failure(leased, "the last attempt never finished", now, true)
+                .record_failure(
+                    leased,
+                    leased.attempts,
+                    "the last attempt never finished",
+                    now,
+                    true,
+                )
                 .await;
         }
         let Some(payload) = leased.payload.as_deref() else {
             return self
-                .record_failure(leased, "no payload stored", now, true)
+                .record_failure(leased, leased.attempts, "no payload stored", now, true)
                 .await;
         };
         let document = match document_of(payload) {
             Ok(document) => document,
             Err(error) => {
                 return self
-                    .record_failure(leased, &format!("unreadable payload: {error}"), now, true)
+                    .record_failure(
+                        leased,
+                        leased.attempts,
+                        &format!("unreadable payload: {error}"),
+                        now,
+                        true,
+                    )
                     .await
             }
         };
@@ -359,18 +371,17 @@ impl Worker {
             }
         };
         let dead = fatal || attempt as u32 >= source.max_attempts;
-        let leased = Leased {
-            attempts: attempt,
-            ..leased.clone()
-        };
-        self.record_failure(&leased, &error, now, dead).await
+        self.record_failure(leased, attempt, &error, now, dead)
+            .await
     }
 
-    /// Records a failed attempt. Its own failure (the database) is logged and reported as a
-    /// lost lease rather than failing the drain: the lease expires and the event comes back.
+    /// Records failed attempt number `attempt` of `leased`. Its own failure (the database) is
+    /// logged and reported as a lost lease rather than failing the drain: the lease expires and
+    /// the event comes back.
     async fn record_failure(
         &self,
         leased: &Leased,
+        attempt: i32,
         error: &str,
         now: SystemTime,
         dead: bool,
@@ -379,7 +390,7 @@ impl Worker {
             Failure::Dead
         } else {
             let key = format!("{}/{}", leased.source, leased.event_id);
-            Failure::RetryAt(now + backoff(&self.settings.backoff, leased.attempts as u32, &key))
+            Failure::RetryAt(now + backoff(&self.settings.backoff, attempt as u32, &key))
         };
         let recorded = match self.connection().await {
             Ok(conn) => ledger::fail(&conn, leased, error, &failure)
@@ -402,7 +413,7 @@ impl Worker {
         tracing::warn!(
             source = leased.source.as_str(),
             event_id = leased.event_id.as_str(),
-            attempts = leased.attempts,
+            attempts = attempt,
             dead,
             recorded,
             error,

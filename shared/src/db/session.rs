@@ -188,7 +188,7 @@ impl Connection {
     }
 
     /// Opens a transaction with the session's limits: sent on first poll, so it can be pipelined
-    /// (see `ledger::pipeline`) with the statements after it.
+    /// (see `db::pipeline`) with the statements after it.
     pub fn begin(&self) -> impl Future<Output = Result<(), tokio_postgres::Error>> + '_ {
         self.client.batch_execute(&self.session.begin)
     }
@@ -279,9 +279,9 @@ impl Connection {
         params: &[&(dyn ToSql + Sync)],
     ) -> Result<Vec<Row>, tokio_postgres::Error> {
         let statement = self.prepare(sql).await?;
-        let (begun, (rows, committed)) = crate::ledger::pipeline::in_order(
+        let (begun, (rows, committed)) = super::pipeline::in_order(
             self.begin(),
-            crate::ledger::pipeline::in_order(
+            super::pipeline::in_order(
                 self.query(&statement, params),
                 self.client.batch_execute("COMMIT"),
             ),

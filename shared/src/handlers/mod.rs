@@ -371,9 +371,3 @@ pub async fn apply(
         })?;
     Ok(Applied { response, outcome })
 }
-
-impl From<LedgerError> for ApplyError {
-    fn from(error: LedgerError) -> Self {
-        ApplyError::Ledger(error)
-    }
-}

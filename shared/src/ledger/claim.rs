@@ -3,9 +3,9 @@
 
 use tokio_postgres::types::{Json, ToSql, Type};
 
-use super::pipeline::in_order;
 use super::tx::{Guard, Tx};
 use super::{is_lock_timeout, Connection, LedgerError, Status};
+use crate::db::pipeline::in_order;
 use crate::db::Sql;
 
 /// The event being claimed. `digest` is the SHA-256 of the raw body; `identity` what a retry

@@ -1,6 +1,6 @@
 //! Every statement on `webhook_event`: the claim and its lookup ([`claim`]), the transaction a
 //! handler runs in and its completion ([`tx`]), deferred mode's accept ([`deferred`]), the
-//! worker's lease, start, failure and release ([`lease`]), and pipelining ([`pipeline`]).
+//! worker's lease, start, failure and release ([`lease`]), with pipelining from `crate::db`.
 //!
 //! The claim is one `INSERT ... ON CONFLICT (source, event_id) DO NOTHING RETURNING` and nothing
 //! is read before it: the primary key is the concurrency control. A second claim of the same key
@@ -13,7 +13,6 @@
 pub mod claim;
 pub mod deferred;
 pub mod lease;
-pub(crate) mod pipeline;
 pub mod status;
 pub mod tx;
 

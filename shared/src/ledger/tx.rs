@@ -18,8 +18,8 @@ use futures_util::FutureExt;
 use tokio_postgres::types::{Json, ToSql, Type};
 use tokio_postgres::Row;
 
-use super::pipeline::{all_in_order, in_order};
 use super::{Connection, LedgerError, StoredResponse};
+use crate::db::pipeline::{all_in_order, in_order};
 use crate::db::{Prepared, Sql};
 use crate::handlers::HandlerError;
 
