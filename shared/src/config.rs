@@ -23,8 +23,13 @@
 //! | `HOOKLEDGER_HANDLER_TIMEOUT_MS` | a deferred handler's deadline, milliseconds | 30000 |
 //! | `HOOKLEDGER_BACKOFF_BASE_SECS` | first retry delay, seconds (doubles per attempt) | 30 |
 //! | `HOOKLEDGER_BACKOFF_CAP_SECS` | longest retry delay, seconds | 3600 |
-//!
 //! | `HOOKLEDGER_SOURCES_REFRESH_SECS` | receiver: least time between two re-reads of the sources secret or file, seconds (1 to 86400) | 60 |
+//! | `HOOKLEDGER_SWEEP_BATCH_SIZE` | sweeper: rows deleted per batch (one transaction each), 1 to 100000 | 5000 |
+//! | `HOOKLEDGER_SWEEP_MAX_BATCHES` | sweeper: batches per run at most | 100 |
+//! | `HOOKLEDGER_SWEEP_PAUSE_MS` | sweeper: pause between batches, milliseconds | 100 |
+//! | `HOOKLEDGER_SWEEP_MARGIN_MS` | sweeper: start no batch with less invocation time left, milliseconds | 10000 |
+//! | `HOOKLEDGER_AUDIT_STUCK_AFTER_SECS` | auditor: a `claimed` row older than this is stuck, seconds | 300 |
+//! | `HOOKLEDGER_AUDIT_IDLE_IN_TRANSACTION_SECS` | auditor: count sessions idle in a transaction longer than this, seconds | 30 |
 //!
 //! Everything fails closed: a source without a secret, an unknown scheme or mode, an unknown
 //! field, or malformed JSON is a start-up error that names the problem.
@@ -52,6 +57,7 @@ use std::sync::Arc;
 use secrecy::{ExposeSecret, SecretString};
 use serde::Deserialize;
 
+use crate::retention::{Retention, RetentionSpec, SourceRetention};
 use crate::verify::{GenericHmac, Scheme, Verifier, VerifierError};
 
 /// Default timestamp tolerance, seconds. Stripe, Slack and Standard Webhooks all use 300 s.
@@ -195,6 +201,26 @@ pub struct SourceSpec {
     /// `https://api.stripe.com`). Tests point it at a local fake.
     #[serde(default)]
     pub api_base_url: Option<String>,
+    /// Completed keys are kept this many days after the first delivery (default 30); at least
+    /// the retry horizon plus the replay look-back (see [`crate::retention`]).
+    #[serde(default)]
+    pub retention_days: Option<u32>,
+    /// Dead letters are kept this many days after they went dead (default 90, and never less
+    /// than `retention_days`).
+    #[serde(default)]
+    pub dead_retention_days: Option<u32>,
+    /// How long the provider keeps retrying a delivery, hours: required for `generic-hmac`,
+    /// overrides the built-in horizon otherwise ([`crate::retention::builtin_retry_horizon`]).
+    #[serde(default)]
+    pub retry_horizon_hours: Option<u32>,
+    /// How far back replay may fetch from the provider's API, days (default: retention minus
+    /// the retry horizon).
+    #[serde(default)]
+    pub replay_lookback_days: Option<u32>,
+    /// The auditor counts the source as quiet (`source_quiet`) when no new event has been
+    /// claimed for longer than this, minutes. Unset: never quiet.
+    #[serde(default)]
+    pub expected_interval_minutes: Option<u32>,
     /// For `generic-hmac` only: the signature header, algorithm, encoding, prefix, timestamp
     /// header, signed-payload template and where the event id and type are (see
     /// [`GenericHmac`]).
@@ -224,6 +250,8 @@ pub struct SourceConfig {
     pub max_attempts: u32,
     /// The provider's API, when an `api_key` is configured.
     pub api: Option<ProviderApi>,
+    /// Retention, retry horizon, replay look-back and the expected delivery interval.
+    pub retention: SourceRetention,
 }
 
 /// A provider API the handlers may call (e.g. to re-fetch an object on an ordering tie).
@@ -306,6 +334,17 @@ impl SourceConfig {
             name: spec.name.clone(),
             error,
         })?;
+        let retention = SourceRetention::from_spec(
+            spec.scheme,
+            RetentionSpec {
+                retention_days: spec.retention_days,
+                dead_retention_days: spec.dead_retention_days,
+                retry_horizon_hours: spec.retry_horizon_hours,
+                replay_lookback_days: spec.replay_lookback_days,
+                expected_interval_minutes: spec.expected_interval_minutes,
+            },
+        )
+        .map_err(|reason| problem(&reason))?;
         Ok(Self {
             scheme: spec.scheme,
             verifier,
@@ -315,6 +354,7 @@ impl SourceConfig {
             shadow: spec.shadow.unwrap_or(false),
             max_attempts,
             api,
+            retention,
             name: spec.name,
         })
     }
@@ -356,6 +396,13 @@ impl Sources {
     /// The source called `name`, if configured.
     pub fn get(&self, name: &str) -> Option<&Arc<SourceConfig>> {
         self.0.get(name)
+    }
+
+    /// The retention of `name`'s keys: the configured one, or the defaults for a source that is
+    /// no longer configured (its rows still expire).
+    pub fn retention(&self, name: &str) -> Retention {
+        self.get(name)
+            .map_or_else(Retention::default, |source| source.retention.retention)
     }
 
     /// Every configured source, in no particular order.
@@ -436,6 +483,50 @@ impl Default for WorkerSettings {
     }
 }
 
+/// The sweeper's bounds (see `crate::sweep`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SweepSettings {
+    /// Rows deleted per batch, each batch its own transaction (default 5,000).
+    pub batch_size: i64,
+    /// Batches per run at most (default 100).
+    pub max_batches: u32,
+    /// Pause between two batches, milliseconds (default 100): lets autovacuum, replication and
+    /// the receivers' claims through.
+    pub pause_ms: u64,
+    /// Start no batch with less invocation time left than this, milliseconds (default 10,000).
+    pub margin_ms: u64,
+}
+
+impl Default for SweepSettings {
+    fn default() -> Self {
+        Self {
+            batch_size: 5_000,
+            max_batches: 100,
+            pause_ms: 100,
+            margin_ms: 10_000,
+        }
+    }
+}
+
+/// The auditor's thresholds (see `crate::audit`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AuditSettings {
+    /// A `claimed` row older than this is a stuck claim, seconds (default 300).
+    pub stuck_after_secs: u64,
+    /// A database session `idle in transaction` for longer than this is counted, seconds
+    /// (default 30).
+    pub idle_in_transaction_after_secs: u64,
+}
+
+impl Default for AuditSettings {
+    fn default() -> Self {
+        Self {
+            stuck_after_secs: 300,
+            idle_in_transaction_after_secs: 30,
+        }
+    }
+}
+
 /// The retry schedule of deferred events (see `shared::work::backoff`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Backoff {
@@ -502,6 +593,10 @@ pub struct Settings {
     /// The worker function the receiver rings after a deferred accept; `None` turns the
     /// doorbell off (the worker's schedule still drains).
     pub worker_function: Option<String>,
+    /// The sweeper's bounds.
+    pub sweep: SweepSettings,
+    /// The auditor's thresholds.
+    pub audit: AuditSettings,
 }
 
 impl Settings {
@@ -669,8 +764,34 @@ impl Settings {
             sources_reload.min_interval.as_secs(),
             DAY_SECS,
         )?);
+        let mut sweep = SweepSettings::default();
+        sweep.batch_size = bounded(
+            "HOOKLEDGER_SWEEP_BATCH_SIZE",
+            sweep.batch_size as u64,
+            100_000,
+        )? as i64;
+        sweep.max_batches = bounded(
+            "HOOKLEDGER_SWEEP_MAX_BATCHES",
+            u64::from(sweep.max_batches),
+            100_000,
+        )? as u32;
+        sweep.pause_ms = bounded("HOOKLEDGER_SWEEP_PAUSE_MS", sweep.pause_ms, 60_000)?;
+        sweep.margin_ms = bounded("HOOKLEDGER_SWEEP_MARGIN_MS", sweep.margin_ms, 900_000)?;
+        let mut audit = AuditSettings::default();
+        audit.stuck_after_secs = bounded(
+            "HOOKLEDGER_AUDIT_STUCK_AFTER_SECS",
+            audit.stuck_after_secs,
+            DAY_SECS,
+        )?;
+        audit.idle_in_transaction_after_secs = bounded(
+            "HOOKLEDGER_AUDIT_IDLE_IN_TRANSACTION_SECS",
+            audit.idle_in_transaction_after_secs,
+            DAY_SECS,
+        )?;
         check_compatible(&database, &worker)?;
         Ok(Self {
+            sweep,
+            audit,
             database,
             sources: Sources::from_json(&json)?,
             sources_reload,
@@ -808,6 +929,28 @@ mod tests {
         assert!(e.contains("secret #0"), "{e}");
         let e = error_of(r#"[{"name": "g", "scheme": "generic-hmac", "secrets": ["x"]}]"#);
         assert!(e.contains("generic"), "{e}");
+    }
+
+    #[test]
+    fn a_retention_shorter_than_the_horizon_is_refused_naming_source_setting_and_minimum() {
+        let e = error_of(
+            r#"[{"name": "pay", "scheme": "stripe", "secrets": ["x"], "retention_days": 2}]"#,
+        );
+        assert!(e.contains("\"pay\""), "{e}");
+        assert!(e.contains("retention_days is 2"), "{e}");
+        assert!(e.contains("minimum of 3"), "{e}");
+        let e = error_of(
+            r#"[{"name": "g", "scheme": "generic-hmac", "secrets": ["x"],
+                 "generic": {"signature_header": "X-Sig", "event_id_pointer": "/id"}}]"#,
+        );
+        assert!(e.contains("retry_horizon_hours"), "{e}");
+        let sources = Sources::from_json(
+            r#"[{"name": "s", "scheme": "shopify", "secrets": ["x"], "retention_days": 7}]"#,
+        )
+        .unwrap();
+        assert_eq!(sources.retention("s"), Retention::days(7, 90));
+        // A source no longer configured keeps the defaults: its rows still expire.
+        assert_eq!(sources.retention("gone"), Retention::default());
     }
 
     #[test]

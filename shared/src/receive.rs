@@ -37,7 +37,7 @@ use crate::config::{Mode, Settings};
 use crate::doorbell::Doorbell;
 use crate::extract::{extract, Extracted};
 use crate::handlers::{apply, fatal_body, ApplyError, Event, Registry, FATAL_STATUS};
-use crate::ledger::{self, Accept, Claim, NewEvent};
+use crate::ledger::{self, Accept, Claim, Expiry, NewEvent};
 use crate::sources_refresh::LiveSources;
 
 /// Seconds a provider is asked to wait before retrying an in-flight duplicate.
@@ -278,12 +278,20 @@ impl Receiver {
             identity: &hashes.identity,
             payload: config.store_payload.then_some(body),
         };
+        // A key past the source's retention counts as absent, swept or not.
+        let expiry = Expiry {
+            retention: config.retention.retention,
+            now: SystemTime::now(),
+        };
         let decided = match config.mode {
             Mode::Inline => {
-                self.claim_and_apply(&event, &new_event, config.shadow)
+                self.claim_and_apply(&event, &new_event, &expiry, config.shadow)
                     .await
             }
-            Mode::Deferred => self.accept(&event, &new_event, config.shadow).await,
+            Mode::Deferred => {
+                self.accept(&event, &new_event, &expiry, config.shadow)
+                    .await
+            }
         };
         match decided {
             Ok(reply) => {
@@ -315,10 +323,11 @@ impl Receiver {
         &self,
         event: &Event<'_>,
         new_event: &NewEvent<'_>,
+        expiry: &Expiry,
         shadow: bool,
     ) -> Result<Reply, Failed> {
         let conn = self.connection().await?;
-        let tx = match ledger::claim(&conn, new_event).await? {
+        let tx = match ledger::claim(&conn, new_event, expiry).await? {
             Claim::Won(tx) => tx,
             Claim::DigestMismatch => {
                 return Ok(Reply::error(
@@ -391,10 +400,11 @@ impl Receiver {
         &self,
         event: &Event<'_>,
         new_event: &NewEvent<'_>,
+        expiry: &Expiry,
         shadow: bool,
     ) -> Result<Reply, Failed> {
         let conn = self.connection().await?;
-        let accepted = ledger::accept(&conn, new_event, SystemTime::now()).await?;
+        let accepted = ledger::accept(&conn, new_event, expiry).await?;
         match accepted {
             Accept::Accepted => {
                 drop(conn);

@@ -67,3 +67,13 @@ pub fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
     }
     text
 }
+
+/// `at` as RFC 3339 in UTC with milliseconds, e.g. `2026-12-01T10:54:05.123Z`.
+pub fn rfc3339(at: std::time::SystemTime) -> String {
+    let at = time::OffsetDateTime::from(at);
+    let at = at
+        .replace_nanosecond(at.millisecond() as u32 * 1_000_000)
+        .unwrap_or(at);
+    at.format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_default()
+}

@@ -1,12 +1,15 @@
 //! The claim (inline mode), the lookup of an existing row, and the dead letter an inline fatal
 //! error leaves.
 
+use std::time::SystemTime;
+
 use tokio_postgres::types::{Json, ToSql, Type};
 
 use super::tx::{Guard, Tx};
 use super::{is_lock_timeout, Connection, LedgerError, Status};
 use crate::db::pipeline::in_order;
 use crate::db::Sql;
+use crate::retention::Retention;
 
 /// The event being claimed. `digest` is the SHA-256 of the raw body; `identity` what a retry
 /// must match (see `crate::identity`).
@@ -63,6 +66,21 @@ pub struct EventRow {
     pub payload_identity: Option<Vec<u8>>,
     /// The stored response, present when completed (and on an inline dead letter).
     pub response: Option<StoredResponse>,
+    /// When the key was first claimed (the first delivery).
+    pub claimed_at: SystemTime,
+    /// When the row went `dead`, if it is dead.
+    pub dead_at: Option<SystemTime>,
+}
+
+/// What a claim needs to judge an existing key's age: the source's retention and the time now.
+/// A key past retention that is still present is treated exactly as one the sweeper already
+/// deleted ([`Retention::is_expired`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Expiry {
+    /// The source's retention ([`crate::config::Sources::retention`]).
+    pub retention: Retention,
+    /// The time now (the receiver's clock; injected by tests).
+    pub now: SystemTime,
 }
 
 impl EventRow {
@@ -73,6 +91,13 @@ impl EventRow {
             Some(identity) => identity.as_slice() == event.identity.as_slice(),
             None => self.payload_digest.as_slice() == event.digest.as_slice(),
         }
+    }
+
+    /// Whether this row has expired under `expiry` (then it counts as absent).
+    pub fn is_expired(&self, expiry: &Expiry) -> bool {
+        expiry
+            .retention
+            .is_expired(self.status, self.claimed_at, self.dead_at, expiry.now)
     }
 }
 
@@ -102,6 +127,9 @@ RETURNING 1",
 /// it is already rolled back. A lost claim reads the existing row in a new statement (its own
 /// snapshot, so it sees the winner's commit) and compares payloads ([`EventRow::same_payload`]).
 ///
+/// A key past its retention (`expiry`) that is still present is claimed again as new
+/// ([`retake_expired`]), whatever its body: exactly what a redelivery after the sweep gets.
+///
 /// One round trip when won (`BEGIN` and the INSERT are pipelined); two when lost.
 ///
 /// # Errors
@@ -110,6 +138,7 @@ RETURNING 1",
 pub async fn claim<'c>(
     conn: &'c Connection,
     event: &NewEvent<'_>,
+    expiry: &Expiry,
 ) -> Result<Claim<'c>, LedgerError> {
     let statement = conn.prepare(&CLAIM).await?;
     let digest: &[u8] = event.digest;
@@ -145,6 +174,27 @@ pub async fn claim<'c>(
     Ok(match row? {
         // Deleted between the conflict and the read (sweeper): the provider's retry decides.
         None => Claim::InFlight,
+        Some(row) if row.is_expired(expiry) => {
+            let tx = Tx::open(conn, Guard::Claimed);
+            let (begin, retaken) = in_order(
+                conn.begin(),
+                retake_expired(conn, event, &row, expiry, None),
+            )
+            .await;
+            begin?;
+            match retaken {
+                Ok(true) => Claim::Won(tx),
+                Ok(false) => {
+                    tx.rollback().await?;
+                    Claim::InFlight
+                }
+                Err(error) if is_lock_timeout(&error) => {
+                    tx.rollback().await?;
+                    Claim::InFlight
+                }
+                Err(error) => return Err(error.into()),
+            }
+        }
         Some(row) if !row.same_payload(event) => Claim::DigestMismatch,
         Some(EventRow {
             response: Some(response),
@@ -169,7 +219,8 @@ SET status = 'claimed',
     response_status = NULL,
     response_body = NULL,
     next_attempt_at = NULL,
-    lease_expires_at = NULL
+    lease_expires_at = NULL,
+    dead_at = NULL
 WHERE source = $1
   AND event_id = $2
   -- Another delivery retaking it at the same time holds the row: this one waits (lock_timeout)
@@ -207,9 +258,99 @@ async fn retake_dead<'c>(
     }
 }
 
+static RETAKE_EXPIRED: Sql = Sql {
+    text: "\
+UPDATE webhook_event
+SET event_type = $3,
+    payload_digest = $4,
+    payload = $5,
+    payload_identity = $6,
+    status = 'claimed',
+    attempts = 0,
+    last_error = NULL,
+    response_status = NULL,
+    response_body = NULL,
+    claimed_at = now(),
+    completed_at = NULL,
+    dead_at = NULL,
+    lease_expires_at = NULL,
+    next_attempt_at = $7
+WHERE source = $1
+  AND event_id = $2
+  -- Only the version judged expired: a concurrent retake or a sweep got there first, and this
+  -- delivery is answered as in flight (its retry finds the new row, or none).
+  AND status = $8::text::event_status
+  AND claimed_at = $9
+RETURNING 1",
+    types: &[
+        Type::TEXT,
+        Type::TEXT,
+        Type::TEXT,
+        Type::BYTEA,
+        Type::BYTEA,
+        Type::BYTEA,
+        Type::TIMESTAMPTZ,
+        Type::TEXT,
+        Type::TIMESTAMPTZ,
+    ],
+};
+
+/// Claims an expired key again as a new event: the row takes this delivery's body, type and
+/// digests, `claimed` with no attempts, `claimed_at` now and `next_attempt_at` = `due_at`
+/// (`None` inline, the accept time in deferred mode). Runs in the caller's open transaction
+/// (inline), or in its own, committed before this returns, when `due_at` is set (deferred).
+/// Returns `false` when the row changed
+/// since `row` was read. Logs `expired_key_reclaimed` and counts the metric of that name: a
+/// delivery past retention means the retention is shorter than the provider retries, or an old
+/// event was replayed.
+pub(crate) async fn retake_expired(
+    conn: &Connection,
+    event: &NewEvent<'_>,
+    row: &EventRow,
+    expiry: &Expiry,
+    due_at: Option<SystemTime>,
+) -> Result<bool, tokio_postgres::Error> {
+    let age_secs = expiry
+        .now
+        .duration_since(row.claimed_at)
+        .map_or(0, |age| age.as_secs());
+    tracing::warn!(
+        source = event.source,
+        event_id = event.event_id,
+        status = row.status.as_str(),
+        age_secs,
+        retention_secs = expiry.retention.completed.as_secs(),
+        metric = "expired_key_reclaimed",
+        "a key past its retention is claimed again as a new event (as if it had been swept)"
+    );
+    crate::telemetry::count("expired_key_reclaimed", event.source, 1);
+    let digest: &[u8] = event.digest;
+    let identity: &[u8] = event.identity;
+    let status = row.status.as_str();
+    let params: [&(dyn ToSql + Sync); 9] = [
+        &event.source,
+        &event.event_id,
+        &event.event_type,
+        &digest,
+        &event.payload,
+        &identity,
+        &due_at,
+        &status,
+        &row.claimed_at,
+    ];
+    let rows = if due_at.is_some() {
+        conn.autocommit(&RETAKE_EXPIRED, &params).await?
+    } else {
+        let statement = conn.prepare(&RETAKE_EXPIRED).await?;
+        conn.query(&statement, &params).await?
+    };
+    Ok(!rows.is_empty())
+}
+
 static LOOKUP: Sql = Sql {
     text: "\
-SELECT status::text, payload_digest, response_status, response_body::text, payload_identity
+SELECT status::text, payload_digest, response_status, response_body::text, payload_identity,
+       claimed_at, dead_at
 FROM webhook_event
 WHERE source = $1
   AND event_id = $2",
@@ -238,6 +379,8 @@ pub async fn lookup(
         status,
         payload_digest: row.try_get(1)?,
         payload_identity: row.try_get(4)?,
+        claimed_at: row.try_get(5)?,
+        dead_at: row.try_get(6)?,
         response: match (response_status, response_body) {
             (Some(status), Some(body)) => Some(StoredResponse {
                 status: u16::try_from(status).unwrap_or(500),
@@ -252,8 +395,8 @@ static RECORD_DEAD: Sql = Sql {
     text: "\
 INSERT INTO webhook_event
     (source, event_id, event_type, payload_digest, payload, status, attempts, last_error,
-     response_status, response_body, payload_identity)
-VALUES ($1, $2, $3, $4, $5, 'dead', 1, $6, $7, $8, $9)
+     response_status, response_body, payload_identity, dead_at)
+VALUES ($1, $2, $3, $4, $5, 'dead', 1, $6, $7, $8, $9, now())
 -- A redelivery of a dead event failed fatally again: one more attempt, the latest error, the
 -- same answer. A concurrent delivery that claimed the event after our rollback: its outcome
 -- stands (no row back).
@@ -261,7 +404,8 @@ ON CONFLICT (source, event_id) DO UPDATE
 SET attempts = webhook_event.attempts + 1,
     last_error = EXCLUDED.last_error,
     response_status = EXCLUDED.response_status,
-    response_body = EXCLUDED.response_body
+    response_body = EXCLUDED.response_body,
+    dead_at = EXCLUDED.dead_at
 WHERE webhook_event.status = 'dead'
 RETURNING response_body::text",
     types: &[

@@ -4,6 +4,7 @@ use std::time::SystemTime;
 
 use tokio_postgres::types::{ToSql, Type};
 
+use super::claim::{retake_expired, Expiry};
 use super::{is_lock_timeout, lookup, Connection, LedgerError, NewEvent, Status};
 use crate::db::Sql;
 
@@ -45,7 +46,8 @@ RETURNING 1",
 
 /// Accepts `event` durably for the worker: one statement in its own transaction (`BEGIN` with
 /// the session's limits, the INSERT and `COMMIT` pipelined: one round trip when new), committed
-/// before this returns. The payload must be present: the worker processes from it.
+/// before this returns, due at `expiry.now`. The payload must be present: the worker processes
+/// from it. A key past its retention is accepted again as new, as in [`super::claim`].
 ///
 /// # Errors
 /// [`LedgerError::Db`] when PostgreSQL fails (the provider must get a 5xx: nothing was
@@ -53,8 +55,9 @@ RETURNING 1",
 pub async fn accept(
     conn: &Connection,
     event: &NewEvent<'_>,
-    now: SystemTime,
+    expiry: &Expiry,
 ) -> Result<Accept, LedgerError> {
+    let now: SystemTime = expiry.now;
     let digest: &[u8] = event.digest;
     let identity: &[u8] = event.identity;
     let params: [&(dyn ToSql + Sync); 7] = [
@@ -75,6 +78,14 @@ pub async fn accept(
     Ok(match lookup(conn, event.source, event.event_id).await? {
         // Swept between the conflict and the read: let the provider's retry decide.
         None => Accept::InFlight,
+        Some(row) if row.is_expired(expiry) => {
+            match retake_expired(conn, event, &row, expiry, Some(now)).await {
+                Ok(true) => Accept::Accepted,
+                Ok(false) => Accept::InFlight,
+                Err(error) if is_lock_timeout(&error) => Accept::InFlight,
+                Err(error) => return Err(error.into()),
+            }
+        }
         Some(row) if !row.same_payload(event) => Accept::DigestMismatch,
         Some(row) => Accept::Duplicate(row.status),
     })

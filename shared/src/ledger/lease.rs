@@ -153,7 +153,9 @@ UPDATE webhook_event
 SET status = $4::text::event_status,
     last_error = $5,
     next_attempt_at = $6,
-    lease_expires_at = NULL
+    lease_expires_at = NULL,
+    -- Dead letters keep their own retention, counted from here.
+    dead_at = CASE WHEN $4 = 'dead' THEN now() END
 WHERE source = $1
   AND event_id = $2
   -- Fenced by the lease: a worker that lost its lease cannot overwrite the new owner's state.

@@ -14,9 +14,10 @@ pub mod claim;
 pub mod deferred;
 pub mod lease;
 pub mod status;
+pub mod sweep;
 pub mod tx;
 
-pub use claim::{claim, lookup, record_dead, Claim, EventRow, NewEvent, StoredResponse};
+pub use claim::{claim, lookup, record_dead, Claim, EventRow, Expiry, NewEvent, StoredResponse};
 pub use deferred::{accept, Accept};
 pub use lease::{fail, lease_due, release, start, Failure, Leased};
 pub use status::Status;

@@ -337,6 +337,8 @@ async fn load(database: DatabaseSettings, n: usize, concurrency: usize) -> Resul
         sources_reload: Default::default(),
         worker: Default::default(),
         worker_function: None,
+        sweep: Default::default(),
+        audit: Default::default(),
     };
     let pool = shared::db::pool(&settings.database)?;
     let receiver = std::sync::Arc::new(shared::Receiver::new(&settings, pool));

@@ -1,7 +1,8 @@
 //! The claim itself, on two real connections: the primary key is the concurrency control.
 
 use serde_json::json;
-use shared::ledger::{self, Claim, NewEvent};
+use shared::ledger::{self, Claim, Expiry, NewEvent};
+use shared::retention::Retention;
 
 use crate::helpers::{spawn_app_with, wait_for_lock_waiter};
 
@@ -18,20 +19,28 @@ fn event<'a>(id: &'a str, digest: &'a [u8; 32]) -> NewEvent<'a> {
     }
 }
 
+/// The default retention, judged now.
+fn now() -> Expiry {
+    Expiry {
+        retention: Retention::default(),
+        now: std::time::SystemTime::now(),
+    }
+}
+
 #[tokio::test]
 async fn a_concurrent_second_claim_waits_for_the_first_and_then_sees_it_completed() {
     let app = spawn_app_with(4, 10_000).await;
     let first_conn = app.receiver().pool.get().await.unwrap();
     let second_conn = app.receiver().pool.get().await.unwrap();
 
-    let Claim::Won(tx) = ledger::claim(&first_conn, &event("evt_race", &DIGEST))
+    let Claim::Won(tx) = ledger::claim(&first_conn, &event("evt_race", &DIGEST), &now())
         .await
         .unwrap()
     else {
         panic!("the first claim must win");
     };
     let second = tokio::spawn(async move {
-        let outcome = ledger::claim(&second_conn, &event("evt_race", &DIGEST)).await;
+        let outcome = ledger::claim(&second_conn, &event("evt_race", &DIGEST), &now()).await;
         match outcome.unwrap() {
             Claim::Won(_) => "won".to_owned(),
             Claim::Completed(stored) => stored.body,
@@ -58,14 +67,14 @@ async fn a_second_claim_wins_when_the_first_rolls_back() {
     let first_conn = app.receiver().pool.get().await.unwrap();
     let second_conn = app.receiver().pool.get().await.unwrap();
 
-    let Claim::Won(tx) = ledger::claim(&first_conn, &event("evt_rb", &DIGEST))
+    let Claim::Won(tx) = ledger::claim(&first_conn, &event("evt_rb", &DIGEST), &now())
         .await
         .unwrap()
     else {
         panic!("the first claim must win");
     };
     let second = tokio::spawn(async move {
-        match ledger::claim(&second_conn, &event("evt_rb", &DIGEST))
+        match ledger::claim(&second_conn, &event("evt_rb", &DIGEST), &now())
             .await
             .unwrap()
         {
@@ -92,13 +101,13 @@ async fn a_claim_waiting_longer_than_lock_timeout_is_in_flight_not_an_error() {
     let app = spawn_app_with(4, 200).await;
     let first_conn = app.receiver().pool.get().await.unwrap();
     let second_conn = app.receiver().pool.get().await.unwrap();
-    let Claim::Won(tx) = ledger::claim(&first_conn, &event("evt_slow", &DIGEST))
+    let Claim::Won(tx) = ledger::claim(&first_conn, &event("evt_slow", &DIGEST), &now())
         .await
         .unwrap()
     else {
         panic!("the first claim must win");
     };
-    let second = ledger::claim(&second_conn, &event("evt_slow", &DIGEST))
+    let second = ledger::claim(&second_conn, &event("evt_slow", &DIGEST), &now())
         .await
         .unwrap();
     assert!(matches!(second, Claim::InFlight), "{second:?}");
@@ -116,7 +125,7 @@ async fn a_dropped_claim_is_rolled_back_and_the_connection_is_clean() {
     let app = spawn_app_with(1, 2_000).await;
     {
         let conn = app.receiver().pool.get().await.unwrap();
-        let claim = ledger::claim(&conn, &event("evt_drop", &DIGEST))
+        let claim = ledger::claim(&conn, &event("evt_drop", &DIGEST), &now())
             .await
             .unwrap();
         assert!(matches!(claim, Claim::Won(_)));
@@ -136,7 +145,7 @@ async fn a_dropped_claim_is_rolled_back_and_the_connection_is_clean() {
     assert_eq!(row.get::<_, i64>(0), 0);
     assert!(row.get::<_, bool>(1), "no transaction left open");
     assert_eq!(app.ledger_rows().await, 0);
-    let again = ledger::claim(&conn, &event("evt_drop", &DIGEST))
+    let again = ledger::claim(&conn, &event("evt_drop", &DIGEST), &now())
         .await
         .unwrap();
     assert!(matches!(again, Claim::Won(_)));
@@ -146,7 +155,7 @@ async fn a_dropped_claim_is_rolled_back_and_the_connection_is_clean() {
 async fn a_completed_claim_with_another_digest_is_a_mismatch() {
     let app = spawn_app_with(2, 2_000).await;
     let conn = app.receiver().pool.get().await.unwrap();
-    let Claim::Won(tx) = ledger::claim(&conn, &event("evt_d", &DIGEST))
+    let Claim::Won(tx) = ledger::claim(&conn, &event("evt_d", &DIGEST), &now())
         .await
         .unwrap()
     else {
@@ -156,9 +165,11 @@ async fn a_completed_claim_with_another_digest_is_a_mismatch() {
         .await
         .unwrap();
     let other = [8u8; 32];
-    let outcome = ledger::claim(&conn, &event("evt_d", &other)).await.unwrap();
+    let outcome = ledger::claim(&conn, &event("evt_d", &other), &now())
+        .await
+        .unwrap();
     assert!(matches!(outcome, Claim::DigestMismatch), "{outcome:?}");
-    let outcome = ledger::claim(&conn, &event("evt_d", &DIGEST))
+    let outcome = ledger::claim(&conn, &event("evt_d", &DIGEST), &now())
         .await
         .unwrap();
     assert!(matches!(outcome, Claim::Completed(_)), "{outcome:?}");

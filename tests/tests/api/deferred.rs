@@ -405,9 +405,11 @@ async fn two_workers_leasing_at_once_get_disjoint_rows() {
                 identity: &digest,
                 payload: Some(b"{}"),
             };
-            ledger::accept(&conn, &event, SystemTime::now() - Duration::from_secs(1))
-                .await
-                .unwrap();
+            let expiry = ledger::Expiry {
+                retention: shared::retention::Retention::default(),
+                now: SystemTime::now() - Duration::from_secs(1),
+            };
+            ledger::accept(&conn, &event, &expiry).await.unwrap();
         }
     }
     let now = SystemTime::now();

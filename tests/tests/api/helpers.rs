@@ -100,6 +100,8 @@ pub fn spawn_app_over(db: TestDb, database: DatabaseSettings) -> TestApp {
         sources_reload: Default::default(),
         worker: Default::default(),
         worker_function: None,
+        sweep: Default::default(),
+        audit: Default::default(),
     };
     let pool = shared::db::pool(&settings.database).unwrap();
     let state = AppState::new(&settings, pool);

@@ -1,0 +1,173 @@
+//! The sweeper's statements: which sources have keys, delete one bounded batch of expired
+//! keys of one source, and the oldest key left.
+//!
+//! A batch is `DELETE ... WHERE ctid = ANY (ARRAY(SELECT ctid ... ORDER BY claimed_at LIMIT n
+//! FOR UPDATE SKIP LOCKED))`:
+//! - the inner SELECT walks one source's range of `webhook_event_source_claimed_at_idx` (dead
+//!   letters: `webhook_event_dead_idx`) from where the previous batch ended (`>= after`), so it
+//!   reads about the rows it deletes, never the already emptied start of the range again;
+//! - `ARRAY(...)` makes the outer DELETE a TID scan of exactly those rows (an `IN (SELECT ..)`
+//!   can be planned as a semi-join over the whole table);
+//! - `SKIP LOCKED` steps over a key a delivery holds right now (it is being claimed again):
+//!   the delivery is never made to wait on the sweep, and the next run sees the key.
+
+use std::time::SystemTime;
+
+use tokio_postgres::types::Type;
+
+use super::{Connection, LedgerError};
+use crate::db::Sql;
+
+/// What a batch deletes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Expired {
+    /// `completed` keys claimed before the cutoff (the source's retention).
+    Completed,
+    /// `dead` keys that died before the cutoff (the dead-letter retention).
+    Dead,
+}
+
+/// One batch's result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Deleted {
+    /// Rows deleted.
+    pub rows: u64,
+    /// The newest `claimed_at` (or `dead_at`) deleted: where the next batch starts.
+    pub last: Option<SystemTime>,
+}
+
+static DELETE_COMPLETED: Sql = Sql {
+    text: "\
+WITH deleted AS (
+    DELETE FROM webhook_event
+    WHERE ctid = ANY (ARRAY(
+        SELECT ctid
+        FROM webhook_event
+        WHERE source = $1
+          AND claimed_at >= $2
+          AND claimed_at < $3
+          AND status = 'completed'
+        ORDER BY claimed_at
+        LIMIT $4
+        FOR UPDATE SKIP LOCKED
+    ))
+      -- Re-checked on the locked row (never claimed, processing, failed or dead).
+      AND status = 'completed'
+      AND claimed_at < $3
+    RETURNING claimed_at
+)
+SELECT count(*), max(claimed_at) FROM deleted",
+    types: &[Type::TEXT, Type::TIMESTAMPTZ, Type::TIMESTAMPTZ, Type::INT8],
+};
+
+static DELETE_DEAD: Sql = Sql {
+    text: "\
+WITH deleted AS (
+    DELETE FROM webhook_event
+    WHERE ctid = ANY (ARRAY(
+        SELECT ctid
+        FROM webhook_event
+        WHERE source = $1
+          AND status = 'dead'
+          AND dead_at >= $2
+          AND dead_at < $3
+        ORDER BY dead_at
+        LIMIT $4
+        FOR UPDATE SKIP LOCKED
+    ))
+      AND status = 'dead'
+      AND dead_at < $3
+    RETURNING dead_at
+)
+SELECT count(*), max(dead_at) FROM deleted",
+    types: &[Type::TEXT, Type::TIMESTAMPTZ, Type::TIMESTAMPTZ, Type::INT8],
+};
+
+/// Deletes at most `limit` rows of `source` that are `expired` before `cutoff`, starting at
+/// `after` (the previous batch's [`Deleted::last`], or the epoch), in the caller's
+/// transaction.
+///
+/// # Errors
+/// [`LedgerError::Db`] when PostgreSQL fails.
+pub async fn delete_expired(
+    conn: &Connection,
+    source: &str,
+    expired: Expired,
+    after: SystemTime,
+    cutoff: SystemTime,
+    limit: i64,
+) -> Result<Deleted, LedgerError> {
+    let sql = match expired {
+        Expired::Completed => &DELETE_COMPLETED,
+        Expired::Dead => &DELETE_DEAD,
+    };
+    let statement = conn.prepare(sql).await?;
+    let row = conn
+        .query(&statement, &[&source, &after, &cutoff, &limit])
+        .await?;
+    let Some(row) = row.first() else {
+        return Ok(Deleted {
+            rows: 0,
+            last: None,
+        });
+    };
+    let rows: i64 = row.try_get(0)?;
+    Ok(Deleted {
+        rows: u64::try_from(rows).unwrap_or(0),
+        last: row.try_get(1)?,
+    })
+}
+
+static SOURCES_PRESENT: Sql = Sql {
+    text: "\
+-- A skip scan over the primary key: one index probe per distinct source, however many rows.
+WITH RECURSIVE present(source) AS (
+    (SELECT source FROM webhook_event ORDER BY source LIMIT 1)
+    UNION ALL
+    SELECT (SELECT w.source FROM webhook_event w WHERE w.source > present.source
+            ORDER BY w.source LIMIT 1)
+    FROM present
+    WHERE present.source IS NOT NULL
+)
+SELECT source FROM present WHERE source IS NOT NULL",
+    types: &[],
+};
+
+/// Every source that has at least one key in the ledger, configured or not, in name order.
+///
+/// # Errors
+/// [`LedgerError::Db`] when PostgreSQL fails.
+pub async fn sources_present(conn: &Connection) -> Result<Vec<String>, LedgerError> {
+    let statement = conn.prepare(&SOURCES_PRESENT).await?;
+    conn.query(&statement, &[])
+        .await?
+        .iter()
+        .map(|row| row.try_get(0).map_err(LedgerError::from))
+        .collect()
+}
+
+static OLDEST_KEY: Sql = Sql {
+    text: "\
+SELECT claimed_at
+FROM webhook_event
+WHERE source = $1
+ORDER BY claimed_at
+LIMIT 1",
+    types: &[Type::TEXT],
+};
+
+/// The `claimed_at` of `source`'s oldest key (any status), or `None` when it has none. One
+/// probe of `webhook_event_source_claimed_at_idx`.
+///
+/// # Errors
+/// [`LedgerError::Db`] when PostgreSQL fails.
+pub async fn oldest_key(
+    conn: &Connection,
+    source: &str,
+) -> Result<Option<SystemTime>, LedgerError> {
+    let statement = conn.prepare(&OLDEST_KEY).await?;
+    match conn.query_opt(&statement, &[&source]).await? {
+        Some(row) => Ok(Some(row.try_get(0)?)),
+        None => Ok(None),
+    }
+}

@@ -1,0 +1,240 @@
+//! The sweep: deletes expired ledger keys in bounded batches, each batch its own short
+//! transaction, so the ledger stays the size of its retention window and the receivers' claims
+//! never wait long behind it.
+//!
+//! What goes, per source ([`crate::retention`]): `completed` keys claimed longer ago than the
+//! source's retention, and `dead` keys that died longer ago than its dead-letter retention. A
+//! source that is no longer configured keeps the defaults (30 and 90 days), so its keys still
+//! expire. `claimed`, `processing` and `failed` rows are never deleted (unfinished work; the
+//! auditor reports them), nor are the handlers' business rows.
+//!
+//! A run plans the work once (every source with keys, twice: completed and dead), then runs
+//! batches: a batch deletes up to `batch_size` rows, taking the work items in order and
+//! continuing with the next when one runs dry, in one transaction. The run stops when a batch
+//! comes back short (nothing expired is left), after `max_batches`, or when less than the
+//! margin of the invocation's time is left; it pauses between batches.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant, SystemTime};
+
+use serde::Serialize;
+
+use crate::config::{Sources, SweepSettings};
+use crate::ledger::sweep::{delete_expired, oldest_key, sources_present, Expired};
+use crate::ledger::{Connection, LedgerError};
+
+/// One source's expired keys of one kind, and how far the run has got through them.
+#[derive(Debug, Clone)]
+struct Item {
+    source: String,
+    expired: Expired,
+    cutoff: SystemTime,
+    after: SystemTime,
+    done: bool,
+}
+
+/// A planned sweep on one connection: call [`Sweep::batch`] until it comes back short.
+#[derive(Debug)]
+pub struct Sweep<'c> {
+    conn: &'c Connection,
+    batch_size: i64,
+    items: Vec<Item>,
+    deleted_by_source: BTreeMap<String, u64>,
+}
+
+impl<'c> Sweep<'c> {
+    /// Plans a sweep at `now`: every source with keys in the ledger, with its configured
+    /// retention (or the defaults when it is not configured).
+    ///
+    /// # Errors
+    /// [`LedgerError::Db`] when PostgreSQL fails.
+    pub async fn plan(
+        conn: &'c Connection,
+        sources: &Sources,
+        now: SystemTime,
+        batch_size: i64,
+    ) -> Result<Self, LedgerError> {
+        let mut items = Vec::new();
+        for source in sources_present(conn).await? {
+            let retention = sources.retention(&source);
+            for (expired, cutoff) in [
+                (Expired::Completed, retention.completed_cutoff(now)),
+                (Expired::Dead, retention.dead_cutoff(now)),
+            ] {
+                items.push(Item {
+                    source: source.clone(),
+                    expired,
+                    cutoff,
+                    after: SystemTime::UNIX_EPOCH,
+                    done: false,
+                });
+            }
+        }
+        Ok(Self {
+            conn,
+            batch_size: batch_size.max(1),
+            items,
+            deleted_by_source: BTreeMap::new(),
+        })
+    }
+
+    /// Runs one batch in its own transaction (`BEGIN` with the session's limits, one DELETE per
+    /// work item it reaches, `COMMIT`): deletes at most `batch_size` rows and returns how many.
+    /// Fewer than `batch_size` means nothing expired is left.
+    ///
+    /// # Errors
+    /// [`LedgerError::Db`] when PostgreSQL fails; the batch is rolled back.
+    pub async fn batch(&mut self) -> Result<u64, LedgerError> {
+        if self.items.iter().all(|item| item.done) {
+            return Ok(0);
+        }
+        self.conn.begin().await?;
+        match self.delete_batch().await {
+            Ok(deleted) => {
+                self.conn.batch_execute("COMMIT").await?;
+                for (source, rows) in deleted.1 {
+                    *self.deleted_by_source.entry(source).or_default() += rows;
+                }
+                Ok(deleted.0)
+            }
+            Err(error) => {
+                // The transaction is aborted (or the connection gone): give it back clean.
+                let _ = self.conn.batch_execute("ROLLBACK").await;
+                Err(error)
+            }
+        }
+    }
+
+    async fn delete_batch(&mut self) -> Result<(u64, Vec<(String, u64)>), LedgerError> {
+        let mut total = 0u64;
+        let mut by_source = Vec::new();
+        for item in self.items.iter_mut().filter(|item| !item.done) {
+            let limit = self.batch_size - total as i64;
+            if limit <= 0 {
+                break;
+            }
+            let deleted = delete_expired(
+                self.conn,
+                &item.source,
+                item.expired,
+                item.after,
+                item.cutoff,
+                limit,
+            )
+            .await?;
+            total += deleted.rows;
+            if deleted.rows > 0 {
+                by_source.push((item.source.clone(), deleted.rows));
+            }
+            match deleted.last {
+                Some(last) if deleted.rows as i64 == limit => item.after = last,
+                // Short: this item has nothing expired left.
+                _ => item.done = true,
+            }
+        }
+        Ok((total, by_source))
+    }
+
+    /// Rows deleted so far, by source.
+    pub fn deleted_by_source(&self) -> &BTreeMap<String, u64> {
+        &self.deleted_by_source
+    }
+}
+
+/// Why a run stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Stopped {
+    /// A batch came back short: nothing expired is left.
+    Done,
+    /// `max_batches` batches ran; the next run continues.
+    MaxBatches,
+    /// Less than the margin of the invocation's time was left; the next run continues.
+    OutOfTime,
+}
+
+/// What a run did: `{"deleted", "batches", "duration_ms", "oldest_remaining", "stopped",
+/// "deleted_by_source"}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SweepReport {
+    /// Rows deleted.
+    pub deleted: u64,
+    /// Batches run (transactions), including the last, short one.
+    pub batches: u32,
+    /// Wall time of the run, milliseconds.
+    pub duration_ms: u64,
+    /// The `claimed_at` of the oldest key left in the ledger (RFC 3339), `null` when empty.
+    pub oldest_remaining: Option<String>,
+    /// Why the run stopped.
+    pub stopped: Stopped,
+    /// Rows deleted per source.
+    pub deleted_by_source: BTreeMap<String, u64>,
+}
+
+impl SweepReport {
+    /// Logs the report (one `sweep` line) and counts the `swept` EMF metric per source.
+    pub fn emit(&self) {
+        tracing::info!(
+            deleted = self.deleted,
+            batches = self.batches,
+            duration_ms = self.duration_ms,
+            oldest_remaining = self.oldest_remaining.as_deref().unwrap_or(""),
+            stopped = ?self.stopped,
+            "sweep"
+        );
+        for (source, rows) in &self.deleted_by_source {
+            crate::telemetry::count("swept", source, *rows);
+        }
+    }
+}
+
+/// Sweeps at `now` within `settings`' bounds; `remaining` says how much of the invocation's
+/// time is left (stop before a batch when it is below `settings.margin_ms`).
+///
+/// # Errors
+/// [`LedgerError::Db`] when PostgreSQL fails; batches committed before stay committed.
+pub async fn run(
+    conn: &Connection,
+    sources: &Sources,
+    settings: &SweepSettings,
+    now: SystemTime,
+    remaining: impl Fn() -> Duration,
+) -> Result<SweepReport, LedgerError> {
+    let started = Instant::now();
+    let margin = Duration::from_millis(settings.margin_ms);
+    let pause = Duration::from_millis(settings.pause_ms);
+    let mut sweep = Sweep::plan(conn, sources, now, settings.batch_size).await?;
+    let mut deleted = 0u64;
+    let mut batches = 0u32;
+    let stopped = loop {
+        if batches >= settings.max_batches {
+            break Stopped::MaxBatches;
+        }
+        if remaining() < margin {
+            break Stopped::OutOfTime;
+        }
+        if batches > 0 {
+            tokio::time::sleep(pause).await;
+        }
+        let rows = sweep.batch().await?;
+        batches += 1;
+        deleted += rows;
+        if (rows as i64) < settings.batch_size {
+            break Stopped::Done;
+        }
+    };
+    let mut oldest: Option<SystemTime> = None;
+    for source in sources_present(conn).await? {
+        if let Some(at) = oldest_key(conn, &source).await? {
+            oldest = Some(oldest.map_or(at, |o| o.min(at)));
+        }
+    }
+    Ok(SweepReport {
+        deleted,
+        batches,
+        duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+        oldest_remaining: oldest.map(crate::telemetry::rfc3339),
+        stopped,
+        deleted_by_source: sweep.deleted_by_source().clone(),
+    })
+}
