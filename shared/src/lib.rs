@@ -12,6 +12,7 @@ pub mod doorbell;
 pub mod extract;
 pub mod handlers;
 pub mod identity;
+pub mod invocation;
 pub mod ledger;
 pub mod ordering;
 pub mod receive;

@@ -1,0 +1,78 @@
+//! `hookledger sweep`: one sweep run, without the invocation's time limit.
+
+use std::time::{Duration, SystemTime};
+
+use anyhow::Context;
+use shared::db::Pool;
+use shared::sweep::SweepReport;
+use shared::Settings;
+
+/// Options of `hookledger sweep`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Print the report as JSON (what the sweeper function returns).
+    #[arg(long)]
+    json: bool,
+    /// Rows per batch (default: HOOKLEDGER_SWEEP_BATCH_SIZE, else 5000).
+    #[arg(long)]
+    batch_size: Option<i64>,
+    /// Batches at most (default: HOOKLEDGER_SWEEP_MAX_BATCHES, else 100).
+    #[arg(long)]
+    max_batches: Option<u32>,
+}
+
+/// Runs one sweep and prints its report.
+///
+/// # Errors
+/// When the database is unreachable or a batch fails (batches committed before stay committed).
+pub async fn run(settings: &Settings, pool: &Pool, args: Args) -> anyhow::Result<()> {
+    let mut limits = settings.sweep;
+    if let Some(batch_size) = args.batch_size {
+        anyhow::ensure!(batch_size > 0, "--batch-size must be positive");
+        limits.batch_size = batch_size;
+    }
+    if let Some(max_batches) = args.max_batches {
+        limits.max_batches = max_batches;
+    }
+    let conn = pool
+        .get()
+        .await
+        .map_err(|e| anyhow::anyhow!(shared::db::describe_pool(&e)))?;
+    let report = shared::sweep::run(&conn, &settings.sources, &limits, SystemTime::now(), || {
+        Duration::MAX
+    })
+    .await
+    .context("sweep failed")?;
+    if args.json {
+        println!("{}", serde_json::to_string(&report)?);
+    } else {
+        print!("{}", summary(&report));
+    }
+    Ok(())
+}
+
+/// The readable summary, e.g. `deleted 20000 expired keys in 5 batches (812 ms): done`.
+fn summary(report: &SweepReport) -> String {
+    let mut text = format!(
+        "deleted {} expired keys in {} batches ({} ms): {}\n",
+        report.deleted,
+        report.batches,
+        report.duration_ms,
+        match report.stopped {
+            shared::sweep::Stopped::Done => "nothing expired is left",
+            shared::sweep::Stopped::MaxBatches => "stopped after max batches; run again",
+            shared::sweep::Stopped::OutOfTime => "stopped for time; run again",
+        }
+    );
+    for (source, rows) in &report.deleted_by_source {
+        text.push_str(&format!("  {source}: {rows}\n"));
+    }
+    text.push_str(&format!(
+        "oldest key left: {}\n",
+        report
+            .oldest_remaining
+            .as_deref()
+            .unwrap_or("none (the ledger is empty)")
+    ));
+    text
+}
