@@ -96,9 +96,7 @@ fn summary(report: &AuditReport) -> String {
             },
             if audit.quiet { "  QUIET" } else { "" },
         ));
-        let horizon = audit
-            .retry_horizon_secs
-            .map_or_else(|| "-".to_owned(), age);
+        let horizon = audit.retry_horizon_secs.map_or_else(|| "-".to_owned(), age);
         let rows: Vec<(&str, String)> = vec![
             (
                 "stuck claims",

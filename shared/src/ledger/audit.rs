@@ -8,7 +8,7 @@
 //!
 //! | statement | index |
 //! |---|---|
-//! | [`STUCK_SUMMARY`], [`STUCK_KEYS`] | `webhook_event_incomplete_idx` (claimed), `webhook_event_due_idx` (processing) |
+//! | [`STUCK_SUMMARY`], [`STUCK_KEYS`] | claims: `webhook_event_incomplete_idx` or `webhook_event_due_idx` (the planner's choice); leases: `webhook_event_processing_idx` (V10) |
 //! | [`BACKLOG`] | `webhook_event_due_idx` |
 //! | [`NEWEST_KEY`] | `webhook_event_source_claimed_at_idx`, backward |
 //! | [`PAST_RETENTION`] | `webhook_event_source_claimed_at_idx`, `webhook_event_dead_idx` |
@@ -39,8 +39,7 @@ pub static RECORD_RUN: Sql = Sql {
 };
 
 /// Stuck work per source: `claimed` rows claimed before `$1` (now - stuck_after) and
-/// `processing` rows whose lease expired before `$2` (now; the lease sets `next_attempt_at` to
-/// the lease's expiry, so the due index finds them). `(source, count, oldest since)`, where
+/// `processing` rows whose lease expired before `$2` (now; `webhook_event_processing_idx`). `(source, count, oldest since)`, where
 /// "since" is `claimed_at` for a claim and `lease_expires_at` for an expired lease; each half
 /// reads at most `$3` rows, oldest first.
 pub static STUCK_SUMMARY: Sql = Sql {
@@ -54,8 +53,8 @@ WITH stuck AS (
     UNION ALL
     (SELECT source, lease_expires_at
      FROM webhook_event
-     WHERE status = 'processing' AND next_attempt_at < $2 AND lease_expires_at < $2
-     ORDER BY next_attempt_at
+     WHERE status = 'processing' AND lease_expires_at < $2
+     ORDER BY lease_expires_at
      LIMIT $3)
 )
 SELECT source, count(*), min(since) FROM stuck GROUP BY source",
@@ -74,8 +73,8 @@ pub static STUCK_KEYS: Sql = Sql {
 UNION ALL
 (SELECT source, event_id, lease_expires_at
  FROM webhook_event
- WHERE status = 'processing' AND next_attempt_at < $2 AND lease_expires_at < $2
- ORDER BY next_attempt_at
+ WHERE status = 'processing' AND lease_expires_at < $2
+ ORDER BY lease_expires_at
  LIMIT $3)
 ORDER BY since, source, event_id
 LIMIT $3",
