@@ -4,7 +4,7 @@ VENV := .venv-tools
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export SAM_CLI_TELEMETRY := 0
 
-.PHONY: demo run test tools postgres build clean
+.PHONY: demo run test tools postgres build clean audit
 
 ## demo: set up, run the receiver under cargo-lambda on a throwaway PostgreSQL, deliver events/, print
 demo: tools postgres
@@ -18,6 +18,18 @@ run: tools postgres
 ## when the end-to-end tests number fewer than tests/minimum-e2e-tests)
 test: tools postgres
 	HOOKLEDGER_TOOLS_PYTHON=$(CURDIR)/$(VENV)/bin/python scripts/test.sh
+
+## audit: the auditor's report now against DATABASE_URL (read-only: ARGS="--record" records the
+## run, ARGS="--json" prints JSON); the sources default to events/sources.local.json
+audit:
+	@if [ -z "$${DATABASE_URL:-}" ]; then \
+	  echo "make audit: set DATABASE_URL to the database to audit, e.g. DATABASE_URL=postgres://user@host/db make audit" >&2; \
+	  exit 2; \
+	fi
+	@if [ -z "$${HOOKLEDGER_SOURCES:-}$${HOOKLEDGER_SOURCES_FILE:-}$${HOOKLEDGER_SOURCES_SECRET_ARN:-}" ]; then \
+	  export HOOKLEDGER_SOURCES_FILE=events/sources.local.json; \
+	fi; \
+	cargo run --quiet -p cli --bin hookledger -- audit $(ARGS)
 
 ## tools: a venv with cargo-lambda and zig, aws-sam-cli, moto, and the providers' libraries (PyPI,
 ## and npm for GitHub's and Shopify's, pinned by tests/interop/node/package-lock.json)

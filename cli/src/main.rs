@@ -7,6 +7,7 @@
 
 use clap::{Parser, Subcommand};
 
+mod audit;
 mod sweep;
 
 /// hookledger's operator CLI.
@@ -21,6 +22,9 @@ struct Cli {
 enum Command {
     /// Delete expired ledger keys now, in bounded batches (what the sweeper function does).
     Sweep(sweep::Args),
+    /// Report stuck claims, idle transactions, retention, dead letters, backlog and quiet
+    /// sources (what the auditor function reports).
+    Audit(audit::Args),
 }
 
 #[tokio::main]
@@ -36,5 +40,6 @@ async fn main() -> anyhow::Result<()> {
     let pool = shared::db::pool(&settings.database)?;
     match cli.command {
         Command::Sweep(args) => sweep::run(&settings, &pool, args).await,
+        Command::Audit(args) => audit::run(&settings, &pool, args).await,
     }
 }

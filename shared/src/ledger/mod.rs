@@ -10,6 +10,7 @@
 //! Round trips for a new event (inline mode): `BEGIN` (with its `SET LOCAL` limits) + claim
 //! pipelined; then the handler's deferred writes + completion + `COMMIT` pipelined.
 
+pub mod audit;
 pub mod claim;
 pub mod deferred;
 pub mod lease;

@@ -2,6 +2,7 @@
 //! Run them with `make test`, which starts a throwaway server and sets `DATABASE_URL`.
 
 mod answers;
+mod audit;
 mod aws;
 mod claim;
 mod deferred;

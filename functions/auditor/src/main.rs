@@ -1,0 +1,28 @@
+//! `auditor`: reports what needs a human, every five minutes.
+//!
+//! - Trigger: a schedule (`rate(5 minutes)`, an EventBridge event); `AuditorFunction` in
+//!   template.yaml. The input is not read.
+//! - Output: the audit report (see `shared::audit`), also logged as one `audit` line, plus one
+//!   CloudWatch EMF document per source and one for the database.
+//! - Environment: as the worker (`DATABASE_URL` or `HOOKLEDGER_DB_SECRET_ARN`, the sources),
+//!   plus `HOOKLEDGER_AUDIT_STUCK_AFTER_SECS` and `HOOKLEDGER_AUDIT_IDLE_IN_TRANSACTION_SECS`.
+//!   The database role needs `pg_read_all_stats` (or `pg_monitor`) to see other roles'
+//!   sessions idle in a transaction.
+//! - Side effects: moves `audit_run.last_run_at` to the run's time; nothing else is written.
+
+use auditor::handler::{function_handler, AppState};
+use lambda_runtime::{run, service_fn, Error, LambdaEvent};
+use shared::Settings;
+
+#[tokio::main]
+async fn main() -> Result<(), Error> {
+    shared::telemetry::init();
+    // Display, not Debug: the message names the problem ("set only one of ...").
+    let settings = Settings::from_env().await.map_err(|e| e.to_string())?;
+    let pool = shared::db::pool(&settings.database).map_err(|e| e.to_string())?;
+    let state: &'static AppState = Box::leak(Box::new(AppState::new(&settings, pool)));
+    run(service_fn(move |event: LambdaEvent<serde_json::Value>| {
+        function_handler(state, event)
+    }))
+    .await
+}

@@ -1,0 +1,442 @@
+//! The audit: what needs a human, per source, every five minutes. Read-only on the ledger; one
+//! `audit` log line and one CloudWatch EMF document per source ([`AuditReport::emit`]).
+//!
+//! Figures per source (all ages in whole seconds before the audit's `now`):
+//!
+//! | metric | unit | meaning |
+//! |---|---|---|
+//! | `stuck_claims` | Count | `claimed` rows claimed more than `stuck_after_secs` ago, plus `processing` rows whose lease has expired |
+//! | `stuck_oldest_age` | Seconds | the oldest of them: since `claimed_at` (a claim) or `lease_expires_at` (a lease); 0 when none |
+//! | `oldest_key_age` | Seconds | the oldest key still in the ledger (any status); absent when the source has none |
+//! | `past_retention` | Count | keys the sweeper should have deleted: `completed` claimed before the retention cutoff plus `dead` dead before the dead-letter cutoff |
+//! | `dead_letters` | Count | `dead` rows |
+//! | `dead_letters_new` | Count | rows that went dead since the last recorded run |
+//! | `dead_letter_oldest_age` | Seconds | since the oldest `dead_at`; 0 when none |
+//! | `ordering_ties_new` | Count | ordering ties seen since the last recorded run (resolved or not) |
+//! | `backlog_due` | Count | `claimed` and `failed` rows whose `next_attempt_at` has come |
+//! | `backlog_oldest_age` | Seconds | since the oldest due `next_attempt_at`; 0 when none |
+//! | `source_quiet` | Count | 1 when the source has `expected_interval_minutes` and its newest key is older than that (or it has none), else 0; only for sources with the setting |
+//!
+//! and for the database (dimension `source` = `*`): `idle_in_transaction_sessions` (Count) and
+//! `idle_in_transaction_longest` (Seconds), sessions on this database `idle in transaction` (or
+//! `(aborted)`) longer than `idle_in_transaction_after_secs`. Their ages come from the server's
+//! clock (pg_stat_activity cannot be judged against an injected one). A role that is neither a
+//! superuser nor a member of `pg_read_all_stats` (`pg_monitor`) sees only its own sessions.
+//!
+//! Sources: every source with keys in the ledger (configured or not; an unconfigured one is
+//! judged with the default retention and has no horizon or expected interval) and every
+//! configured source (one without keys reports zeros, and is quiet if it expects traffic).
+//!
+//! **Since the last run.** `audit_run` holds the time of the last recorded run; a run counts
+//! over `[last_run_at, now)`, then records `now`, in the same transaction that read it, so
+//! consecutive runs tile time and two concurrent runs take turns. The first run counts over
+//! [`FIRST_RUN_WINDOW`] before `now` (the schedule's period), as if a run had happened then:
+//! the totals show what was there before. [`peek`] reads the same figures without recording
+//! (the CLI's default, so a manual audit does not take a window away from the function's
+//! alarms). A row that goes dead in a transaction that commits after an audit has read may be
+//! missed by `dead_letters_new` (not by `dead_letters`).
+//!
+//! **Caps.** Counts over sets that grow with a failure (stuck claims, backlog, past retention,
+//! dead letters) are taken over at most [`CAP`] rows, oldest first, so the audit stays fast on
+//! a ledger of ten million rows; a count equal to [`CAP`] is reported `capped` and means "at
+//! least". The stuck-claim and backlog caps are over all sources together (their indexes are
+//! not per source): when capped, a source whose rows are all newer than the first `CAP` may
+//! show 0.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::{Duration, Instant, SystemTime};
+
+use serde::Serialize;
+
+use crate::config::{AuditSettings, Sources};
+use crate::ledger::audit as sql;
+use crate::ledger::sweep::{oldest_key, sources_present};
+use crate::ledger::{Connection, LedgerError};
+use crate::telemetry::{rfc3339, Metric};
+
+/// The most rows any one count reads; a count this high is reported as capped ("at least").
+pub const CAP: u64 = 100_000;
+
+/// How many stuck keys the log line names at most (the oldest).
+pub const STUCK_KEYS_LOGGED: usize = 50;
+
+/// How many pids of sessions idle in a transaction the report names at most.
+pub const IDLE_PIDS_LOGGED: usize = 50;
+
+/// What the first run counts "since the last run" over: the five minutes before it.
+pub const FIRST_RUN_WINDOW: Duration = Duration::from_secs(300);
+
+/// The dimension value of database-wide metrics (no source name can be `*`).
+pub const DATABASE_DIMENSION: &str = "*";
+
+/// A stuck key, as logged: `{"source", "event_id", "age_secs"}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct StuckKey {
+    /// The source.
+    pub source: String,
+    /// The event id.
+    pub event_id: String,
+    /// Seconds since it was claimed (a claim) or since its lease expired (a lease).
+    pub age_secs: u64,
+}
+
+/// Sessions idle in a transaction: `{"sessions", "longest_secs", "pids"}`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct IdleInTransaction {
+    /// Sessions on this database idle in a transaction longer than the threshold.
+    pub sessions: u64,
+    /// The longest of them, seconds (0 when none).
+    pub longest_secs: u64,
+    /// Their backend pids, longest idle first (at most [`IDLE_PIDS_LOGGED`]): what
+    /// `pg_terminate_backend` takes.
+    pub pids: Vec<i32>,
+}
+
+/// One source's figures (see the module's table). Ages are whole seconds before `now`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SourceAudit {
+    /// Whether the source is configured (an unconfigured one is judged with the defaults).
+    pub configured: bool,
+    /// Stuck claims and expired leases.
+    pub stuck_claims: u64,
+    /// Since the oldest of them, seconds (0 when none).
+    pub stuck_oldest_age: u64,
+    /// The oldest key's age, seconds; `None` when the source has no key.
+    pub oldest_key_age: Option<u64>,
+    /// The newest key's age, seconds; `None` when the source has no key.
+    pub newest_key_age: Option<u64>,
+    /// The provider's retry horizon, seconds; `None` for an unconfigured source.
+    pub retry_horizon_secs: Option<u64>,
+    /// How long a completed key is kept, seconds.
+    pub retention_secs: u64,
+    /// The oldest key is younger than the retry horizon: informative only (normal for a new
+    /// or rarely used source; on an old busy one, something deletes too early).
+    pub oldest_key_too_young: bool,
+    /// Completed keys past retention plus dead letters past dead-letter retention, still there.
+    pub past_retention: u64,
+    /// Dead letters.
+    pub dead_letters: u64,
+    /// Dead letters added since the last recorded run.
+    pub dead_letters_new: u64,
+    /// Since the oldest dead letter went dead, seconds (0 when none).
+    pub dead_letter_oldest_age: u64,
+    /// Ordering ties seen since the last recorded run.
+    pub ordering_ties_new: u64,
+    /// Due `claimed` and `failed` rows.
+    pub backlog_due: u64,
+    /// Since the oldest due `next_attempt_at`, seconds (0 when none).
+    pub backlog_oldest_age: u64,
+    /// The source's expected interval between deliveries, seconds, when configured.
+    pub expected_interval_secs: Option<u64>,
+    /// Whether the source has gone quiet (only with an expected interval).
+    pub quiet: bool,
+    /// Counts of this source that reached [`CAP`] (metric names): they mean "at least".
+    pub capped: Vec<&'static str>,
+}
+
+impl SourceAudit {
+    /// The source's EMF metrics (see the module's table), in a fixed order.
+    pub fn metrics(&self) -> Vec<Metric<'static>> {
+        let mut metrics = vec![
+            Metric::count("stuck_claims", self.stuck_claims),
+            Metric::seconds("stuck_oldest_age", self.stuck_oldest_age),
+        ];
+        if let Some(age) = self.oldest_key_age {
+            metrics.push(Metric::seconds("oldest_key_age", age));
+        }
+        metrics.extend([
+            Metric::count("past_retention", self.past_retention),
+            Metric::count("dead_letters", self.dead_letters),
+            Metric::count("dead_letters_new", self.dead_letters_new),
+            Metric::seconds("dead_letter_oldest_age", self.dead_letter_oldest_age),
+            Metric::count("ordering_ties_new", self.ordering_ties_new),
+            Metric::count("backlog_due", self.backlog_due),
+            Metric::seconds("backlog_oldest_age", self.backlog_oldest_age),
+        ]);
+        if self.expected_interval_secs.is_some() {
+            metrics.push(Metric::count("source_quiet", u64::from(self.quiet)));
+        }
+        metrics
+    }
+}
+
+/// What an audit found: `{"at", "since", "first_run", "recorded", "duration_ms",
+/// "stuck_keys", "idle_in_transaction", "sources"}`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct AuditReport {
+    /// The audit's `now` (RFC 3339).
+    pub at: String,
+    /// The start of the "since the last run" window (RFC 3339).
+    pub since: String,
+    /// No run had been recorded before this one (the window is [`FIRST_RUN_WINDOW`]).
+    pub first_run: bool,
+    /// Whether this run was recorded as the last run ([`run`]) or only read ([`peek`]).
+    pub recorded: bool,
+    /// Wall time of the audit, milliseconds.
+    pub duration_ms: u64,
+    /// The oldest stuck keys, oldest first (at most [`STUCK_KEYS_LOGGED`]).
+    pub stuck_keys: Vec<StuckKey>,
+    /// Database sessions idle in a transaction.
+    pub idle_in_transaction: IdleInTransaction,
+    /// Per source, by name.
+    pub sources: BTreeMap<String, SourceAudit>,
+}
+
+impl AuditReport {
+    /// Every EMF document [`AuditReport::emit`] prints, at `timestamp`: one per source (its
+    /// metrics) and one for the database (dimension `source` = [`DATABASE_DIMENSION`]).
+    pub fn emf_documents(&self, timestamp: SystemTime) -> Vec<serde_json::Value> {
+        self.metric_sets()
+            .iter()
+            .map(|(source, metrics)| crate::telemetry::emf_document(source, metrics, timestamp))
+            .collect()
+    }
+
+    fn metric_sets(&self) -> Vec<(&str, Vec<Metric<'static>>)> {
+        let mut sets: Vec<(&str, Vec<Metric<'static>>)> = self
+            .sources
+            .iter()
+            .map(|(source, audit)| (source.as_str(), audit.metrics()))
+            .collect();
+        sets.push((
+            DATABASE_DIMENSION,
+            vec![
+                Metric::count(
+                    "idle_in_transaction_sessions",
+                    self.idle_in_transaction.sessions,
+                ),
+                Metric::seconds(
+                    "idle_in_transaction_longest",
+                    self.idle_in_transaction.longest_secs,
+                ),
+            ],
+        ));
+        sets
+    }
+
+    /// Logs the report (one `audit` line: the totals as numbers, the stuck keys, the quiet
+    /// sources and the whole report as JSON in `report`) and prints its EMF documents.
+    pub fn emit(&self) {
+        let total = |f: fn(&SourceAudit) -> u64| self.sources.values().map(f).sum::<u64>();
+        let quiet: Vec<&str> = self
+            .sources
+            .iter()
+            .filter(|(_, audit)| audit.quiet)
+            .map(|(source, _)| source.as_str())
+            .collect();
+        let stuck_keys: Vec<String> = self
+            .stuck_keys
+            .iter()
+            .map(|key| format!("{}/{}", key.source, key.event_id))
+            .collect();
+        tracing::info!(
+            at = %self.at,
+            since = %self.since,
+            duration_ms = self.duration_ms,
+            stuck_claims = total(|a| a.stuck_claims),
+            backlog_due = total(|a| a.backlog_due),
+            past_retention = total(|a| a.past_retention),
+            dead_letters = total(|a| a.dead_letters),
+            dead_letters_new = total(|a| a.dead_letters_new),
+            ordering_ties_new = total(|a| a.ordering_ties_new),
+            idle_in_transaction_sessions = self.idle_in_transaction.sessions,
+            quiet_sources = %quiet.join(","),
+            stuck_keys = %stuck_keys.join(" "),
+            report = %serde_json::to_string(self).unwrap_or_default(),
+            "audit"
+        );
+        for (source, metrics) in self.metric_sets() {
+            crate::telemetry::emit_metrics(source, &metrics);
+        }
+    }
+}
+
+/// Audits the ledger at `now` and records the run (the next run counts "new" figures from
+/// `now`), in one transaction on `conn`.
+///
+/// # Errors
+/// [`LedgerError::Db`] when PostgreSQL fails (nothing is recorded).
+pub async fn run(
+    conn: &Connection,
+    sources: &Sources,
+    settings: &AuditSettings,
+    now: SystemTime,
+) -> Result<AuditReport, LedgerError> {
+    audit(conn, sources, settings, now, true).await
+}
+
+/// The same figures as [`run`] without recording the run: the next recorded run still counts
+/// from the last recorded one.
+///
+/// # Errors
+/// [`LedgerError::Db`] when PostgreSQL fails.
+pub async fn peek(
+    conn: &Connection,
+    sources: &Sources,
+    settings: &AuditSettings,
+    now: SystemTime,
+) -> Result<AuditReport, LedgerError> {
+    audit(conn, sources, settings, now, false).await
+}
+
+async fn audit(
+    conn: &Connection,
+    sources: &Sources,
+    settings: &AuditSettings,
+    now: SystemTime,
+    record: bool,
+) -> Result<AuditReport, LedgerError> {
+    let started = Instant::now();
+    conn.begin().await?;
+    // Custom plans every time: the plans the index test checks are the ones that run, even on
+    // a warm connection that has run these statements before.
+    let result = match conn
+        .batch_execute("SET LOCAL plan_cache_mode = force_custom_plan")
+        .await
+    {
+        Ok(()) => audit_in_transaction(conn, sources, settings, now, record).await,
+        Err(error) => Err(error.into()),
+    };
+    match result {
+        Ok(mut report) => {
+            conn.batch_execute("COMMIT").await?;
+            report.duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+            Ok(report)
+        }
+        Err(error) => {
+            let _ = conn.batch_execute("ROLLBACK").await;
+            Err(error)
+        }
+    }
+}
+
+/// Whole seconds from `at` to `now` (0 when `at` is later).
+fn age(now: SystemTime, at: SystemTime) -> u64 {
+    now.duration_since(at).map_or(0, |d| d.as_secs())
+}
+
+async fn audit_in_transaction(
+    conn: &Connection,
+    sources: &Sources,
+    settings: &AuditSettings,
+    now: SystemTime,
+    record: bool,
+) -> Result<AuditReport, LedgerError> {
+    let cap = CAP as i64;
+    let last_run = sql::lock_run(conn).await?;
+    let since = last_run.unwrap_or_else(|| {
+        now.checked_sub(FIRST_RUN_WINDOW)
+            .unwrap_or(SystemTime::UNIX_EPOCH)
+    });
+    let claimed_before = now
+        .checked_sub(Duration::from_secs(settings.stuck_after_secs))
+        .unwrap_or(SystemTime::UNIX_EPOCH);
+    let stuck = sql::stuck(conn, claimed_before, now, cap).await?;
+    let stuck_keys = sql::stuck_keys(conn, claimed_before, now, STUCK_KEYS_LOGGED as i64)
+        .await?
+        .into_iter()
+        .map(|key| StuckKey {
+            age_secs: age(now, key.since),
+            source: key.source,
+            event_id: key.event_id,
+        })
+        .collect();
+    let backlog = sql::backlog(conn, now, cap).await?;
+    let ties = sql::ties_since(conn, since, now, cap).await?;
+    let idle = sql::idle_in_transaction(
+        conn,
+        i64::try_from(settings.idle_in_transaction_after_secs).unwrap_or(i64::MAX),
+        IDLE_PIDS_LOGGED as i64,
+    )
+    .await?;
+
+    let mut names: BTreeSet<String> = sources_present(conn).await?.into_iter().collect();
+    names.extend(sources.iter().map(|source| source.name.clone()));
+    let mut by_source = BTreeMap::new();
+    for name in names {
+        let configured = sources.get(&name);
+        let retention = sources.retention(&name);
+        let horizon = configured.map(|source| source.retention.retry_horizon);
+        let expected = configured.and_then(|source| source.retention.expected_interval);
+        let oldest = oldest_key(conn, &name).await?;
+        let newest = sql::newest_key(conn, &name).await?;
+        let (completed_past, dead_past) = sql::past_retention(
+            conn,
+            &name,
+            retention.completed_cutoff(now),
+            retention.dead_cutoff(now),
+            cap,
+        )
+        .await?;
+        let dead = sql::dead_letters(conn, &name, since, now, cap).await?;
+        let stuck = stuck.get(&name).copied();
+        let backlog = backlog.get(&name).copied();
+        let oldest_key_age = oldest.map(|at| age(now, at));
+        let newest_key_age = newest.map(|at| age(now, at));
+        let quiet = match (expected, newest_key_age) {
+            (Some(_), None) => true,
+            (Some(interval), Some(newest_age)) => newest_age > interval.as_secs(),
+            (None, _) => false,
+        };
+        let ordering_ties_new = ties.get(&name).copied().unwrap_or(0);
+        let stuck_claims = stuck.map_or(0, |f| f.count);
+        let backlog_due = backlog.map_or(0, |f| f.count);
+        let mut capped = Vec::new();
+        // Each half of the stuck figure is capped separately; either reaching it makes the
+        // per-source number a lower bound.
+        for (metric, value) in [
+            ("stuck_claims", stuck_claims),
+            ("backlog_due", backlog_due),
+            ("past_retention", completed_past.max(dead_past)),
+            ("dead_letters", dead.total),
+            ("dead_letters_new", dead.new),
+        ] {
+            if value >= CAP {
+                capped.push(metric);
+            }
+        }
+        by_source.insert(
+            name,
+            SourceAudit {
+                configured: configured.is_some(),
+                stuck_claims,
+                stuck_oldest_age: stuck.and_then(|f| f.oldest).map_or(0, |at| age(now, at)),
+                oldest_key_age,
+                newest_key_age,
+                retry_horizon_secs: horizon.map(|h| h.as_secs()),
+                retention_secs: retention.completed.as_secs(),
+                oldest_key_too_young: matches!(
+                    (oldest_key_age, horizon),
+                    (Some(age), Some(horizon)) if age < horizon.as_secs()
+                ),
+                past_retention: completed_past + dead_past,
+                dead_letters: dead.total,
+                dead_letters_new: dead.new,
+                dead_letter_oldest_age: dead.oldest.map_or(0, |at| age(now, at)),
+                ordering_ties_new,
+                backlog_due,
+                backlog_oldest_age: backlog.and_then(|f| f.oldest).map_or(0, |at| age(now, at)),
+                expected_interval_secs: expected.map(|e| e.as_secs()),
+                quiet,
+                capped,
+            },
+        );
+    }
+    if record {
+        sql::record_run(conn, now).await?;
+    }
+    Ok(AuditReport {
+        at: rfc3339(now),
+        since: rfc3339(since),
+        first_run: last_run.is_none(),
+        recorded: record,
+        duration_ms: 0,
+        stuck_keys,
+        idle_in_transaction: IdleInTransaction {
+            sessions: idle.count,
+            longest_secs: idle.longest_secs.max(0.0) as u64,
+            pids: idle.pids,
+        },
+        sources: by_source,
+    })
+}
