@@ -60,7 +60,8 @@ struct Args {
     #[arg(long, default_value_t = 10)]
     duplicate_every: u64,
     /// More batched-sweep phases after the default one, as `batch_size:pause_ms` (e.g.
-    /// `1000:100,5000:500`), each on a freshly reloaded ledger (about a minute more each).
+    /// `1000:100,5000:500`; a third field sets `wal_compression` on the sweep's session only,
+    /// e.g. `5000:100:lz4`), each on a freshly reloaded ledger (about a minute more each).
     #[arg(long, value_delimiter = ',')]
     sweep_variants: Vec<String>,
     /// Also load a 10,000,000-row ledger at the end for the auditor's query times.
@@ -205,7 +206,8 @@ fn pct(v: &[u64], q: f64) -> f64 {
 
 enum Background {
     Nothing,
-    Sweep(SweepSettings),
+    /// The sweep, with `wal_compression` set to this on its session when given.
+    Sweep(SweepSettings, Option<String>),
     Delete,
 }
 
@@ -328,7 +330,7 @@ impl Bench {
                 None => q,
             });
             let s = self
-                .phase(&default_name, segment, Background::Sweep(default))
+                .phase(&default_name, segment, Background::Sweep(default, None))
                 .await?;
             swept = Some(match swept {
                 Some(p) => p.merge(s),
@@ -338,22 +340,30 @@ impl Bench {
         let mut phases: Vec<Phase> = quiet.into_iter().chain(swept).collect();
         let window = Duration::from_secs(self.args.phase_secs);
         for variant in &self.args.sweep_variants {
-            let (batch, pause) = variant
-                .split_once(':')
-                .ok_or_else(|| anyhow!("--sweep-variants takes batch_size:pause_ms"))?;
+            let mut parts = variant.split(':');
+            let (Some(batch), Some(pause)) = (parts.next(), parts.next()) else {
+                return Err(anyhow!(
+                    "--sweep-variants takes batch_size:pause_ms[:wal_compression]"
+                ));
+            };
+            let compression = parts.next().map(|c| c.trim().to_owned());
             let settings = SweepSettings {
                 batch_size: batch.trim().parse()?,
                 pause_ms: pause.trim().parse()?,
                 ..default
             };
             let name = format!(
-                "batched sweep ({} rows, {} ms pause)",
-                settings.batch_size, settings.pause_ms
+                "batched sweep ({} rows, {} ms pause{})",
+                settings.batch_size,
+                settings.pause_ms,
+                compression
+                    .as_deref()
+                    .map_or(String::new(), |c| format!(", wal_compression={c}"))
             );
             step!(self, "reloading the expired rows for {name}");
             self.reload().await?;
             phases.push(
-                self.phase(&name, window, Background::Sweep(settings))
+                self.phase(&name, window, Background::Sweep(settings, compression))
                     .await?,
             );
         }
@@ -576,9 +586,14 @@ impl Bench {
         let deleting = async {
             match background {
                 Background::Nothing => Ok::<_, anyhow::Error>(None),
-                Background::Sweep(settings) => {
+                Background::Sweep(settings, compression) => {
                     let pool = shared::db::pool(&self.settings)?;
                     let conn = pool.get().await?;
+                    if let Some(method) = compression {
+                        // A superuser setting, per session: only the sweep's WAL is compressed.
+                        conn.batch_execute(&format!("SET wal_compression = {method}"))
+                            .await?;
+                    }
                     let report = shared::sweep::run(
                         &conn,
                         &self.sources,
@@ -1028,10 +1043,37 @@ fn verdict_line(phases: &[Phase]) -> String {
 }
 
 fn verdict_section(phases: &[Phase]) -> String {
-    format!(
-        "\n## Verdict\n\n{}\n\n<!-- findings -->\n",
-        verdict_line(phases)
-    )
+    let mut md = format!("\n## Verdict\n\n{}\n\n", verdict_line(phases));
+    let quiet = |name: &str| phases.iter().find(|p| p.name == name);
+    let (Some(base), control) = (quiet("no sweep"), quiet("no sweep (control, after)")) else {
+        return md;
+    };
+    let b99 = pct(&base.samples.new, 0.99);
+    let c99 = control.map_or(f64::NAN, |c| pct(&c.samples.new, 0.99));
+    let _ = writeln!(
+        md,
+        "Each phase against the interleaved no-sweep phase ({b99:.2} ms) and the control \
+         after the DELETE ({c99:.2} ms); WAL written per second of the phase:\n"
+    );
+    let _ = writeln!(
+        md,
+        "| phase | p99 ms | vs no sweep | vs control | WAL MB/s | full-page images/s |"
+    );
+    let _ = writeln!(md, "|---|---:|---:|---:|---:|---:|");
+    for p in phases {
+        let p99 = pct(&p.samples.new, 0.99);
+        let secs = p.window.as_secs_f64();
+        let _ = writeln!(
+            md,
+            "| {} | {p99:.2} | {:+.0}% | {:+.0}% | {:.1} | {:.0} |",
+            p.name,
+            (p99 / b99 - 1.0) * 100.0,
+            (p99 / c99 - 1.0) * 100.0,
+            p.stats.lsn_bytes / 1_048_576.0 / secs,
+            p.stats.wal_fpi as f64 / secs
+        );
+    }
+    md
 }
 
 /// One sentence on what the plan shows, from its text.
