@@ -4,7 +4,7 @@ VENV := .venv-tools
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export SAM_CLI_TELEMETRY := 0
 
-.PHONY: demo run test tools postgres build clean audit
+.PHONY: demo run test bench-sweep tools postgres build clean audit
 
 ## demo: set up, run the receiver under cargo-lambda on a throwaway PostgreSQL, deliver events/, print
 demo: tools postgres
@@ -30,6 +30,14 @@ audit:
 	  export HOOKLEDGER_SOURCES_FILE=events/sources.local.json; \
 	fi; \
 	cargo run --quiet -p cli --bin hookledger -- audit $(ARGS)
+
+## bench-sweep: claim latency while the retention sweep deletes a 1M-row ledger (release build, own
+## throwaway PostgreSQL with fsync on; about 10 minutes); writes bench/SWEEP.md, prints a summary.
+## BENCH_ARGS passes options (bench-sweep --help), e.g. BENCH_ARGS="--sweep-variants 1000:100"
+bench-sweep: postgres
+	cargo build --release -p bench
+	HOOKLEDGER_PG_DURABLE=1 scripts/with-postgres.sh \
+	  cargo run --release --quiet -p bench --bin bench-sweep -- $(BENCH_ARGS)
 
 ## tools: a venv with cargo-lambda and zig, aws-sam-cli, moto, and the providers' libraries (PyPI,
 ## and npm for GitHub's and Shopify's, pinned by tests/interop/node/package-lock.json)

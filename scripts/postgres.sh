@@ -10,6 +10,8 @@
 #
 # The cluster listens on 127.0.0.1 on a free port, trusts local connections, and runs as the
 # `postgres` user when invoked as root (initdb refuses root). fsync is off: it is throwaway.
+# HOOKLEDGER_PG_DURABLE=1 keeps PostgreSQL's own durability defaults instead (fsync,
+# synchronous_commit and full_page_writes on: what `make bench-sweep` measures against).
 set -euo pipefail
 
 pg_bindir() {
@@ -74,10 +76,12 @@ start() {
     ssl_opts="-c ssl=on -c ssl_cert_file=$dir/tls/server.crt -c ssl_key_file=$dir/tls/server.key"
   fi
   if [ "$(id -u)" = 0 ]; then chown -R postgres "$dir"; fi
+  local durability="-c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+  [ "${HOOKLEDGER_PG_DURABLE:-0}" = 1 ] && durability=""
   as_owner "$bin/initdb" -D "$dir/data" -U postgres --auth=trust -E UTF8 --no-sync >"$dir/initdb.log" 2>&1 \
     || { cat "$dir/initdb.log" >&2; exit 1; }
   as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
-    -o "-h 127.0.0.1 -p $port -k $dir -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=300 $ssl_opts" \
+    -o "-h 127.0.0.1 -p $port -k $dir $durability -c max_connections=300 $ssl_opts" \
     start >/dev/null || { cat "$dir/server.log" >&2; exit 1; }
   echo "postgres://postgres@127.0.0.1:$port/postgres?sslmode=disable"
 }

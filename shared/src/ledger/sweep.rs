@@ -36,7 +36,12 @@ pub struct Deleted {
     pub last: Option<SystemTime>,
 }
 
-static DELETE_COMPLETED: Sql = Sql {
+/// One batch of expired `completed` keys, exactly as [`delete_expired`] sends it (public so
+/// `make bench-sweep` can `EXPLAIN` the real text). Parameters: `$1` source (text), `$2` the
+/// keyset start (timestamptz, the previous batch's [`Deleted::last`]), `$3` the cutoff
+/// (timestamptz), `$4` the batch size (int8). One row back: `(count(*) int8, max(claimed_at)
+/// timestamptz)`.
+pub static DELETE_COMPLETED: Sql = Sql {
     text: "\
 WITH deleted AS (
     DELETE FROM webhook_event
