@@ -26,7 +26,8 @@
 //! | `HOOKLEDGER_SOURCES_REFRESH_SECS` | receiver: least time between two re-reads of the sources secret or file, seconds (1 to 86400) | 60 |
 //! | `HOOKLEDGER_SWEEP_BATCH_SIZE` | sweeper: rows deleted per batch (one transaction each), 1 to 100000 | 5000 |
 //! | `HOOKLEDGER_SWEEP_MAX_BATCHES` | sweeper: batches per run at most | 100 |
-//! | `HOOKLEDGER_SWEEP_PAUSE_MS` | sweeper: pause between batches, milliseconds | 100 |
+//! | `HOOKLEDGER_SWEEP_PAUSE_MS` | sweeper: least pause between batches, milliseconds | 100 |
+//! | `HOOKLEDGER_SWEEP_DUTY_PERCENT` | sweeper: most of its time spent inside batches, percent (1 to 100): the pause after a batch of `t` is at least `t * (100 - duty) / duty` | 25 |
 //! | `HOOKLEDGER_SWEEP_MARGIN_MS` | sweeper: start no batch with less invocation time left, milliseconds | 10000 |
 //! | `HOOKLEDGER_AUDIT_STUCK_AFTER_SECS` | auditor: a `claimed` row older than this is stuck, seconds | 300 |
 //! | `HOOKLEDGER_AUDIT_IDLE_IN_TRANSACTION_SECS` | auditor: count sessions idle in a transaction longer than this, seconds | 30 |
@@ -490,9 +491,15 @@ pub struct SweepSettings {
     pub batch_size: i64,
     /// Batches per run at most (default 100).
     pub max_batches: u32,
-    /// Pause between two batches, milliseconds (default 100): lets autovacuum, replication and
-    /// the receivers' claims through.
+    /// Least pause between two batches, milliseconds (default 100): lets autovacuum,
+    /// replication and the receivers' claims through.
     pub pause_ms: u64,
+    /// The most of the run's time spent inside batches, percent (default 25): after a batch
+    /// that took `t`, the sweep pauses at least `t * (100 - duty) / duty`. Deleting writes a
+    /// full page image per heap page first touched after a checkpoint, and every claim's COMMIT
+    /// waits behind that WAL; bounding the duty cycle bounds the sweep's WAL rate (see
+    /// bench/SWEEP.md).
+    pub duty_percent: u64,
     /// Start no batch with less invocation time left than this, milliseconds (default 10,000).
     pub margin_ms: u64,
 }
@@ -503,6 +510,7 @@ impl Default for SweepSettings {
             batch_size: 5_000,
             max_batches: 100,
             pause_ms: 100,
+            duty_percent: 25,
             margin_ms: 10_000,
         }
     }
@@ -776,6 +784,7 @@ impl Settings {
             100_000,
         )? as u32;
         sweep.pause_ms = bounded("HOOKLEDGER_SWEEP_PAUSE_MS", sweep.pause_ms, 60_000)?;
+        sweep.duty_percent = bounded("HOOKLEDGER_SWEEP_DUTY_PERCENT", sweep.duty_percent, 100)?;
         sweep.margin_ms = bounded("HOOKLEDGER_SWEEP_MARGIN_MS", sweep.margin_ms, 900_000)?;
         let mut audit = AuditSettings::default();
         audit.stuck_after_secs = bounded(

@@ -12,7 +12,9 @@
 //! batches: a batch deletes up to `batch_size` rows, taking the work items in order and
 //! continuing with the next when one runs dry, in one transaction. The run stops when a batch
 //! comes back short (nothing expired is left), after `max_batches`, or when less than the
-//! margin of the invocation's time is left; it pauses between batches.
+//! margin of the invocation's time is left. It pauses between batches, at least `pause_ms` and
+//! long enough that batches fill at most `duty_percent` of the time ([`pause_after`]): the
+//! deletes' WAL (full page images after each checkpoint) is what slows the claims' commits.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant, SystemTime};
@@ -188,6 +190,13 @@ impl SweepReport {
     }
 }
 
+/// The pause after a batch that took `took`: at least `least`, and long enough that batches
+/// fill at most `duty_percent` of the time.
+pub fn pause_after(took: Duration, least: Duration, duty_percent: u64) -> Duration {
+    let duty = u32::try_from(duty_percent.clamp(1, 100)).unwrap_or(100);
+    least.max(took * (100 - duty) / duty)
+}
+
 /// Sweeps at `now` within `settings`' bounds; `remaining` says how much of the invocation's
 /// time is left (stop before a batch when it is below `settings.margin_ms`).
 ///
@@ -206,22 +215,23 @@ pub async fn run(
     let mut sweep = Sweep::plan(conn, sources, now, settings.batch_size).await?;
     let mut deleted = 0u64;
     let mut batches = 0u32;
+    let mut wait = Duration::ZERO;
     let stopped = loop {
         if batches >= settings.max_batches {
             break Stopped::MaxBatches;
         }
-        if remaining() < margin {
+        if remaining() < margin.saturating_add(wait) {
             break Stopped::OutOfTime;
         }
-        if batches > 0 {
-            tokio::time::sleep(pause).await;
-        }
+        tokio::time::sleep(wait).await;
+        let batch_started = Instant::now();
         let rows = sweep.batch().await?;
         batches += 1;
         deleted += rows;
         if (rows as i64) < settings.batch_size {
             break Stopped::Done;
         }
+        wait = pause_after(batch_started.elapsed(), pause, settings.duty_percent);
     };
     let mut oldest: Option<SystemTime> = None;
     for source in sources_present(conn).await? {
@@ -237,4 +247,27 @@ pub async fn run(
         stopped,
         deleted_by_source: sweep.deleted_by_source().clone(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_pause_keeps_batches_within_their_duty_cycle() {
+        let least = Duration::from_millis(100);
+        // A 60 ms batch at 25 %: 180 ms of pause, 60 / 240 = 25 % of the time in batches.
+        assert_eq!(
+            pause_after(Duration::from_millis(60), least, 25),
+            Duration::from_millis(180)
+        );
+        // A quick batch still waits the least pause; 100 % duty means only the least pause.
+        assert_eq!(pause_after(Duration::from_millis(10), least, 25), least);
+        assert_eq!(pause_after(Duration::from_secs(5), least, 100), least);
+        // Out-of-range duty is clamped, never a division by zero.
+        assert_eq!(
+            pause_after(Duration::from_millis(10), Duration::ZERO, 0),
+            Duration::from_millis(990)
+        );
+    }
 }
