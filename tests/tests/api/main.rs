@@ -13,4 +13,5 @@ mod pooler;
 mod receive;
 mod robustness;
 mod scripts;
+mod sweep;
 mod worker_robustness;
