@@ -107,6 +107,16 @@ async fn sweep_at(app: &TestApp, now: SystemTime, limits: &SweepSettings) -> Swe
         .unwrap()
 }
 
+/// `(source, id, status, claimed_at, dead_at, swept)`.
+type SeededRow = (
+    &'static str,
+    &'static str,
+    &'static str,
+    SystemTime,
+    Option<SystemTime>,
+    bool,
+);
+
 #[tokio::test]
 async fn the_sweep_deletes_exactly_the_expired_keys_of_each_source_and_nothing_else() {
     let mut app = spawn_app().await;
@@ -119,8 +129,7 @@ async fn the_sweep_deletes_exactly_the_expired_keys_of_each_source_and_nothing_e
     )
     .unwrap();
     let client = app.db.connect().await.unwrap();
-    let rows: &[(&str, &str, &str, SystemTime, Option<SystemTime>, bool)] = &[
-        // (source, id, status, claimed_at, dead_at, swept)
+    let rows: &[SeededRow] = &[
         (
             "stripe",
             "inside",
