@@ -842,4 +842,73 @@ async fn the_sweeper_function_sweeps_on_its_schedule_returns_the_report_and_coun
         .expect("the sweep line");
     assert_eq!(line["deleted"], 5);
     assert_eq!(line["batches"], 1);
+    // The log line names why it stopped as the report does.
+    assert_eq!(line["stopped"], "done");
+}
+
+/// The order handler, failing fatally on its first call (a payload it cannot yet process) and
+/// recording the order on later ones (the handler was fixed, the sender resends); counts calls.
+#[derive(Default)]
+struct FatalFirst {
+    calls: AtomicUsize,
+}
+
+#[async_trait::async_trait]
+impl Handler for FatalFirst {
+    async fn handle(&self, tx: &mut Tx<'_>, event: &Event<'_>) -> Result<Effect, HandlerError> {
+        if self.calls.fetch_add(1, Ordering::SeqCst) == 0 {
+            return Err(HandlerError::fatal("not yet supported"));
+        }
+        shared::handlers::stripe_orders::PaymentIntentSucceeded
+            .handle(tx, event)
+            .await
+    }
+}
+
+#[tokio::test]
+async fn a_dead_letter_redriven_late_keeps_its_key_for_a_full_retention_again() {
+    // A dead letter is kept 90 days from when it died, so a resend may re-drive it long after
+    // its first delivery. Once the resend completes, the key must keep answering duplicates for
+    // the source's retention from then, not expire at once because the first delivery was
+    // long ago (a second resend would run the effect twice, and the sweep would delete it).
+    let (logs, _guard) = capture_logs();
+    let mut app = spawn_app().await;
+    let handler = Arc::new(FatalFirst::default());
+    app.state.receiver.handlers.register(
+        "stripe",
+        "payment_intent.succeeded",
+        handler.clone() as Arc<dyn Handler>,
+    );
+    let delivery = stripe_payment("evt_redrive", "order_redrive", 500, crate::helpers::NOW);
+    assert_eq!(app.receive("stripe", &delivery).await.outcome, "dead");
+    // It died 60 days ago, at its first delivery: inside the 90 days of a dead letter.
+    let client = app.db.connect().await.unwrap();
+    client
+        .execute(
+            "UPDATE webhook_event SET claimed_at = now() - interval '60 days',
+                                      dead_at = now() - interval '60 days'
+             WHERE source = 'stripe' AND event_id = 'evt_redrive'",
+            &[],
+        )
+        .await
+        .unwrap();
+
+    let redriven = app.receive("stripe", &delivery).await;
+    assert_eq!(redriven.outcome, "processed", "{redriven:?}");
+    assert_eq!(
+        key_state(&app, "stripe", "evt_redrive").await,
+        ("completed".to_owned(), true),
+        "the re-driven key starts a new retention"
+    );
+    let report = sweep_at(&app, wall_clock(), &settings(5_000, 100)).await;
+    assert_eq!(report.deleted, 0, "{report:?}");
+    let again = app.receive("stripe", &delivery).await;
+    assert!(again.replayed, "a second resend is a duplicate: {again:?}");
+    assert_eq!(again.body, redriven.body);
+    assert_eq!(
+        handler.calls.load(Ordering::SeqCst),
+        2,
+        "one fatal run, one effect"
+    );
+    assert_eq!(reclaimed(&logs, "evt_redrive"), 0);
 }
