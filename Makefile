@@ -4,7 +4,7 @@ VENV := .venv-tools
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export SAM_CLI_TELEMETRY := 0
 
-.PHONY: demo run test bench-sweep tools postgres build clean audit
+.PHONY: demo run test sweep audit bench-sweep tools postgres build clean
 
 ## demo: set up, run the receiver under cargo-lambda on a throwaway PostgreSQL, deliver events/, print
 demo: tools postgres
@@ -18,6 +18,19 @@ run: tools postgres
 ## when the end-to-end tests number fewer than tests/minimum-e2e-tests)
 test: tools postgres
 	HOOKLEDGER_TOOLS_PYTHON=$(CURDIR)/$(VENV)/bin/python scripts/test.sh
+
+## sweep: delete expired ledger keys now (hookledger sweep) in the database at DATABASE_URL, with the
+## sources in HOOKLEDGER_SOURCES(_FILE|_SECRET_ARN), default events/sources.local.json; ARGS=--json
+## prints the report as JSON
+sweep:
+	@if [ -z "$${DATABASE_URL:-}" ]; then \
+	  echo "make sweep: set DATABASE_URL to the database to sweep (postgres://user:pass@host:port/db)" >&2; \
+	  exit 2; \
+	fi
+	@if [ -z "$${HOOKLEDGER_SOURCES:-}$${HOOKLEDGER_SOURCES_FILE:-}$${HOOKLEDGER_SOURCES_SECRET_ARN:-}" ]; then \
+	  export HOOKLEDGER_SOURCES_FILE=events/sources.local.json; \
+	fi; \
+	cargo run --quiet -p cli --bin hookledger -- sweep $(ARGS)
 
 ## audit: the auditor's report now against DATABASE_URL (read-only: ARGS="--record" records the
 ## run, ARGS="--json" prints JSON); the sources default to events/sources.local.json

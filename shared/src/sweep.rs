@@ -155,6 +155,17 @@ pub enum Stopped {
     OutOfTime,
 }
 
+impl Stopped {
+    /// The name in the report and the log line: `done`, `max_batches`, `out_of_time`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Done => "done",
+            Self::MaxBatches => "max_batches",
+            Self::OutOfTime => "out_of_time",
+        }
+    }
+}
+
 /// What a run did: `{"deleted", "batches", "duration_ms", "oldest_remaining", "stopped",
 /// "deleted_by_source"}`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -181,7 +192,7 @@ impl SweepReport {
             batches = self.batches,
             duration_ms = self.duration_ms,
             oldest_remaining = self.oldest_remaining.as_deref().unwrap_or(""),
-            stopped = ?self.stopped,
+            stopped = self.stopped.as_str(),
             "sweep"
         );
         for (source, rows) in &self.deleted_by_source {
@@ -269,5 +280,15 @@ mod tests {
             pause_after(Duration::from_millis(10), Duration::ZERO, 0),
             Duration::from_millis(990)
         );
+    }
+
+    #[test]
+    fn the_log_line_names_why_a_run_stopped_as_the_report_does() {
+        for stopped in [Stopped::Done, Stopped::MaxBatches, Stopped::OutOfTime] {
+            assert_eq!(
+                serde_json::to_value(stopped).unwrap(),
+                serde_json::json!(stopped.as_str())
+            );
+        }
     }
 }

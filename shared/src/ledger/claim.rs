@@ -220,7 +220,11 @@ SET status = 'claimed',
     response_body = NULL,
     next_attempt_at = NULL,
     lease_expires_at = NULL,
-    dead_at = NULL
+    dead_at = NULL,
+    -- A new first delivery: the key's retention (counted from claimed_at) starts again, or a
+    -- dead letter re-driven late would complete already past retention (and be swept, and a
+    -- second resend run again).
+    claimed_at = now()
 WHERE source = $1
   AND event_id = $2
   -- Another delivery retaking it at the same time holds the row: this one waits (lock_timeout)
@@ -230,7 +234,8 @@ RETURNING 1",
     types: &[Type::TEXT, Type::TEXT],
 };
 
-/// Claims a dead event again in a new transaction (the row back to `claimed`, uncommitted):
+/// Claims a dead event again in a new transaction (the row back to `claimed`, claimed now, so
+/// its retention starts again; uncommitted):
 /// [`Claim::Won`], or [`Claim::InFlight`] when another delivery retook it first.
 async fn retake_dead<'c>(
     conn: &'c Connection,

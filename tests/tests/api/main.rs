@@ -14,4 +14,5 @@ mod pooler;
 mod receive;
 mod robustness;
 mod scripts;
+mod sweep;
 mod worker_robustness;

@@ -1,0 +1,62 @@
+//! Translates an invocation into one sweep of the ledger, with the invocation's deadline as the
+//! time budget.
+
+use std::time::SystemTime;
+
+use lambda_runtime::{Error, LambdaEvent};
+use shared::config::{Sources, SweepSettings};
+use shared::db::Pool;
+use shared::invocation::{deadline, remaining};
+use shared::sweep::SweepReport;
+use shared::Settings;
+
+/// Built once per execution environment.
+#[derive(Debug, Clone)]
+pub struct AppState {
+    /// The database pool (one connection is enough: batches run one after another).
+    pub pool: Pool,
+    /// The sources, for each one's retention (a source not configured keeps the defaults).
+    pub sources: Sources,
+    /// Batch size, batches per run, pause and time margin.
+    pub sweep: SweepSettings,
+}
+
+impl AppState {
+    /// State for `settings` over `pool`.
+    pub fn new(settings: &Settings, pool: Pool) -> Self {
+        Self {
+            pool,
+            sources: settings.sources.clone(),
+            sweep: settings.sweep,
+        }
+    }
+}
+
+/// Sweeps the ledger once at the current time: deletes expired keys in batches until none is
+/// left, `max_batches` ran, or less than the margin of the invocation's time is left. Logs the
+/// report (`sweep`), counts the `swept` metric per source, and returns the report.
+///
+/// # Errors
+/// When no connection can be had or a batch fails (the invocation fails; batches committed
+/// before stay committed and the next run continues).
+pub async fn function_handler(
+    state: &AppState,
+    event: LambdaEvent<serde_json::Value>,
+) -> Result<SweepReport, Error> {
+    let deadline = deadline(event.context.deadline, SystemTime::now());
+    let conn = state
+        .pool
+        .get()
+        .await
+        .map_err(|e| shared::db::describe_pool(&e))?;
+    let report = shared::sweep::run(
+        &conn,
+        &state.sources,
+        &state.sweep,
+        SystemTime::now(),
+        || remaining(deadline),
+    )
+    .await?;
+    report.emit();
+    Ok(report)
+}
