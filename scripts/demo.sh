@@ -55,7 +55,7 @@ fi
 export DATABASE_URL
 
 echo "== building (the first build takes a few minutes on 2 cores; later runs take seconds)"
-cargo build --bin receiver --bin worker --bin hookledger-dev
+cargo build --bin receiver --bin worker --bin sweeper --bin auditor --bin hookledger-dev
 dev=$(demo_target_dir)/debug/hookledger-dev
 "$dev" migrate
 # The functions read their configuration at their first invocation under the emulator; check it
@@ -108,6 +108,12 @@ cargo lambda invoke worker -A 127.0.0.1 -P "$port" --data-file events/worker/sch
 echo
 echo "== worker runs (one log line per drain)"
 grep '"message":"drain"' "$log" | sed 's/^/  /' || true
+echo
+echo "== the sweeper's scheduled run (keys expire after their source's retention: none is that old yet)"
+cargo lambda invoke sweeper -A 127.0.0.1 -P "$port" --data-file events/sweeper/schedule.json
+echo
+echo "== the auditor's scheduled run (stuck claims, dead letters, backlog, retention, quiet sources)"
+cargo lambda invoke auditor -A 127.0.0.1 -P "$port" --data-file events/auditor/schedule.json
 echo
 echo "== ledger"
 "$dev" ledger
