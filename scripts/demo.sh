@@ -113,7 +113,18 @@ echo "== the sweeper's scheduled run (keys expire after their source's retention
 cargo lambda invoke sweeper -A 127.0.0.1 -P "$port" --data-file events/sweeper/schedule.json
 echo
 echo "== the auditor's scheduled run (stuck claims, dead letters, backlog, retention, quiet sources)"
-cargo lambda invoke auditor -A 127.0.0.1 -P "$port" --data-file events/auditor/schedule.json
+# The report is one JSON object (what the alarms' metrics come from); print a line per source.
+cargo lambda invoke auditor -A 127.0.0.1 -P "$port" --data-file events/auditor/schedule.json |
+  python3 -c '
+import json, sys
+report = json.load(sys.stdin)
+for name, s in report["sources"].items():
+    print("  %-16s stuck %d, backlog %d, dead %d (%d new), past retention %d, oldest key %s s%s" % (
+        name, s["stuck_claims"], s["backlog_due"], s["dead_letters"], s["dead_letters_new"],
+        s["past_retention"], "-" if s["oldest_key_age"] is None else s["oldest_key_age"],
+        ", QUIET" if s["quiet"] else ""))
+print("  sessions idle in a transaction: %d" % report["idle_in_transaction"]["sessions"])
+'
 echo
 echo "== ledger"
 "$dev" ledger
