@@ -914,3 +914,55 @@ async fn a_dead_letter_redriven_late_keeps_its_key_for_a_full_retention_again() 
     );
     assert_eq!(reclaimed(&logs, "evt_redrive"), 0);
 }
+
+/// Fails fatally on every call (a payload the handler can no longer process).
+struct AlwaysFatal;
+
+#[async_trait::async_trait]
+impl Handler for AlwaysFatal {
+    async fn handle(&self, _tx: &mut Tx<'_>, _event: &Event<'_>) -> Result<Effect, HandlerError> {
+        Err(HandlerError::fatal("no longer supported"))
+    }
+}
+
+#[tokio::test]
+async fn a_late_redelivery_that_fails_fatally_is_a_dead_letter_before_the_sweep_as_after() {
+    // A key past retention counts as absent: a late redelivery whose handler now fails
+    // fatally must get the same answer (the fatal 200, a dead letter kept for an operator)
+    // whether or not the sweeper has deleted the old key yet.
+    let mut app = spawn_app().await;
+    let now = crate::helpers::NOW;
+    let a = stripe_payment("evt_late_fatal_a", "order_late_fatal_a", 100, now);
+    let b = stripe_payment("evt_late_fatal_b", "order_late_fatal_b", 100, now);
+    assert_eq!(app.receive("stripe", &a).await.outcome, "processed");
+    assert_eq!(app.receive("stripe", &b).await.outcome, "processed");
+    app.state.receiver.handlers.register(
+        "stripe",
+        "payment_intent.succeeded",
+        Arc::new(AlwaysFatal) as Arc<dyn Handler>,
+    );
+
+    // A: past retention, not swept yet.
+    backdate(&app, "stripe", "evt_late_fatal_a", "31 days").await;
+    let before_sweep = app.receive("stripe", &a).await;
+    // B: past retention and swept.
+    backdate(&app, "stripe", "evt_late_fatal_b", "31 days").await;
+    sweep_at(&app, wall_clock(), &settings(5_000, 100)).await;
+    let after_sweep = app.receive("stripe", &b).await;
+
+    assert_eq!(
+        (after_sweep.status, after_sweep.outcome),
+        (200, "dead"),
+        "{after_sweep:?}"
+    );
+    assert_eq!(
+        shape(&before_sweep),
+        shape(&after_sweep),
+        "the same answer before the sweep as after: {before_sweep:?}"
+    );
+    assert_eq!(
+        key_state(&app, "stripe", "evt_late_fatal_a").await,
+        ("dead".to_owned(), true),
+        "a dead letter for the operator, as after the sweep"
+    );
+}
