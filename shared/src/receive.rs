@@ -358,7 +358,9 @@ impl Receiver {
                 retry_after: None,
                 outcome: applied.outcome,
             }),
-            Err(ApplyError::Fatal(error)) => self.keep_dead(&conn, new_event, &error).await,
+            Err(ApplyError::Fatal(error)) => {
+                self.keep_dead(&conn, new_event, &error, expiry).await
+            }
             Err(error) => Err(Failed::Apply(error)),
         }
     }
@@ -370,6 +372,7 @@ impl Receiver {
         conn: &ledger::Connection,
         new_event: &NewEvent<'_>,
         error: &crate::handlers::HandlerError,
+        expiry: &Expiry,
     ) -> Result<Reply, Failed> {
         let chain = error.chain();
         tracing::error!(
@@ -382,7 +385,7 @@ impl Receiver {
         );
         crate::telemetry::count("handler_fatal", new_event.source, 1);
         let body = fatal_body();
-        match ledger::record_dead(conn, new_event, &chain, FATAL_STATUS, &body).await? {
+        match ledger::record_dead(conn, new_event, &chain, FATAL_STATUS, &body, expiry).await? {
             Some(stored) => Ok(Reply {
                 status: stored.status,
                 body: stored.body,

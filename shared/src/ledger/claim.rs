@@ -403,15 +403,27 @@ INSERT INTO webhook_event
      response_status, response_body, payload_identity, dead_at)
 VALUES ($1, $2, $3, $4, $5, 'dead', 1, $6, $7, $8, $9, now())
 -- A redelivery of a dead event failed fatally again: one more attempt, the latest error, the
--- same answer. A concurrent delivery that claimed the event after our rollback: its outcome
--- stands (no row back).
+-- same answer. A key past its retention ($10: completed claimed before it; $11: dead before it)
+-- counts as absent, exactly as if swept: it becomes a new dead letter of this delivery. A
+-- concurrent delivery that claimed the event after our rollback: its outcome stands (no row
+-- back).
 ON CONFLICT (source, event_id) DO UPDATE
-SET attempts = webhook_event.attempts + 1,
+SET attempts = CASE WHEN webhook_event.status = 'completed' OR webhook_event.dead_at < $11
+                    THEN 1 ELSE webhook_event.attempts + 1 END,
+    claimed_at = CASE WHEN webhook_event.status = 'completed' OR webhook_event.dead_at < $11
+                      THEN now() ELSE webhook_event.claimed_at END,
+    event_type = EXCLUDED.event_type,
+    payload_digest = EXCLUDED.payload_digest,
+    payload = EXCLUDED.payload,
+    payload_identity = EXCLUDED.payload_identity,
+    status = 'dead',
+    completed_at = NULL,
     last_error = EXCLUDED.last_error,
     response_status = EXCLUDED.response_status,
     response_body = EXCLUDED.response_body,
     dead_at = EXCLUDED.dead_at
 WHERE webhook_event.status = 'dead'
+   OR (webhook_event.status = 'completed' AND webhook_event.claimed_at < $10)
 RETURNING response_body::text",
     types: &[
         Type::TEXT,
@@ -423,13 +435,16 @@ RETURNING response_body::text",
         Type::INT2,
         Type::JSONB,
         Type::BYTEA,
+        Type::TIMESTAMPTZ,
+        Type::TIMESTAMPTZ,
     ],
 };
 
 /// Keeps an event whose inline handler failed fatally as `dead`, with its payload (when the
 /// source keeps payloads), the error, and the response the delivery is answered with; a dead
-/// row already there (a redelivery that failed again) gets the new error and one more attempt.
-/// Runs in its own transaction after the claim's was rolled back (so none of the handler's
+/// row already there (a redelivery that failed again) gets the new error and one more attempt;
+/// a key past its retention (`expiry`, [`EventRow::is_expired`]) becomes this delivery's new
+/// dead letter, as it would after the sweep. Runs in its own transaction after the claim's was rolled back (so none of the handler's
 /// writes survive). Returns the stored response, or `None` when another delivery claimed the
 /// event in between (its outcome stands).
 ///
@@ -441,7 +456,10 @@ pub async fn record_dead(
     error: &str,
     status: u16,
     body: &serde_json::Value,
+    expiry: &Expiry,
 ) -> Result<Option<StoredResponse>, LedgerError> {
+    let completed_cutoff = expiry.retention.completed_cutoff(expiry.now);
+    let dead_cutoff = expiry.retention.dead_cutoff(expiry.now);
     let digest: &[u8] = event.digest;
     let identity: &[u8] = event.identity;
     let error = super::lease::bounded_error(error);
@@ -460,6 +478,8 @@ pub async fn record_dead(
                 &status_param,
                 &body_param,
                 &identity,
+                &completed_cutoff,
+                &dead_cutoff,
             ],
         )
         .await?;
