@@ -20,16 +20,17 @@ test: tools postgres
 	HOOKLEDGER_TOOLS_PYTHON=$(CURDIR)/$(VENV)/bin/python scripts/test.sh
 
 ## sweep: delete expired ledger keys now (hookledger sweep) in the database at DATABASE_URL, with the
-## sources in HOOKLEDGER_SOURCES(_FILE|_SECRET_ARN), default events/sources.local.json; ARGS=--json
-## prints the report as JSON
+## same sources as the functions (HOOKLEDGER_SOURCES, _FILE or _SECRET_ARN: each source's retention;
+## required, since a source it does not know is swept under the 30-day default); ARGS=--json
 sweep:
 	@if [ -z "$${DATABASE_URL:-}" ]; then \
 	  echo "make sweep: set DATABASE_URL to the database to sweep (postgres://user:pass@host:port/db)" >&2; \
 	  exit 2; \
 	fi
 	@if [ -z "$${HOOKLEDGER_SOURCES:-}$${HOOKLEDGER_SOURCES_FILE:-}$${HOOKLEDGER_SOURCES_SECRET_ARN:-}" ]; then \
-	  export HOOKLEDGER_SOURCES_FILE=events/sources.local.json; \
-	fi; \
+	  echo "make sweep: set HOOKLEDGER_SOURCES_FILE (or HOOKLEDGER_SOURCES, HOOKLEDGER_SOURCES_SECRET_ARN) to the sources the functions use: their retention decides what is deleted (events/sources.local.json for the local demo)" >&2; \
+	  exit 2; \
+	fi
 	cargo run --quiet -p cli --bin hookledger -- sweep $(ARGS)
 
 ## audit: the auditor's report now against DATABASE_URL (read-only: ARGS="--record" records the

@@ -1,7 +1,5 @@
 //! `hookledger audit`: the auditor's figures now, as a table per source or JSON.
 
-use std::time::SystemTime;
-
 use anyhow::Context;
 use shared::audit::AuditReport;
 use shared::db::Pool;
@@ -17,13 +15,13 @@ pub struct Args {
     /// the function's next "new since the last run" figures still cover this moment).
     #[arg(long)]
     record: bool,
-    /// Count a claim as stuck after this many seconds (default:
+    /// Count a claim as stuck after this many seconds, 1 to 86400 (default:
     /// HOOKLEDGER_AUDIT_STUCK_AFTER_SECS, else 300).
-    #[arg(long)]
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=86_400))]
     stuck_after_secs: Option<u64>,
-    /// Count sessions idle in a transaction longer than this many seconds (default:
-    /// HOOKLEDGER_AUDIT_IDLE_IN_TRANSACTION_SECS, else 30).
-    #[arg(long)]
+    /// Count sessions idle in a transaction longer than this many seconds, 1 to 86400
+    /// (default: HOOKLEDGER_AUDIT_IDLE_IN_TRANSACTION_SECS, else 30).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=86_400))]
     idle_in_transaction_secs: Option<u64>,
 }
 
@@ -43,7 +41,10 @@ pub async fn run(settings: &Settings, pool: &Pool, args: Args) -> anyhow::Result
         .get()
         .await
         .map_err(|e| anyhow::anyhow!(shared::db::describe_pool(&e)))?;
-    let now = SystemTime::now();
+    // Ages against the database's clock (which stamped claimed_at and dead_at), not this host's.
+    let now = shared::db::now(&conn)
+        .await
+        .context("reading the database's clock")?;
     let report = if args.record {
         shared::audit::run(&conn, &settings.sources, &thresholds, now).await
     } else {

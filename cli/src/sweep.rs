@@ -1,6 +1,6 @@
 //! `hookledger sweep`: one sweep run, without the invocation's time limit.
 
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use anyhow::Context;
 use shared::db::Pool;
@@ -13,11 +13,11 @@ pub struct Args {
     /// Print the report as JSON (what the sweeper function returns).
     #[arg(long)]
     json: bool,
-    /// Rows per batch (default: HOOKLEDGER_SWEEP_BATCH_SIZE, else 5000).
-    #[arg(long)]
+    /// Rows per batch, 1 to 100000 (default: HOOKLEDGER_SWEEP_BATCH_SIZE, else 5000).
+    #[arg(long, value_parser = clap::value_parser!(i64).range(1..=100_000))]
     batch_size: Option<i64>,
-    /// Batches at most (default: HOOKLEDGER_SWEEP_MAX_BATCHES, else 100).
-    #[arg(long)]
+    /// Batches at most, 1 to 100000 (default: HOOKLEDGER_SWEEP_MAX_BATCHES, else 100).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     max_batches: Option<u32>,
 }
 
@@ -28,7 +28,6 @@ pub struct Args {
 pub async fn run(settings: &Settings, pool: &Pool, args: Args) -> anyhow::Result<()> {
     let mut limits = settings.sweep;
     if let Some(batch_size) = args.batch_size {
-        anyhow::ensure!(batch_size > 0, "--batch-size must be positive");
         limits.batch_size = batch_size;
     }
     if let Some(max_batches) = args.max_batches {
@@ -38,11 +37,13 @@ pub async fn run(settings: &Settings, pool: &Pool, args: Args) -> anyhow::Result
         .get()
         .await
         .map_err(|e| anyhow::anyhow!(shared::db::describe_pool(&e)))?;
-    let report = shared::sweep::run(&conn, &settings.sources, &limits, SystemTime::now(), || {
-        Duration::MAX
-    })
-    .await
-    .context("sweep failed")?;
+    // Ages against the database's clock (which stamped claimed_at), not this host's.
+    let now = shared::db::now(&conn)
+        .await
+        .context("reading the database's clock")?;
+    let report = shared::sweep::run(&conn, &settings.sources, &limits, now, || Duration::MAX)
+        .await
+        .context("sweep failed")?;
     if args.json {
         println!("{}", serde_json::to_string(&report)?);
     } else {
@@ -66,6 +67,12 @@ fn summary(report: &SweepReport) -> String {
     );
     for (source, rows) in &report.deleted_by_source {
         text.push_str(&format!("  {source}: {rows}\n"));
+    }
+    if !report.unconfigured.is_empty() {
+        text.push_str(&format!(
+            "not in the sources given, so swept under the default retention (30 days, dead 90): {}\n",
+            report.unconfigured.join(", ")
+        ));
     }
     text.push_str(&format!(
         "oldest key left: {}\n",

@@ -323,7 +323,7 @@ async fn audit_in_transaction(
     record: bool,
 ) -> Result<AuditReport, LedgerError> {
     let cap = CAP as i64;
-    let last_run = sql::lock_run(conn).await?;
+    let last_run = sql::lock_run(conn, record).await?;
     let since = last_run.unwrap_or_else(|| {
         now.checked_sub(FIRST_RUN_WINDOW)
             .unwrap_or(SystemTime::UNIX_EPOCH)

@@ -169,6 +169,26 @@ pub fn migration_names() -> Vec<String> {
         .collect()
 }
 
+static NOW: Sql = Sql {
+    text: "SELECT now()",
+    types: &[],
+};
+
+/// The database's clock (`now()`): what stamps `claimed_at` and `dead_at`, so the scheduled
+/// functions and the CLI judge ages against it rather than against their host's clock.
+///
+/// # Errors
+/// `tokio_postgres::Error` when the query fails.
+pub async fn now(conn: &Connection) -> Result<std::time::SystemTime, tokio_postgres::Error> {
+    let statement = conn.prepare(&NOW).await?;
+    let rows = conn.query(&statement, &[]).await?;
+    match rows.first() {
+        Some(row) => row.try_get(0),
+        // SELECT now() returns one row; none would be a broken server: use the host's clock.
+        None => Ok(std::time::SystemTime::now()),
+    }
+}
+
 /// SQLSTATE classes that mean "our side of the database is unavailable" (retryable, 503):
 /// connection failures, admin shutdown, insufficient resources, statement/lock timeouts.
 pub fn is_unavailable(error: &tokio_postgres::Error) -> bool {

@@ -358,9 +358,7 @@ impl Receiver {
                 retry_after: None,
                 outcome: applied.outcome,
             }),
-            Err(ApplyError::Fatal(error)) => {
-                self.keep_dead(&conn, new_event, &error, expiry).await
-            }
+            Err(ApplyError::Fatal(error)) => self.keep_dead(&conn, new_event, &error, expiry).await,
             Err(error) => Err(Failed::Apply(error)),
         }
     }

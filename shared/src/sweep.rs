@@ -42,6 +42,7 @@ pub struct Sweep<'c> {
     batch_size: i64,
     items: Vec<Item>,
     deleted_by_source: BTreeMap<String, u64>,
+    unconfigured: Vec<String>,
 }
 
 impl<'c> Sweep<'c> {
@@ -57,7 +58,11 @@ impl<'c> Sweep<'c> {
         batch_size: i64,
     ) -> Result<Self, LedgerError> {
         let mut items = Vec::new();
+        let mut unconfigured = Vec::new();
         for source in sources_present(conn).await? {
+            if sources.get(&source).is_none() {
+                unconfigured.push(source.clone());
+            }
             let retention = sources.retention(&source);
             for (expired, cutoff) in [
                 (Expired::Completed, retention.completed_cutoff(now)),
@@ -77,6 +82,7 @@ impl<'c> Sweep<'c> {
             batch_size: batch_size.max(1),
             items,
             deleted_by_source: BTreeMap::new(),
+            unconfigured,
         })
     }
 
@@ -137,6 +143,12 @@ impl<'c> Sweep<'c> {
         Ok((total, by_source))
     }
 
+    /// Sources with keys in the ledger that the configuration does not name: swept under the
+    /// default retention (30 and 90 days).
+    pub fn unconfigured(&self) -> &[String] {
+        &self.unconfigured
+    }
+
     /// Rows deleted so far, by source.
     pub fn deleted_by_source(&self) -> &BTreeMap<String, u64> {
         &self.deleted_by_source
@@ -167,7 +179,7 @@ impl Stopped {
 }
 
 /// What a run did: `{"deleted", "batches", "duration_ms", "oldest_remaining", "stopped",
-/// "deleted_by_source"}`.
+/// "deleted_by_source", "unconfigured"}`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct SweepReport {
     /// Rows deleted.
@@ -182,6 +194,9 @@ pub struct SweepReport {
     pub stopped: Stopped,
     /// Rows deleted per source.
     pub deleted_by_source: BTreeMap<String, u64>,
+    /// Sources with keys that the configuration does not name, swept under the default
+    /// retention (a removed source; or the wrong sources given to the CLI).
+    pub unconfigured: Vec<String>,
 }
 
 impl SweepReport {
@@ -195,6 +210,12 @@ impl SweepReport {
             stopped = self.stopped.as_str(),
             "sweep"
         );
+        if !self.unconfigured.is_empty() {
+            tracing::warn!(
+                unconfigured = self.unconfigured.join(",").as_str(),
+                "sources not in the configuration were swept under the default retention"
+            );
+        }
         for (source, rows) in &self.deleted_by_source {
             crate::telemetry::count("swept", source, *rows);
         }
@@ -257,6 +278,7 @@ pub async fn run(
         oldest_remaining: oldest.map(crate::telemetry::rfc3339),
         stopped,
         deleted_by_source: sweep.deleted_by_source().clone(),
+        unconfigured: sweep.unconfigured().to_vec(),
     })
 }
 

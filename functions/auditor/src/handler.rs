@@ -1,11 +1,10 @@
 //! Translates a scheduled invocation into one audit of the ledger.
 
-use std::time::SystemTime;
-
 use lambda_runtime::{Error, LambdaEvent};
 use shared::audit::AuditReport;
-use shared::config::{AuditSettings, Sources};
+use shared::config::AuditSettings;
 use shared::db::Pool;
+use shared::sources_refresh::LiveSources;
 use shared::Settings;
 
 /// Built once per execution environment.
@@ -13,8 +12,9 @@ use shared::Settings;
 pub struct AppState {
     /// The pool (one connection is enough).
     pub pool: Pool,
-    /// The sources, for each one's retention, horizon and expected interval.
-    pub sources: Sources,
+    /// The sources, for each one's retention, horizon and expected interval: re-read from their
+    /// file or secret at each invocation (at most once a minute).
+    pub sources: LiveSources,
     /// The thresholds.
     pub audit: AuditSettings,
 }
@@ -24,7 +24,7 @@ impl AppState {
     pub fn new(settings: &Settings, pool: Pool) -> Self {
         Self {
             pool,
-            sources: settings.sources.clone(),
+            sources: LiveSources::fixed(settings.sources.clone()),
             audit: settings.audit,
         }
     }
@@ -45,17 +45,20 @@ pub async fn function_handler(
         .get()
         .await
         .map_err(|e| shared::db::describe_pool(&e))?;
-    let report =
-        match shared::audit::run(&conn, &state.sources, &state.audit, SystemTime::now()).await {
-            Ok(report) => report,
-            Err(error) => {
-                tracing::error!(error = %shared::telemetry::error_chain(&error), "audit failed");
-                // The audit rolled back, but a failed round trip may leave the connection in
-                // an unknown state: do not pool it.
-                conn.discard();
-                return Err(error.into());
-            }
-        };
+    state.sources.refresh("auditor").await;
+    let sources = state.sources.current();
+    // Ages against the database's clock, which stamped claimed_at and dead_at.
+    let now = shared::db::now(&conn).await?;
+    let report = match shared::audit::run(&conn, &sources, &state.audit, now).await {
+        Ok(report) => report,
+        Err(error) => {
+            tracing::error!(error = %shared::telemetry::error_chain(&error), "audit failed");
+            // The audit rolled back, but a failed round trip may leave the connection in
+            // an unknown state: do not pool it.
+            conn.discard();
+            return Err(error.into());
+        }
+    };
     report.emit();
     Ok(report)
 }

@@ -12,6 +12,7 @@
 
 use auditor::handler::{function_handler, AppState};
 use lambda_runtime::{run, service_fn, Error, LambdaEvent};
+use shared::sources_refresh::{LiveSources, Refresher};
 use shared::Settings;
 
 #[tokio::main]
@@ -20,7 +21,13 @@ async fn main() -> Result<(), Error> {
     // Display, not Debug: the message names the problem ("set only one of ...").
     let settings = Settings::from_env().await.map_err(|e| e.to_string())?;
     let pool = shared::db::pool(&settings.database).map_err(|e| e.to_string())?;
-    let state: &'static AppState = Box::leak(Box::new(AppState::new(&settings, pool)));
+    let mut state = AppState::new(&settings, pool);
+    // A retention or expected interval changed in the sources secret or file applies from the
+    // next run.
+    if let Some(refresher) = Refresher::for_reload(&settings.sources_reload, None).await {
+        state.sources = LiveSources::refreshing(settings.sources.clone(), refresher);
+    }
+    let state: &'static AppState = Box::leak(Box::new(state));
     run(service_fn(move |event: LambdaEvent<serde_json::Value>| {
         function_handler(state, event)
     }))

@@ -4,9 +4,10 @@
 use std::time::SystemTime;
 
 use lambda_runtime::{Error, LambdaEvent};
-use shared::config::{Sources, SweepSettings};
+use shared::config::SweepSettings;
 use shared::db::Pool;
 use shared::invocation::{deadline, remaining};
+use shared::sources_refresh::LiveSources;
 use shared::sweep::SweepReport;
 use shared::Settings;
 
@@ -15,8 +16,10 @@ use shared::Settings;
 pub struct AppState {
     /// The database pool (one connection is enough: batches run one after another).
     pub pool: Pool,
-    /// The sources, for each one's retention (a source not configured keeps the defaults).
-    pub sources: Sources,
+    /// The sources, for each one's retention (a source not configured keeps the defaults):
+    /// re-read from their file or secret at each invocation (at most once a minute), so a
+    /// retention changed there applies from the next run.
+    pub sources: LiveSources,
     /// Batch size, batches per run, pause and time margin.
     pub sweep: SweepSettings,
 }
@@ -26,7 +29,7 @@ impl AppState {
     pub fn new(settings: &Settings, pool: Pool) -> Self {
         Self {
             pool,
-            sources: settings.sources.clone(),
+            sources: LiveSources::fixed(settings.sources.clone()),
             sweep: settings.sweep,
         }
     }
@@ -49,14 +52,12 @@ pub async fn function_handler(
         .get()
         .await
         .map_err(|e| shared::db::describe_pool(&e))?;
-    let report = shared::sweep::run(
-        &conn,
-        &state.sources,
-        &state.sweep,
-        SystemTime::now(),
-        || remaining(deadline),
-    )
-    .await?;
+    state.sources.refresh("sweeper").await;
+    let sources = state.sources.current();
+    // Ages against the database's clock, which stamped claimed_at and dead_at.
+    let now = shared::db::now(&conn).await?;
+    let report =
+        shared::sweep::run(&conn, &sources, &state.sweep, now, || remaining(deadline)).await?;
     report.emit();
     Ok(report)
 }

@@ -15,6 +15,7 @@
 //!   handlers' business rows.
 
 use lambda_runtime::{run, service_fn, Error, LambdaEvent};
+use shared::sources_refresh::{LiveSources, Refresher};
 use shared::Settings;
 use sweeper::handler::{function_handler, AppState};
 
@@ -24,7 +25,12 @@ async fn main() -> Result<(), Error> {
     // Display, not Debug: the message names the problem ("set only one of ...").
     let settings = Settings::from_env().await.map_err(|e| e.to_string())?;
     let pool = shared::db::pool(&settings.database).map_err(|e| e.to_string())?;
-    let state: &'static AppState = Box::leak(Box::new(AppState::new(&settings, pool)));
+    let mut state = AppState::new(&settings, pool);
+    // A retention changed in the sources secret or file applies from the next run.
+    if let Some(refresher) = Refresher::for_reload(&settings.sources_reload, None).await {
+        state.sources = LiveSources::refreshing(settings.sources.clone(), refresher);
+    }
+    let state: &'static AppState = Box::leak(Box::new(state));
     run(service_fn(move |event: LambdaEvent<serde_json::Value>| {
         function_handler(state, event)
     }))

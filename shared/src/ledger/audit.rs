@@ -32,6 +32,13 @@ pub static LOCK_RUN: Sql = Sql {
     types: &[],
 };
 
+/// Reads `last_run_at` without locking: a read-only audit ([`crate::audit::peek`]) neither waits
+/// on a recording one nor makes it wait.
+pub static READ_RUN: Sql = Sql {
+    text: "SELECT last_run_at FROM audit_run WHERE id",
+    types: &[],
+};
+
 /// Moves `last_run_at` to `$1`, never backwards (a clock behind the last run's leaves it).
 pub static RECORD_RUN: Sql = Sql {
     text: "UPDATE audit_run SET last_run_at = GREATEST(last_run_at, $1) WHERE id",
@@ -171,13 +178,16 @@ WHERE datname = current_database()
     types: &[Type::INT8, Type::INT8],
 };
 
-/// Locks the `audit_run` row ([`LOCK_RUN`]) and returns the last recorded run, `None` before
-/// the first. Run inside the audit's transaction.
+/// Returns the last recorded run, `None` before the first; with `lock`, locks the `audit_run`
+/// row first ([`LOCK_RUN`], for a run that records), else reads it without a lock
+/// ([`READ_RUN`]). Run inside the audit's transaction.
 ///
 /// # Errors
 /// [`LedgerError::Db`] when PostgreSQL fails (including `lock_timeout` behind another audit).
-pub async fn lock_run(conn: &Connection) -> Result<Option<SystemTime>, LedgerError> {
-    let statement = conn.prepare(&LOCK_RUN).await?;
+pub async fn lock_run(conn: &Connection, lock: bool) -> Result<Option<SystemTime>, LedgerError> {
+    let statement = conn
+        .prepare(if lock { &LOCK_RUN } else { &READ_RUN })
+        .await?;
     match conn.query_opt(&statement, &[]).await? {
         Some(row) => Ok(row.try_get(0)?),
         None => Ok(None),

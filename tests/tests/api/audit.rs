@@ -362,6 +362,26 @@ async fn audit_figures_on_a_seeded_ledger_equal_hand_computed_values() {
 }
 
 #[tokio::test]
+async fn a_read_only_audit_does_not_wait_on_a_recording_one() {
+    let app = spawn_app().await;
+    let sources = sources_with_intervals();
+    let settings = AuditSettings::default();
+    audit(&app, &sources, &settings, 0).await;
+    // A recording audit (or anyone) holds the audit_run row, as a slow scheduled run would.
+    let holder = app.receiver().pool.get().await.unwrap();
+    holder
+        .batch_execute("BEGIN; SELECT last_run_at FROM audit_run WHERE id FOR UPDATE")
+        .await
+        .unwrap();
+    let conn = app.receiver().pool.get().await.unwrap();
+    let peeked = shared::audit::peek(&conn, &sources, &settings, at(60)).await;
+    holder.batch_execute("ROLLBACK").await.unwrap();
+    let peeked = peeked.expect("a peek must not wait for the audit_run row lock");
+    assert!(!peeked.recorded);
+    assert_eq!(peeked.since, shared::telemetry::rfc3339(at(0)));
+}
+
+#[tokio::test]
 async fn audit_since_last_run_counts_reset_on_the_second_run() {
     let app = spawn_app().await;
     let sources = sources_with_intervals();

@@ -294,6 +294,8 @@ async fn the_sweep_deletes_exactly_the_expired_keys_of_each_source_and_nothing_e
             ("stripe".to_owned(), 2)
         ])
     );
+    // The source no longer configured is named: it was judged by the defaults.
+    assert_eq!(report.unconfigured, vec!["gone".to_owned()]);
     // The oldest key left is the oldest unfinished one.
     assert_eq!(
         report.oldest_remaining.as_deref(),
