@@ -968,3 +968,59 @@ async fn a_late_redelivery_that_fails_fatally_is_a_dead_letter_before_the_sweep_
         "a dead letter for the operator, as after the sweep"
     );
 }
+
+/// The local sources with `stripe`'s `retention_days` set to `days`.
+fn sources_with_stripe_retention(days: u32) -> String {
+    let mut sources: serde_json::Value =
+        serde_json::from_str(&hookledger_tests::local_sources_json().unwrap()).unwrap();
+    for source in sources.as_array_mut().unwrap() {
+        if source["name"] == "stripe" {
+            source["retention_days"] = serde_json::json!(days);
+        }
+    }
+    sources.to_string()
+}
+
+#[tokio::test]
+async fn the_sweeper_function_applies_a_retention_changed_in_its_sources_from_the_next_run() {
+    use shared::sources_refresh::{LiveSources, RefreshFrom, Refresher};
+    let app = spawn_app().await;
+    let client = app.db.connect().await.unwrap();
+    let now = SystemTime::now();
+    seed(
+        &client,
+        "stripe",
+        "aged",
+        "completed",
+        now - Duration::from_secs(40 * DAY),
+        None,
+        1,
+    )
+    .await;
+    let path = std::env::temp_dir().join(format!(
+        "hookledger-sweeper-sources-{}-{}.json",
+        std::process::id(),
+        now.duration_since(UNIX_EPOCH).unwrap().as_nanos()
+    ));
+    std::fs::write(&path, sources_with_stripe_retention(60)).unwrap();
+    let mut state = sweeper::handler::AppState::new(&app.settings, app.receiver().pool.clone());
+    state.sources = LiveSources::refreshing(
+        Sources::from_json(&sources_with_stripe_retention(60)).unwrap(),
+        Refresher::new(RefreshFrom::File(path.clone()), Duration::ZERO),
+    );
+    let event = || schedule_event(Duration::from_secs(300));
+    let report = sweeper::handler::function_handler(&state, event())
+        .await
+        .unwrap();
+    assert_eq!(report.deleted, 0, "40 days is inside a 60-day retention");
+
+    // The operator shortens the retention in the sources (file or secret): a warm sweeper
+    // applies it from its next run, without a cold start.
+    std::fs::write(&path, sources_with_stripe_retention(35)).unwrap();
+    let report = sweeper::handler::function_handler(&state, event())
+        .await
+        .unwrap();
+    let _ = std::fs::remove_file(&path);
+    assert_eq!(report.deleted, 1, "{report:?}");
+    assert_eq!(count(&client).await, 0);
+}
