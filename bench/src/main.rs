@@ -1283,10 +1283,17 @@ impl StatementTime {
             .to_owned();
         let mut indexes: Vec<String> = Vec::new();
         for line in self.plan.lines() {
-            let Some(at) = line.find(" using ") else {
+            let Some(name) = line
+                .find(" using ")
+                .map(|at| &line[at + 7..])
+                .or_else(|| {
+                    line.find("Bitmap Index Scan on ")
+                        .map(|at| &line[at + 21..])
+                })
+                .and_then(|rest| rest.split_whitespace().next())
+            else {
                 continue;
             };
-            let name = line[at + 7..].split_whitespace().next().unwrap_or("");
             let scan = if line.contains("Index Only Scan") {
                 " (index only)"
             } else if line.contains("Bitmap") {
@@ -1775,9 +1782,9 @@ SELECT source, 'evt_audit_' || i, 'payment_intent.succeeded', digest,
        CASE WHEN status = 'completed' THEN 200 END,
        CASE WHEN status = 'completed' THEN '{\"received\":true}'::jsonb END,
        at,
-       CASE WHEN status = 'processing' THEN now() + ((i / 20000) % 120 - 10) * interval '1 s' END,
+       CASE WHEN status = 'processing' THEN now() + ((i / 20000 * 397) % 120 - 10) * interval '1 s' END,
        CASE WHEN status IN ('claimed', 'processing') THEN at
-            WHEN status = 'failed' THEN now() + ((i / 10000) % 3600 - 600) * interval '1 s' END,
+            WHEN status = 'failed' THEN now() + ((i / 10000 * 397) % 3600 - 600) * interval '1 s' END,
        CASE WHEN status = 'completed' THEN at + interval '40 ms' END,
        CASE WHEN status = 'dead' THEN at + interval '2 hours' END
 FROM (
@@ -1790,9 +1797,9 @@ FROM (
                              + i * (interval '29 days 23 hours' / $1::int8) END
                WHEN 'dead' THEN now() - interval '3 hours'
                                 - interval '88 days' * ((i * 7919) % 1000) / 1000.0
-               WHEN 'claimed' THEN now() - ((i / 5000) % 1200) * interval '1 s'
-               WHEN 'failed' THEN now() - ((i / 10000) % 86400) * interval '1 s'
-               ELSE now() - ((i / 20000) % 300) * interval '1 s'
+               WHEN 'claimed' THEN now() - ((i / 5000 * 397) % 1200) * interval '1 s'
+               WHEN 'failed' THEN now() - ((i / 10000 * 397) % 86400) * interval '1 s'
+               ELSE now() - ((i / 20000 * 397) % 300) * interval '1 s'
            END AS at
     FROM (
         SELECT i,
@@ -1814,7 +1821,7 @@ INSERT INTO ordering_tie (source, entity_type, entity_id, version, applied_event
                           seen_at)
 SELECT 'stripe', 'subscription', 'sub_' || i, 1, 'evt_a' || i, 'evt_b' || i,
        now() - interval '30 days' * i / $1::int8
-FROM generate_series(1, $1::int8) AS i";
+FROM generate_series(0, $1::int8 - 1) AS i";
 
 /// The sweep's statements the audit reuses (`shared::ledger::sweep::sources_present` and
 /// `oldest_key`): their texts, copied from `shared/src/ledger/sweep.rs` (private there), to
