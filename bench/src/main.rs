@@ -1759,7 +1759,8 @@ FROM (
     FROM generate_series($1::int8, $2::int8) AS i
 ) AS g";
 
-/// The auditor's ledger, `$1` rows numbered from 1, four sources in turn (one deferred):
+/// The auditor's ledger, `$1` rows numbered from 1, four sources (`(i / 3) % 4`, so each status
+/// class below spreads over all four):
 /// - `completed`: the bulk, claimed over the last 29 days 23 hours in insertion order (a ledger
 ///   appended in time order, the sweeper keeping up), 1.0-1.8 KB payloads; one in 10,000
 ///   claimed up to 10 minutes past the 30-day retention (what accrues between two sweeps);
@@ -1803,7 +1804,7 @@ FROM (
            END AS at
     FROM (
         SELECT i,
-               (ARRAY['stripe', 'github', 'shopify', 'stripe-deferred'])[1 + i % 4] AS source,
+               (ARRAY['stripe', 'github', 'shopify', 'stripe-deferred'])[1 + (i / 3) % 4] AS source,
                sha256(int8send(i)) AS digest,
                (CASE WHEN i % 10000 = 5 THEN 'failed'
                      WHEN i % 5000 = 7 THEN 'claimed'
