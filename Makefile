@@ -45,9 +45,12 @@ audit:
 	fi; \
 	cargo run --quiet -p cli --bin hookledger -- audit $(ARGS)
 
-## bench-sweep: claim latency while the retention sweep deletes a 1M-row ledger (release build, own
-## throwaway PostgreSQL with fsync on; about 10 minutes); writes bench/SWEEP.md, prints a summary.
-## BENCH_ARGS passes options (bench-sweep --help), e.g. BENCH_ARGS="--sweep-variants 1000:100"
+## bench-sweep: claim latency while the retention sweep deletes a 1M-row ledger (no sweep, the
+## default sweep, the variants 5000:10, 1000:25, 5000:25:lz4 as batch_size:duty_percent, one
+## unbatched DELETE, a control), then the auditor's query times on 1M and 10M rows (release build,
+## own throwaway PostgreSQL with fsync on, about 17 GB of disk; about 14 minutes); writes
+## bench/SWEEP.md, prints a summary. BENCH_ARGS passes options (bench-sweep --help), e.g.
+## BENCH_ARGS="--ten-million false" (no 10M ledger: 6 minutes less) or "--sweep-variants 1000:10"
 bench-sweep: postgres
 	cargo build --release -p bench
 	HOOKLEDGER_PG_DURABLE=1 scripts/with-postgres.sh \

@@ -8,7 +8,7 @@
 //!
 //! | statement | index |
 //! |---|---|
-//! | [`STUCK_SUMMARY`], [`STUCK_KEYS`] | claims: `webhook_event_incomplete_idx` or `webhook_event_due_idx` (the planner's choice); leases: `webhook_event_processing_idx` (V10) |
+//! | [`STUCK_SUMMARY`], [`STUCK_KEYS`] | claims: `webhook_event_stuck_claim_idx` (V11, index-only for the summary); leases: `webhook_event_processing_idx` (V10) |
 //! | [`BACKLOG`] | `webhook_event_due_idx` |
 //! | [`NEWEST_KEY`] | `webhook_event_source_claimed_at_idx`, backward |
 //! | [`PAST_RETENTION`] | `webhook_event_source_claimed_at_idx`, `webhook_event_dead_idx` |
@@ -54,7 +54,7 @@ pub static STUCK_SUMMARY: Sql = Sql {
 WITH stuck AS (
     (SELECT source, claimed_at AS since
      FROM webhook_event
-     WHERE completed_at IS NULL AND status = 'claimed' AND claimed_at < $1
+     WHERE status = 'claimed' AND claimed_at < $1
      ORDER BY claimed_at
      LIMIT $3)
     UNION ALL
@@ -74,7 +74,7 @@ pub static STUCK_KEYS: Sql = Sql {
     text: "\
 (SELECT source, event_id, claimed_at AS since
  FROM webhook_event
- WHERE completed_at IS NULL AND status = 'claimed' AND claimed_at < $1
+ WHERE status = 'claimed' AND claimed_at < $1
  ORDER BY claimed_at
  LIMIT $3)
 UNION ALL

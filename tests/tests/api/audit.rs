@@ -788,6 +788,16 @@ async fn audit_queries_are_served_by_indexes() {
         stuck_plan.contains("webhook_event_processing_idx"),
         "{stuck_plan}"
     );
+    // Stuck claims come from the claims' own index (V11), not from one that also holds every
+    // dead letter, failure and lease (at 10M rows that walk took 10 ms: bench/SWEEP.md).
+    for (name, plan) in &plans[..2] {
+        let text = plan.join("\n");
+        assert!(
+            text.contains("webhook_event_stuck_claim_idx")
+                && !text.contains("webhook_event_incomplete_idx"),
+            "{name}: stuck claims not from webhook_event_stuck_claim_idx:\n{text}"
+        );
+    }
     // Each webhook_event query names an index of webhook_event.
     for (name, plan) in &plans {
         if ["idle_in_transaction", "lock_run", "ties_since"].contains(name) {
