@@ -70,7 +70,7 @@ struct Args {
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "5000:10,1000:25,5000:25:lz4"
+        default_value = "5000:25,500:25,1000:25:lz4"
     )]
     sweep_variants: Vec<String>,
     /// Rows of the auditor's ledger (a realistic mix, loaded after the sweep phases).
@@ -1927,26 +1927,6 @@ async fn current_duplicate(conn: &Connection, event: &NewEvent<'_>) -> Result<bo
 // costs the hot duplicate; the receive path never runs it.
 // ---------------------------------------------------------------------------------------------
 
-/// BASELINE: the claim's INSERT, text as in `shared/src/ledger/claim.rs` (unchanged by
-/// retention).
-static BASELINE_CLAIM: Sql = Sql {
-    text: "\
-INSERT INTO webhook_event
-    (source, event_id, event_type, payload_digest, payload, status, payload_identity)
-VALUES ($1, $2, $3, $4, $5, 'claimed', $6)
--- A concurrent claim of the same key waits here for the first to commit or roll back.
-ON CONFLICT (source, event_id) DO NOTHING
-RETURNING 1",
-    types: &[
-        Type::TEXT,
-        Type::TEXT,
-        Type::TEXT,
-        Type::BYTEA,
-        Type::BYTEA,
-        Type::BYTEA,
-    ],
-};
-
 /// BASELINE: the lookup before retention (no `claimed_at, dead_at`).
 static BASELINE_LOOKUP: Sql = Sql {
     text: "\
@@ -1959,7 +1939,8 @@ WHERE source = $1
 
 /// BASELINE duplicate: `Ok(true)` when it would be answered with the stored response.
 async fn baseline_duplicate(conn: &Connection, event: &NewEvent<'_>) -> Result<bool> {
-    let claim = conn.prepare(&BASELINE_CLAIM).await?;
+    // The claim's INSERT is unchanged by retention: the real one.
+    let claim = conn.prepare(&shared::ledger::claim::CLAIM).await?;
     let lookup = conn.prepare(&BASELINE_LOOKUP).await?;
     let digest: &[u8] = event.digest;
     let identity: &[u8] = event.identity;

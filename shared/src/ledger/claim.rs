@@ -101,8 +101,9 @@ impl EventRow {
     }
 }
 
-/// The claim's INSERT: the whole concurrency control of the receive path.
-static CLAIM: Sql = Sql {
+/// The claim's INSERT: the whole concurrency control of the receive path (public for the
+/// benchmark's baseline, which pairs it with the lookup as it was before retention).
+pub static CLAIM: Sql = Sql {
     text: "\
 INSERT INTO webhook_event
     (source, event_id, event_type, payload_digest, payload, status, payload_identity)
