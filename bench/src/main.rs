@@ -902,7 +902,11 @@ impl Bench {
                 &q::IDLE_IN_TRANSACTION,
                 vec![&idle_after, &pids],
             ),
-            ("sweep SOURCES_PRESENT", &SWEEP_SOURCES_PRESENT, vec![]),
+            (
+                "sweep SOURCES_PRESENT",
+                &shared::ledger::sweep::SOURCES_PRESENT,
+                vec![],
+            ),
             ("RECORD_RUN", &q::RECORD_RUN, vec![&now]),
         ];
         let mut times = Vec::new();
@@ -918,7 +922,7 @@ impl Bench {
         }
         // Per source: every source timed, the slowest (by median) reported.
         let per_source: [(&str, &'static Sql); 4] = [
-            ("sweep OLDEST_KEY", &SWEEP_OLDEST_KEY),
+            ("sweep OLDEST_KEY", &shared::ledger::sweep::OLDEST_KEY),
             ("NEWEST_KEY", &q::NEWEST_KEY),
             ("PAST_RETENTION", &q::PAST_RETENTION),
             ("DEAD_LETTERS", &q::DEAD_LETTERS),
@@ -1840,34 +1844,6 @@ INSERT INTO ordering_tie (source, entity_type, entity_id, version, applied_event
 SELECT 'stripe', 'subscription', 'sub_' || i, 1, 'evt_a' || i, 'evt_b' || i,
        now() - interval '30 days' * i / $1::int8
 FROM generate_series(0, $1::int8 - 1) AS i";
-
-/// The sweep's statements the audit reuses (`shared::ledger::sweep::sources_present` and
-/// `oldest_key`): their texts, copied from `shared/src/ledger/sweep.rs` (private there), to
-/// time and explain them.
-static SWEEP_SOURCES_PRESENT: Sql = Sql {
-    text: "\
--- A skip scan over the primary key: one index probe per distinct source, however many rows.
-WITH RECURSIVE present(source) AS (
-    (SELECT source FROM webhook_event ORDER BY source LIMIT 1)
-    UNION ALL
-    SELECT (SELECT w.source FROM webhook_event w WHERE w.source > present.source
-            ORDER BY w.source LIMIT 1)
-    FROM present
-    WHERE present.source IS NOT NULL
-)
-SELECT source FROM present WHERE source IS NOT NULL",
-    types: &[],
-};
-
-static SWEEP_OLDEST_KEY: Sql = Sql {
-    text: "\
-SELECT claimed_at
-FROM webhook_event
-WHERE source = $1
-ORDER BY claimed_at
-LIMIT 1",
-    types: &[Type::TEXT],
-};
 
 /// The live rows: claimed during the last 29 days.
 const LOAD_LIVE: &str = "\

@@ -297,6 +297,15 @@ impl LiveSources {
         self.current.load_full()
     }
 
+    /// The sources as `settings` read them, refreshing from their file or secret when they came
+    /// from one (`HOOKLEDGER_SOURCES` itself is never re-read): what every function runs with.
+    pub async fn from_settings(settings: &crate::config::Settings) -> Self {
+        match Refresher::for_reload(&settings.sources_reload, None).await {
+            Some(refresher) => Self::refreshing(settings.sources.clone(), refresher),
+            None => Self::fixed(settings.sources.clone()),
+        }
+    }
+
     /// The refresher, if these sources are refreshable (for its counters).
     pub fn refresher(&self) -> Option<&Refresher> {
         self.refresher.as_deref()

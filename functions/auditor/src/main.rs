@@ -12,7 +12,7 @@
 
 use auditor::handler::{function_handler, AppState};
 use lambda_runtime::{run, service_fn, Error, LambdaEvent};
-use shared::sources_refresh::{LiveSources, Refresher};
+use shared::sources_refresh::LiveSources;
 use shared::Settings;
 
 #[tokio::main]
@@ -24,9 +24,7 @@ async fn main() -> Result<(), Error> {
     let mut state = AppState::new(&settings, pool);
     // A retention or expected interval changed in the sources secret or file applies from the
     // next run.
-    if let Some(refresher) = Refresher::for_reload(&settings.sources_reload, None).await {
-        state.sources = LiveSources::refreshing(settings.sources.clone(), refresher);
-    }
+    state.sources = LiveSources::from_settings(&settings).await;
     let state: &'static AppState = Box::leak(Box::new(state));
     run(service_fn(move |event: LambdaEvent<serde_json::Value>| {
         function_handler(state, event)

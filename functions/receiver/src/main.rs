@@ -15,7 +15,7 @@ use lambda_http::{service_fn, Adapter, Error, Request};
 use receiver::handler::{function_handler, AppState};
 use receiver::transport::Base64Guard;
 use shared::doorbell::Doorbell;
-use shared::sources_refresh::{LiveSources, Refresher};
+use shared::sources_refresh::LiveSources;
 use shared::Settings;
 
 #[tokio::main]
@@ -30,9 +30,7 @@ async fn main() -> Result<(), Error> {
         .receiver
         .with_doorbell(Doorbell::new(settings.worker_function.as_deref()).await);
     // Rotated signing secrets are picked up without a redeploy (shared::sources_refresh).
-    if let Some(refresher) = Refresher::for_reload(&settings.sources_reload, None).await {
-        state.receiver.sources = LiveSources::refreshing(settings.sources.clone(), refresher);
-    }
+    state.receiver.sources = LiveSources::from_settings(&settings).await;
     let state: &'static AppState = Box::leak(Box::new(state));
     let handler = service_fn(move |request: Request| function_handler(state, request));
     // lambda_http::run(handler) is this without the guard, which panics on invalid base64.

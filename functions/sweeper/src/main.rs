@@ -15,7 +15,7 @@
 //!   handlers' business rows.
 
 use lambda_runtime::{run, service_fn, Error, LambdaEvent};
-use shared::sources_refresh::{LiveSources, Refresher};
+use shared::sources_refresh::LiveSources;
 use shared::Settings;
 use sweeper::handler::{function_handler, AppState};
 
@@ -27,9 +27,7 @@ async fn main() -> Result<(), Error> {
     let pool = shared::db::pool(&settings.database).map_err(|e| e.to_string())?;
     let mut state = AppState::new(&settings, pool);
     // A retention changed in the sources secret or file applies from the next run.
-    if let Some(refresher) = Refresher::for_reload(&settings.sources_reload, None).await {
-        state.sources = LiveSources::refreshing(settings.sources.clone(), refresher);
-    }
+    state.sources = LiveSources::from_settings(&settings).await;
     let state: &'static AppState = Box::leak(Box::new(state));
     run(service_fn(move |event: LambdaEvent<serde_json::Value>| {
         function_handler(state, event)

@@ -123,7 +123,8 @@ pub async fn delete_expired(
     })
 }
 
-static SOURCES_PRESENT: Sql = Sql {
+/// [`sources_present`]'s statement (public so benchmarks and plan tests explain the real text).
+pub static SOURCES_PRESENT: Sql = Sql {
     text: "\
 -- A skip scan over the primary key: one index probe per distinct source, however many rows.
 WITH RECURSIVE present(source) AS (
@@ -151,7 +152,8 @@ pub async fn sources_present(conn: &Connection) -> Result<Vec<String>, LedgerErr
         .collect()
 }
 
-static OLDEST_KEY: Sql = Sql {
+/// [`oldest_key`]'s statement (public so benchmarks and plan tests explain the real text).
+pub static OLDEST_KEY: Sql = Sql {
     text: "\
 SELECT claimed_at
 FROM webhook_event

@@ -694,12 +694,6 @@ async fn explain(
         .collect()
 }
 
-/// The sweep's oldest-key probe, which the audit reuses (its text is the sweep's own).
-static OLDEST_KEY: shared::db::Sql = shared::db::Sql {
-    text: "SELECT claimed_at FROM webhook_event WHERE source = $1 ORDER BY claimed_at LIMIT 1",
-    types: &[tokio_postgres::types::Type::TEXT],
-};
-
 #[tokio::test]
 async fn audit_queries_are_served_by_indexes() {
     use shared::ledger::audit as q;
@@ -745,7 +739,7 @@ async fn audit_queries_are_served_by_indexes() {
         ),
         (
             "oldest_key",
-            explain(&client, &OLDEST_KEY, &[&source]).await,
+            explain(&client, &shared::ledger::sweep::OLDEST_KEY, &[&source]).await,
         ),
         (
             "past_retention",
