@@ -176,25 +176,7 @@ pub async fn claim<'c>(
         // Deleted between the conflict and the read (sweeper): the provider's retry decides.
         None => Claim::InFlight,
         Some(row) if row.is_expired(expiry) => {
-            let tx = Tx::open(conn, Guard::Claimed);
-            let (begin, retaken) = in_order(
-                conn.begin(),
-                retake_expired(conn, event, &row, expiry, None),
-            )
-            .await;
-            begin?;
-            match retaken {
-                Ok(true) => Claim::Won(tx),
-                Ok(false) => {
-                    tx.rollback().await?;
-                    Claim::InFlight
-                }
-                Err(error) if is_lock_timeout(&error) => {
-                    tx.rollback().await?;
-                    Claim::InFlight
-                }
-                Err(error) => return Err(error.into()),
-            }
+            retake(conn, retake_expired(conn, event, &row, expiry, None)).await?
         }
         Some(row) if !row.same_payload(event) => Claim::DigestMismatch,
         Some(EventRow {
@@ -235,24 +217,35 @@ RETURNING 1",
     types: &[Type::TEXT, Type::TEXT],
 };
 
-/// Claims a dead event again in a new transaction (the row back to `claimed`, claimed now, so
-/// its retention starts again; uncommitted):
-/// [`Claim::Won`], or [`Claim::InFlight`] when another delivery retook it first.
+/// Claims a dead event again (the row back to `claimed`, claimed now, so its retention starts
+/// again; uncommitted), through [`retake`].
 async fn retake_dead<'c>(
     conn: &'c Connection,
     event: &NewEvent<'_>,
 ) -> Result<Claim<'c>, LedgerError> {
-    let statement = conn.prepare(&RETAKE_DEAD).await?;
+    retake(conn, async {
+        let statement = conn.prepare(&RETAKE_DEAD).await?;
+        let row = conn
+            .query_opt(&statement, &[&event.source, &event.event_id])
+            .await?;
+        Ok(row.is_some())
+    })
+    .await
+}
+
+/// Opens the claim's transaction and runs `update` in it, pipelined after `BEGIN`:
+/// [`Claim::Won`] when it took the row, [`Claim::InFlight`] (rolled back) when the row had
+/// moved on or another delivery held it past `lock_timeout`.
+async fn retake<'c>(
+    conn: &'c Connection,
+    update: impl std::future::Future<Output = Result<bool, tokio_postgres::Error>>,
+) -> Result<Claim<'c>, LedgerError> {
     let tx = Tx::open(conn, Guard::Claimed);
-    let (begin, retaken) = in_order(
-        conn.begin(),
-        conn.query_opt(&statement, &[&event.source, &event.event_id]),
-    )
-    .await;
+    let (begin, retaken) = in_order(conn.begin(), update).await;
     begin?;
     match retaken {
-        Ok(Some(_)) => Ok(Claim::Won(tx)),
-        Ok(None) => {
+        Ok(true) => Ok(Claim::Won(tx)),
+        Ok(false) => {
             tx.rollback().await?;
             Ok(Claim::InFlight)
         }
