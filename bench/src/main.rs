@@ -194,6 +194,7 @@ impl LiveEvent {
             digest: &self.digest,
             identity: &self.digest,
             payload: Some(&self.body),
+            replayed: false,
         }
     }
 }

@@ -17,6 +17,7 @@ pub mod invocation;
 pub mod ledger;
 pub mod ordering;
 pub mod receive;
+pub mod redrive;
 pub mod retention;
 pub mod secrets;
 pub mod sources_refresh;

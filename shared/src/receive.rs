@@ -33,7 +33,7 @@ use http::HeaderMap;
 
 use std::time::SystemTime;
 
-use crate::config::{Mode, Settings};
+use crate::config::{Mode, Settings, SourceConfig};
 use crate::doorbell::Doorbell;
 use crate::extract::{extract, Extracted};
 use crate::handlers::{apply, fatal_body, ApplyError, Event, Registry, FATAL_STATUS};
@@ -229,40 +229,108 @@ impl Receiver {
                 return Reply::error(401, "unauthorized", error.reason());
             }
         }
-        let meta = match extract(config.scheme, config.verifier.generic(), headers, body) {
-            Ok(Extracted::Event(meta)) => meta,
-            Ok(Extracted::Challenge(challenge)) => {
-                // Slack's url_verification handshake: signed, answered, not an event.
-                return Reply {
-                    status: 200,
-                    body: serde_json::json!({ "challenge": challenge }).to_string(),
-                    replayed: false,
-                    retry_after: None,
-                    outcome: "challenge",
-                };
-            }
-            // A generic source without an event id rule: start-up validation should have
-            // refused it, so it is our fault (5xx, the provider retries), not the sender's.
-            Err(error @ crate::extract::ExtractError::NoRule) => {
-                trace.detail = Some(error.to_string());
-                return Reply::error(500, "internal_error", "internal error");
-            }
+        self.process(trace, &config, headers, body, false).await
+    }
+
+    /// Receives one event the replay fetched from `config`'s provider API with its credential
+    /// (`crate::replay`): the same path as a verified delivery from here on (identify, claim,
+    /// apply or accept), with the row marked `replayed_at`, and a key already in the ledger a
+    /// duplicate whatever its bytes (outcome `duplicate`). `body` is the event object as the
+    /// API returned it. With `dry_run` nothing is written: the outcome is `new` when the key
+    /// is absent (or past retention) and `duplicate` otherwise. Logs one `replay` line
+    /// (source, event_id, outcome, status; never the body).
+    ///
+    /// Outcomes: `processed`, `ignored`, `dead` (inline), `accepted` (deferred), `new`
+    /// (dry run), `duplicate`; the 4xx and 5xx outcomes of [`Self::receive`] for an event that
+    /// cannot be identified or a database that fails.
+    pub async fn replay(&self, config: &SourceConfig, body: &[u8], dry_run: bool) -> Reply {
+        let mut trace = Trace {
+            source: &config.name,
+            event_id: None,
+            event_type: None,
+            key_index: None,
+            detail: None,
+        };
+        let reply = if dry_run {
+            self.peek(&mut trace, config, body).await
+        } else {
+            self.process(&mut trace, config, &HeaderMap::new(), body, true)
+                .await
+        };
+        let event_id = trace.event_id.as_deref().unwrap_or("");
+        let event_type = trace.event_type.as_deref().unwrap_or("");
+        let error = trace.detail.as_deref().unwrap_or("");
+        if reply.status >= 400 {
+            tracing::error!(
+                source = trace.source,
+                event_id,
+                event_type,
+                outcome = reply.outcome,
+                status = reply.status,
+                dry_run,
+                error,
+                "replay"
+            );
+        } else {
+            tracing::info!(
+                source = trace.source,
+                event_id,
+                event_type,
+                outcome = reply.outcome,
+                status = reply.status,
+                dry_run,
+                replayed = true,
+                "replay"
+            );
+        }
+        reply
+    }
+
+    /// A dry run of [`Self::replay`]: identify the event and read its key, write nothing.
+    async fn peek(&self, trace: &mut Trace<'_>, config: &SourceConfig, body: &[u8]) -> Reply {
+        let headers = HeaderMap::new();
+        let (meta, _) = match identify(trace, config, &headers, body) {
+            Ok(identified) => identified,
+            Err(reply) => return reply,
+        };
+        let conn = match self.pool.get().await {
+            Ok(conn) => conn,
             Err(error) => {
-                trace.detail = Some(error.to_string());
-                return Reply::error(400, "bad_request", error.reason());
+                trace.detail = Some(crate::db::describe_pool(&error));
+                return Reply::error(503, "unavailable", "service unavailable");
             }
         };
-        trace.event_id = Some(meta.event_id.clone().into_owned());
-        trace.event_type = Some(meta.event_type.clone().into_owned());
-        // The full-body digest (audit) and the payload identity (what a retry must match:
-        // Stripe re-renders `pending_webhooks` at each attempt), in one pass when they agree.
-        let hashes = match crate::identity::payload_hashes(config.scheme, body) {
-            Ok(hashes) => hashes,
+        let expiry = Expiry {
+            retention: config.retention.retention,
+            now: SystemTime::now(),
+        };
+        match ledger::lookup(&conn, &config.name, &meta.event_id).await {
+            Ok(Some(row)) if !row.is_expired(&expiry) => dry_run_reply("duplicate"),
+            Ok(_) => dry_run_reply("new"),
             Err(error) => {
                 trace.detail = Some(error.to_string());
-                return Reply::error(400, "bad_request", error.reason());
+                Reply::error(503, "unavailable", "service unavailable")
             }
+        }
+    }
+
+    /// Everything after the signature: identify the event, claim it (inline) or accept it
+    /// (deferred), and answer.
+    async fn process(
+        &self,
+        trace: &mut Trace<'_>,
+        config: &SourceConfig,
+        headers: &HeaderMap,
+        body: &[u8],
+        replayed: bool,
+    ) -> Reply {
+        let source = config.name.as_str();
+        let (meta, hashes) = match identify(trace, config, headers, body) {
+            Ok(identified) => identified,
+            Err(reply) => return reply,
         };
+        // A replayed duplicate is not a delivery: shadow mode does not process it again.
+        let shadow = config.shadow && !replayed;
         let event = Event {
             source,
             event_id: &meta.event_id,
@@ -277,6 +345,7 @@ impl Receiver {
             digest: &hashes.digest,
             identity: &hashes.identity,
             payload: config.store_payload.then_some(body),
+            replayed,
         };
         // A key past the source's retention counts as absent, swept or not.
         let expiry = Expiry {
@@ -285,13 +354,10 @@ impl Receiver {
         };
         let decided = match config.mode {
             Mode::Inline => {
-                self.claim_and_apply(&event, &new_event, &expiry, config.shadow)
+                self.claim_and_apply(&event, &new_event, &expiry, shadow)
                     .await
             }
-            Mode::Deferred => {
-                self.accept(&event, &new_event, &expiry, config.shadow)
-                    .await
-            }
+            Mode::Deferred => self.accept(&event, &new_event, &expiry, shadow).await,
         };
         match decided {
             Ok(reply) => {
@@ -349,6 +415,8 @@ impl Receiver {
             }
             Claim::Completed(stored) => return Ok(replayed(stored, "replayed")),
             Claim::InFlight => return Ok(in_flight()),
+            // Replay: the event is in the ledger already, whatever its status or bytes.
+            Claim::Known(_) => return Ok(dry_run_reply("duplicate")),
         };
         match apply(&self.handlers, tx, event).await {
             Ok(applied) => Ok(Reply {
@@ -510,6 +578,70 @@ fn accepted_reply(duplicate: bool, outcome: &'static str) -> Reply {
         status: 202,
         body: serde_json::json!({ "accepted": true, "duplicate": duplicate }).to_string(),
         replayed: duplicate,
+        retry_after: None,
+        outcome,
+    }
+}
+
+/// Reads the event id, type and payload hashes from a verified body: the event, or the reply
+/// that ends the delivery here (a Slack challenge, or a 4xx/5xx for a body that cannot be
+/// identified). Fills `trace`'s event id and type.
+#[allow(clippy::result_large_err)]
+fn identify<'b>(
+    trace: &mut Trace<'_>,
+    config: &SourceConfig,
+    headers: &'b HeaderMap,
+    body: &'b [u8],
+) -> Result<
+    (
+        crate::extract::EventMeta<'b>,
+        crate::identity::PayloadHashes,
+    ),
+    Reply,
+> {
+    let meta = match extract(config.scheme, config.verifier.generic(), headers, body) {
+        Ok(Extracted::Event(meta)) => meta,
+        Ok(Extracted::Challenge(challenge)) => {
+            // Slack's url_verification handshake: signed, answered, not an event.
+            return Err(Reply {
+                status: 200,
+                body: serde_json::json!({ "challenge": challenge }).to_string(),
+                replayed: false,
+                retry_after: None,
+                outcome: "challenge",
+            });
+        }
+        // A generic source without an event id rule: start-up validation should have
+        // refused it, so it is our fault (5xx, the provider retries), not the sender's.
+        Err(error @ crate::extract::ExtractError::NoRule) => {
+            trace.detail = Some(error.to_string());
+            return Err(Reply::error(500, "internal_error", "internal error"));
+        }
+        Err(error) => {
+            trace.detail = Some(error.to_string());
+            return Err(Reply::error(400, "bad_request", error.reason()));
+        }
+    };
+    trace.event_id = Some(meta.event_id.clone().into_owned());
+    trace.event_type = Some(meta.event_type.clone().into_owned());
+    // The full-body digest (audit) and the payload identity (what a retry must match:
+    // Stripe re-renders `pending_webhooks` at each attempt), in one pass when they agree.
+    match crate::identity::payload_hashes(config.scheme, body) {
+        Ok(hashes) => Ok((meta, hashes)),
+        Err(error) => {
+            trace.detail = Some(error.to_string());
+            Err(Reply::error(400, "bad_request", error.reason()))
+        }
+    }
+}
+
+/// What replay records for an event it did not write: `200 {"duplicate": ...}` with the
+/// outcome `new` (a dry run's absent key) or `duplicate`.
+fn dry_run_reply(outcome: &'static str) -> Reply {
+    Reply {
+        status: 200,
+        body: serde_json::json!({ "duplicate": outcome == "duplicate" }).to_string(),
+        replayed: false,
         retry_after: None,
         outcome,
     }

@@ -168,3 +168,14 @@ pub fn rfc3339(at: std::time::SystemTime) -> String {
     at.format(&time::format_description::well_known::Rfc3339)
         .unwrap_or_default()
 }
+
+/// Parses an RFC 3339 timestamp such as `2026-12-01T09:30:00Z` (the operator's `since` and
+/// `until`).
+///
+/// # Errors
+/// A short reason naming the value when it is not RFC 3339.
+pub fn parse_rfc3339(value: &str) -> Result<std::time::SystemTime, String> {
+    time::OffsetDateTime::parse(value, &time::format_description::well_known::Rfc3339)
+        .map(std::time::SystemTime::from)
+        .map_err(|_| format!("{value:?} is not an RFC 3339 time such as 2026-12-01T09:30:00Z"))
+}

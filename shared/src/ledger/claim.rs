@@ -28,6 +28,12 @@ pub struct NewEvent<'a> {
     pub identity: &'a [u8; 32],
     /// The raw body when the source keeps payloads, `None` to keep the digest only.
     pub payload: Option<&'a [u8]>,
+    /// `true` when replay fetched the event from the provider's API (`crate::replay`) rather
+    /// than a signed delivery bringing it: a new row gets `replayed_at`, and a key already in the
+    /// ledger is [`Claim::Known`] whatever its bytes (the API re-serialises events, so the
+    /// payload comparison applies to deliveries only) and is never retaken when dead (that is
+    /// re-drive's job, `crate::redrive`).
+    pub replayed: bool,
 }
 
 /// A stored response: what every retry of a completed event is answered with.
@@ -52,6 +58,9 @@ pub enum Claim<'c> {
     InFlight,
     /// The same event id arrived before with a different body: 409, the row is untouched.
     DigestMismatch,
+    /// Replay only ([`NewEvent::replayed`]): the key is already in the ledger, in this status,
+    /// whatever its body. Nothing was written.
+    Known(Status),
 }
 
 /// A row as [`lookup`] reads it.
@@ -106,8 +115,9 @@ impl EventRow {
 pub static CLAIM: Sql = Sql {
     text: "\
 INSERT INTO webhook_event
-    (source, event_id, event_type, payload_digest, payload, status, payload_identity)
-VALUES ($1, $2, $3, $4, $5, 'claimed', $6)
+    (source, event_id, event_type, payload_digest, payload, status, payload_identity,
+     replayed_at)
+VALUES ($1, $2, $3, $4, $5, 'claimed', $6, CASE WHEN $7 THEN now() END)
 -- A concurrent claim of the same key waits here for the first to commit or roll back.
 ON CONFLICT (source, event_id) DO NOTHING
 RETURNING 1",
@@ -118,6 +128,7 @@ RETURNING 1",
         Type::BYTEA,
         Type::BYTEA,
         Type::BYTEA,
+        Type::BOOL,
     ],
 };
 
@@ -144,13 +155,14 @@ pub async fn claim<'c>(
     let statement = conn.prepare(&CLAIM).await?;
     let digest: &[u8] = event.digest;
     let identity: &[u8] = event.identity;
-    let params: [&(dyn ToSql + Sync); 6] = [
+    let params: [&(dyn ToSql + Sync); 7] = [
         &event.source,
         &event.event_id,
         &event.event_type,
         &digest,
         &event.payload,
         &identity,
+        &event.replayed,
     ];
     // The guard exists before anything is sent: if this future is dropped while the INSERT
     // waits (a cancelled duplicate), the guard's Drop queues ROLLBACK, so the connection never
@@ -178,6 +190,7 @@ pub async fn claim<'c>(
         Some(row) if row.is_expired(expiry) => {
             retake(conn, retake_expired(conn, event, &row, expiry, None)).await?
         }
+        Some(row) if event.replayed => Claim::Known(row.status),
         Some(row) if !row.same_payload(event) => Claim::DigestMismatch,
         Some(EventRow {
             response: Some(response),
@@ -273,7 +286,9 @@ SET event_type = $3,
     completed_at = NULL,
     dead_at = NULL,
     lease_expires_at = NULL,
-    next_attempt_at = $7
+    next_attempt_at = $7,
+    replayed_at = CASE WHEN $10 THEN now() END,
+    history = NULL
 WHERE source = $1
   AND event_id = $2
   -- Only the version judged expired: a concurrent retake or a sweep got there first, and this
@@ -291,6 +306,7 @@ RETURNING 1",
         Type::TIMESTAMPTZ,
         Type::TEXT,
         Type::TIMESTAMPTZ,
+        Type::BOOL,
     ],
 };
 
@@ -326,7 +342,7 @@ pub(crate) async fn retake_expired(
     let digest: &[u8] = event.digest;
     let identity: &[u8] = event.identity;
     let status = row.status.as_str();
-    let params: [&(dyn ToSql + Sync); 9] = [
+    let params: [&(dyn ToSql + Sync); 10] = [
         &event.source,
         &event.event_id,
         &event.event_type,
@@ -336,6 +352,7 @@ pub(crate) async fn retake_expired(
         &due_at,
         &status,
         &row.claimed_at,
+        &event.replayed,
     ];
     let rows = if due_at.is_some() {
         conn.autocommit(&RETAKE_EXPIRED, &params).await?
@@ -394,8 +411,8 @@ static RECORD_DEAD: Sql = Sql {
     text: "\
 INSERT INTO webhook_event
     (source, event_id, event_type, payload_digest, payload, status, attempts, last_error,
-     response_status, response_body, payload_identity, dead_at)
-VALUES ($1, $2, $3, $4, $5, 'dead', 1, $6, $7, $8, $9, now())
+     response_status, response_body, payload_identity, dead_at, replayed_at)
+VALUES ($1, $2, $3, $4, $5, 'dead', 1, $6, $7, $8, $9, now(), CASE WHEN $12 THEN now() END)
 -- A redelivery of a dead event failed fatally again: one more attempt, the latest error, the
 -- same answer. A key past its retention ($10: completed claimed before it; $11: dead before it)
 -- counts as absent, exactly as if swept: it becomes a new dead letter of this delivery. A
@@ -406,6 +423,8 @@ SET attempts = CASE WHEN webhook_event.status = 'completed' OR webhook_event.dea
                     THEN 1 ELSE webhook_event.attempts + 1 END,
     claimed_at = CASE WHEN webhook_event.status = 'completed' OR webhook_event.dead_at < $11
                       THEN now() ELSE webhook_event.claimed_at END,
+    replayed_at = CASE WHEN webhook_event.status = 'completed' OR webhook_event.dead_at < $11
+                       THEN EXCLUDED.replayed_at ELSE webhook_event.replayed_at END,
     event_type = EXCLUDED.event_type,
     payload_digest = EXCLUDED.payload_digest,
     payload = EXCLUDED.payload,
@@ -431,6 +450,7 @@ RETURNING response_body::text",
         Type::BYTEA,
         Type::TIMESTAMPTZ,
         Type::TIMESTAMPTZ,
+        Type::BOOL,
     ],
 };
 
@@ -474,6 +494,7 @@ pub async fn record_dead(
                 &identity,
                 &completed_cutoff,
                 &dead_cutoff,
+                &event.replayed,
             ],
         )
         .await?;

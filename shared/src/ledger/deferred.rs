@@ -28,8 +28,8 @@ static ACCEPT: Sql = Sql {
     text: "\
 INSERT INTO webhook_event
     (source, event_id, event_type, payload_digest, payload, status, next_attempt_at,
-     payload_identity)
-VALUES ($1, $2, $3, $4, $5, 'claimed', $6, $7)
+     payload_identity, replayed_at)
+VALUES ($1, $2, $3, $4, $5, 'claimed', $6, $7, CASE WHEN $8 THEN now() END)
 -- A concurrent accept of the same key waits here (bounded by lock_timeout).
 ON CONFLICT (source, event_id) DO NOTHING
 RETURNING 1",
@@ -41,6 +41,7 @@ RETURNING 1",
         Type::BYTEA,
         Type::TIMESTAMPTZ,
         Type::BYTEA,
+        Type::BOOL,
     ],
 };
 
@@ -60,7 +61,7 @@ pub async fn accept(
     let now: SystemTime = expiry.now;
     let digest: &[u8] = event.digest;
     let identity: &[u8] = event.identity;
-    let params: [&(dyn ToSql + Sync); 7] = [
+    let params: [&(dyn ToSql + Sync); 8] = [
         &event.source,
         &event.event_id,
         &event.event_type,
@@ -68,6 +69,7 @@ pub async fn accept(
         &event.payload,
         &now,
         &identity,
+        &event.replayed,
     ];
     match conn.autocommit(&ACCEPT, &params).await {
         Ok(rows) if !rows.is_empty() => return Ok(Accept::Accepted),
@@ -86,7 +88,8 @@ pub async fn accept(
                 Err(error) => return Err(error.into()),
             }
         }
-        Some(row) if !row.same_payload(event) => Accept::DigestMismatch,
+        // Replay: a key in the ledger is a duplicate whatever its bytes (the API re-serialises).
+        Some(row) if !event.replayed && !row.same_payload(event) => Accept::DigestMismatch,
         Some(row) => Accept::Duplicate(row.status),
     })
 }

@@ -1,6 +1,8 @@
 //! Every statement on `webhook_event`: the claim and its lookup ([`claim`]), the transaction a
 //! handler runs in and its completion ([`tx`]), deferred mode's accept ([`deferred`]), the
-//! worker's lease, start, failure and release ([`lease`]), with pipelining from `crate::db`.
+//! worker's lease, start, failure and release ([`lease`]), the sweep ([`sweep`]), the auditor's
+//! reads ([`audit`]), the operator's re-drive and re-run ([`redrive`]) and full read
+//! ([`inspect`]), with pipelining from `crate::db`.
 //!
 //! The claim is one `INSERT ... ON CONFLICT (source, event_id) DO NOTHING RETURNING` and nothing
 //! is read before it: the primary key is the concurrency control. A second claim of the same key
@@ -13,13 +15,16 @@
 pub mod audit;
 pub mod claim;
 pub mod deferred;
+pub mod inspect;
 pub mod lease;
+pub mod redrive;
 pub mod status;
 pub mod sweep;
 pub mod tx;
 
 pub use claim::{claim, lookup, record_dead, Claim, EventRow, Expiry, NewEvent, StoredResponse};
 pub use deferred::{accept, Accept};
+pub use inspect::{inspect, EventDetail};
 pub use lease::{fail, lease_due, release, start, Failure, Leased};
 pub use status::Status;
 pub use tx::{begin_shadow, CompleteError, Tx};

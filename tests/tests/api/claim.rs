@@ -16,6 +16,7 @@ fn event<'a>(id: &'a str, digest: &'a [u8; 32]) -> NewEvent<'a> {
         digest,
         identity: digest,
         payload: Some(b"{}"),
+        replayed: false,
     }
 }
 

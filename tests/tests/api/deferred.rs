@@ -404,6 +404,7 @@ async fn two_workers_leasing_at_once_get_disjoint_rows() {
                 digest: &digest,
                 identity: &digest,
                 payload: Some(b"{}"),
+                replayed: false,
             };
             let expiry = ledger::Expiry {
                 retention: shared::retention::Retention::default(),

@@ -1,0 +1,381 @@
+//! Re-drive: put dead letters, or events that completed as `ignored` before their type had a
+//! handler, back to `claimed` for the worker, which then runs each through its handler once
+//! (`crate::work`), exactly as a deferred delivery. The replay function (`{"source",
+//! "redrive": {...}}`) and the operator CLI (`hookledger redrive`) both call [`run`].
+//!
+//! - **Dead letters** (`"status": "dead"`): by event ids, or every one that went dead in a
+//!   window (`since`, `until`: `dead_at`). Deferred events whose attempts ran out and inline
+//!   events a handler refused fatally alike. Attempts start again at 0; the row's previous
+//!   status, attempts, error and times are appended to its `history`.
+//! - **Ignored events** (`"status": "ignored"`): by event type and a window of first delivery
+//!   (`claimed_at`); refused unless a handler for that type is registered now.
+//! - A row without a stored payload (a source with `store_payload: false`) cannot be run again:
+//!   it is counted as `no_payload` and left as it is.
+//! - Runs in batches of [`BATCH`] rows, each its own short transaction, and stops starting
+//!   batches when the invocation's time runs short (`complete: false`): invoke again with the
+//!   same request; rows already moved no longer match, so nothing moves twice.
+//! - `dry_run` counts what would move and writes nothing.
+
+use std::time::{Duration, SystemTime};
+
+use serde::{Deserialize, Serialize};
+
+use crate::config::Sources;
+use crate::db::Pool;
+use crate::doorbell::Doorbell;
+use crate::handlers::Registry;
+use crate::ledger::{self, redrive as sql, LedgerError};
+use crate::telemetry::parse_rfc3339;
+
+/// Rows moved per statement.
+pub const BATCH: i64 = 500;
+
+/// Most event ids one request may name.
+pub const MAX_EVENT_IDS: usize = 10_000;
+
+/// Start no batch with less invocation time left than this, milliseconds.
+pub const MARGIN_MS: u64 = 5_000;
+
+/// What to re-drive, as the function's input `redrive` object and the CLI's flags give it:
+/// `{"status": "dead", "event_ids": [...]}`, `{"status": "dead", "since": "...", "until":
+/// "..."}` or `{"status": "ignored", "event_type": "...", "since": "...", "until": "..."}`
+/// (times RFC 3339; `until` defaults to now).
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct RedriveSpec {
+    /// `dead` or `ignored`.
+    pub status: Which,
+    /// Dead letters by id (at most [`MAX_EVENT_IDS`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub event_ids: Option<Vec<String>>,
+    /// Ignored events: the event type that has a handler now.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub event_type: Option<String>,
+    /// Window start (inclusive), RFC 3339.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub since: Option<String>,
+    /// Window end (exclusive), RFC 3339; now when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub until: Option<String>,
+}
+
+/// Which finished rows a re-drive takes.
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Which {
+    /// Dead letters.
+    Dead,
+    /// Events completed as `ignored`.
+    Ignored,
+}
+
+/// What a re-drive did (or, in a dry run, would do).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct RedriveReport {
+    /// The source.
+    pub source: String,
+    /// `dead` or `ignored`.
+    pub status: String,
+    /// Whether nothing was written.
+    pub dry_run: bool,
+    /// Rows matched that can run again (a dry run's "would re-drive").
+    pub matched: u64,
+    /// Rows moved back to `claimed` (0 in a dry run).
+    pub redriven: u64,
+    /// Rows matched but refused: no stored payload.
+    pub no_payload: u64,
+    /// Named ids that are in the ledger but not dead (left alone).
+    pub not_dead: Vec<String>,
+    /// Named ids not in the ledger.
+    pub not_found: Vec<String>,
+    /// Named ids refused for want of a payload.
+    pub no_payload_ids: Vec<String>,
+    /// `false` when time ran short before every matching row moved: run the same request again.
+    pub complete: bool,
+}
+
+/// Why a re-drive was refused or stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum RedriveError {
+    /// The request is malformed (the message says what to change).
+    #[error("{0}")]
+    Invalid(String),
+    /// The source is not configured: the worker would not process its events.
+    #[error("source {0:?} is not configured")]
+    UnknownSource(String),
+    /// Re-running ignored events of a type that still has no handler would ignore them again.
+    #[error("source {name:?} has no handler for event type {event_type:?}: register one before re-running its ignored events")]
+    NoHandler {
+        /// The source.
+        name: String,
+        /// The event type.
+        event_type: String,
+    },
+    /// No database connection.
+    #[error("no database connection: {0}")]
+    Pool(String),
+    /// A ledger statement failed.
+    #[error(transparent)]
+    Ledger(#[from] LedgerError),
+}
+
+/// A validated re-drive.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Selection {
+    /// Dead letters by id.
+    DeadIds(Vec<String>),
+    /// Dead letters that went dead in `[since, until)`.
+    DeadBetween {
+        /// Window start.
+        since: SystemTime,
+        /// Window end; the database's now when `None`.
+        until: Option<SystemTime>,
+    },
+    /// Ignored events of `event_type` first delivered in `[since, until)`.
+    IgnoredBetween {
+        /// The event type.
+        event_type: String,
+        /// Window start.
+        since: SystemTime,
+        /// Window end; the database's now when `None`.
+        until: Option<SystemTime>,
+    },
+}
+
+impl RedriveSpec {
+    /// Validates the spec.
+    ///
+    /// # Errors
+    /// [`RedriveError::Invalid`] naming the field to change.
+    pub fn selection(&self) -> Result<Selection, RedriveError> {
+        let invalid = |why: &str| Err(RedriveError::Invalid(why.to_owned()));
+        let time = |value: &Option<String>| -> Result<Option<SystemTime>, RedriveError> {
+            value
+                .as_deref()
+                .map(parse_rfc3339)
+                .transpose()
+                .map_err(RedriveError::Invalid)
+        };
+        let since = time(&self.since)?;
+        let until = time(&self.until)?;
+        if let (Some(since), Some(until)) = (since, until) {
+            if until <= since {
+                return invalid("until must be after since");
+            }
+        }
+        match self.status {
+            Which::Dead => {
+                if self.event_type.is_some() {
+                    return invalid("event_type applies to status \"ignored\" only");
+                }
+                match (&self.event_ids, since.or(until)) {
+                    (Some(_), Some(_)) => invalid("give event_ids or since/until, not both"),
+                    (Some(ids), None) => {
+                        if ids.is_empty() {
+                            return invalid("event_ids is empty");
+                        }
+                        if ids.len() > MAX_EVENT_IDS {
+                            return invalid(&format!(
+                                "at most {MAX_EVENT_IDS} event_ids per request"
+                            ));
+                        }
+                        if ids.iter().any(|id| id.is_empty() || id.len() > 255) {
+                            return invalid("an event id is empty or longer than 255 bytes");
+                        }
+                        Ok(Selection::DeadIds(ids.clone()))
+                    }
+                    (None, Some(_)) => match since {
+                        Some(since) => Ok(Selection::DeadBetween { since, until }),
+                        None => invalid("until needs since"),
+                    },
+                    (None, None) => invalid("give event_ids, or since (and until)"),
+                }
+            }
+            Which::Ignored => {
+                if self.event_ids.is_some() {
+                    return invalid("event_ids applies to status \"dead\" only");
+                }
+                let Some(event_type) = self.event_type.clone().filter(|t| !t.is_empty()) else {
+                    return invalid("status \"ignored\" needs event_type");
+                };
+                let Some(since) = since else {
+                    return invalid("status \"ignored\" needs since");
+                };
+                Ok(Selection::IgnoredBetween {
+                    event_type,
+                    since,
+                    until,
+                })
+            }
+        }
+    }
+}
+
+/// Re-drives `selection` of `source`: checks the source is configured (and, for ignored
+/// events, that a handler exists now in `handlers`), moves the rows in batches while
+/// `remaining()` exceeds [`MARGIN_MS`], calls `progress(moved_so_far)` after each batch, rings
+/// the worker once when anything moved, and logs one `redrive` line.
+///
+/// # Errors
+/// [`RedriveError`]; rows moved before a failure stay moved (each batch commits on its own).
+#[allow(clippy::too_many_arguments)]
+pub async fn run(
+    pool: &Pool,
+    sources: &Sources,
+    handlers: &Registry,
+    doorbell: &Doorbell,
+    source: &str,
+    selection: &Selection,
+    dry_run: bool,
+    remaining: impl Fn() -> Duration,
+    mut progress: impl FnMut(u64),
+) -> Result<RedriveReport, RedriveError> {
+    if sources.get(source).is_none() {
+        return Err(RedriveError::UnknownSource(source.to_owned()));
+    }
+    if let Selection::IgnoredBetween { event_type, .. } = selection {
+        if handlers.get(source, event_type).is_none() {
+            return Err(RedriveError::NoHandler {
+                name: source.to_owned(),
+                event_type: event_type.clone(),
+            });
+        }
+    }
+    let conn = pool
+        .get()
+        .await
+        .map_err(|e| RedriveError::Pool(crate::db::describe_pool(&e)))?;
+    let mut report = RedriveReport {
+        source: source.to_owned(),
+        status: match selection {
+            Selection::IgnoredBetween { .. } => "ignored",
+            _ => "dead",
+        }
+        .to_owned(),
+        dry_run,
+        complete: true,
+        ..RedriveReport::default()
+    };
+    let margin = Duration::from_millis(MARGIN_MS);
+    let mut first_moved: Option<String> = None;
+    match selection {
+        Selection::DeadIds(ids) => {
+            let classes = sql::classify_ids(&conn, source, ids).await?;
+            report.matched = classes.dead.len() as u64;
+            report.no_payload = classes.no_payload.len() as u64;
+            report.no_payload_ids = classes.no_payload;
+            report.not_dead = classes.not_dead;
+            report.not_found = classes.not_found;
+            if !dry_run {
+                for chunk in classes.dead.chunks(BATCH as usize) {
+                    if remaining() < margin {
+                        report.complete = false;
+                        break;
+                    }
+                    let moved = sql::redrive_ids(&conn, source, chunk).await?;
+                    report.redriven += moved.len() as u64;
+                    if first_moved.is_none() {
+                        first_moved = moved.into_iter().next();
+                    }
+                    progress(report.redriven);
+                }
+            }
+        }
+        Selection::DeadBetween { since, until } => {
+            let until = match until {
+                Some(until) => *until,
+                None => crate::db::now(&conn).await.map_err(LedgerError::from)?,
+            };
+            let (with, without) = sql::count_dead_between(&conn, source, *since, until).await?;
+            report.matched = with;
+            report.no_payload = without;
+            if !dry_run {
+                loop {
+                    if remaining() < margin {
+                        report.complete = false;
+                        break;
+                    }
+                    let moved = sql::redrive_between(&conn, source, *since, until, BATCH).await?;
+                    report.redriven += moved.len() as u64;
+                    let done = (moved.len() as i64) < BATCH;
+                    if first_moved.is_none() {
+                        first_moved = moved.into_iter().next();
+                    }
+                    progress(report.redriven);
+                    if done {
+                        break;
+                    }
+                }
+            }
+        }
+        Selection::IgnoredBetween {
+            event_type,
+            since,
+            until,
+        } => {
+            let until = match until {
+                Some(until) => *until,
+                None => crate::db::now(&conn).await.map_err(LedgerError::from)?,
+            };
+            let (with, without) =
+                sql::count_ignored_between(&conn, source, event_type, *since, until).await?;
+            report.matched = with;
+            report.no_payload = without;
+            if !dry_run {
+                loop {
+                    if remaining() < margin {
+                        report.complete = false;
+                        break;
+                    }
+                    let moved =
+                        sql::rerun_ignored_between(&conn, source, event_type, *since, until, BATCH)
+                            .await?;
+                    report.redriven += moved.len() as u64;
+                    let done = (moved.len() as i64) < BATCH;
+                    if first_moved.is_none() {
+                        first_moved = moved.into_iter().next();
+                    }
+                    progress(report.redriven);
+                    if done {
+                        break;
+                    }
+                }
+            }
+        }
+    }
+    drop(conn);
+    if let Some(event_id) = &first_moved {
+        if let Err(error) = doorbell.ring(source, event_id).await {
+            tracing::warn!(source, %error, "doorbell failed; the worker's schedule will drain the re-driven events");
+        }
+    }
+    tracing::info!(
+        source,
+        status = report.status.as_str(),
+        dry_run,
+        matched = report.matched,
+        redriven = report.redriven,
+        no_payload = report.no_payload,
+        not_dead = report.not_dead.len(),
+        not_found = report.not_found.len(),
+        complete = report.complete,
+        "redrive"
+    );
+    Ok(report)
+}
+
+/// Reads one event in full ([`ledger::inspect`]).
+///
+/// # Errors
+/// [`RedriveError::Pool`] or [`RedriveError::Ledger`].
+pub async fn inspect(
+    pool: &Pool,
+    source: &str,
+    event_id: &str,
+) -> Result<Option<ledger::EventDetail>, RedriveError> {
+    let conn = pool
+        .get()
+        .await
+        .map_err(|e| RedriveError::Pool(crate::db::describe_pool(&e)))?;
+    Ok(ledger::inspect(&conn, source, event_id).await?)
+}
