@@ -175,3 +175,119 @@ async fn a_completed_claim_with_another_digest_is_a_mismatch() {
         .unwrap();
     assert!(matches!(outcome, Claim::Completed(_)), "{outcome:?}");
 }
+
+fn replayed<'a>(id: &'a str, digest: &'a [u8; 32]) -> NewEvent<'a> {
+    NewEvent {
+        replayed: true,
+        ..event(id, digest)
+    }
+}
+
+async fn status_and_replayed(app: &crate::helpers::TestApp, id: &str) -> (String, bool) {
+    let client = app.db.connect().await.unwrap();
+    let row = client
+        .query_one(
+            "SELECT status::text, replayed_at IS NOT NULL FROM webhook_event \
+             WHERE source = 'stripe' AND event_id = $1",
+            &[&id],
+        )
+        .await
+        .unwrap();
+    (row.get(0), row.get(1))
+}
+
+#[tokio::test]
+async fn a_replayed_claim_marks_the_row_and_a_delivered_one_does_not() {
+    let app = spawn_app_with(2, 2_000).await;
+    let conn = app.receiver().pool.get().await.unwrap();
+    for (id, new_event) in [
+        ("evt_api", replayed("evt_api", &DIGEST)),
+        ("evt_post", event("evt_post", &DIGEST)),
+    ] {
+        let Claim::Won(tx) = ledger::claim(&conn, &new_event, &now()).await.unwrap() else {
+            panic!("a new key is won");
+        };
+        tx.complete(("stripe", id), 200, &json!({"ok": true}))
+            .await
+            .unwrap();
+    }
+    assert_eq!(
+        status_and_replayed(&app, "evt_api").await,
+        ("completed".to_owned(), true)
+    );
+    assert_eq!(
+        status_and_replayed(&app, "evt_post").await,
+        ("completed".to_owned(), false)
+    );
+}
+
+#[tokio::test]
+async fn a_replayed_event_already_in_the_ledger_is_known_whatever_its_bytes() {
+    // The provider's API re-serialises events: the bytes differ from the delivery's, and that
+    // must not read as an event id reused with another body.
+    let app = spawn_app_with(2, 2_000).await;
+    let conn = app.receiver().pool.get().await.unwrap();
+    let Claim::Won(tx) = ledger::claim(&conn, &event("evt_seen", &DIGEST), &now())
+        .await
+        .unwrap()
+    else {
+        panic!("a new key is won");
+    };
+    tx.complete(("stripe", "evt_seen"), 200, &json!({"ok": true}))
+        .await
+        .unwrap();
+    let other = [9u8; 32];
+    match ledger::claim(&conn, &replayed("evt_seen", &other), &now())
+        .await
+        .unwrap()
+    {
+        Claim::Known(ledger::Status::Completed) => {}
+        other => panic!("expected Known(Completed), got {other:?}"),
+    }
+    // A delivery with those bytes is still a mismatch.
+    assert!(matches!(
+        ledger::claim(&conn, &event("evt_seen", &other), &now())
+            .await
+            .unwrap(),
+        Claim::DigestMismatch
+    ));
+    assert_eq!(
+        status_and_replayed(&app, "evt_seen").await,
+        ("completed".to_owned(), false)
+    );
+}
+
+#[tokio::test]
+async fn a_replayed_event_never_retakes_a_dead_letter() {
+    // Re-running a dead letter is re-drive's decision, not replay's: a replay that finds the
+    // event dead leaves it dead (a delivery of it would run it again).
+    let app = spawn_app_with(2, 2_000).await;
+    let conn = app.receiver().pool.get().await.unwrap();
+    let dead = ledger::record_dead(
+        &conn,
+        &event("evt_dead", &DIGEST),
+        "fatal: no such customer",
+        200,
+        &json!({"status": "dead"}),
+        &now(),
+    )
+    .await
+    .unwrap();
+    assert!(dead.is_some());
+    match ledger::claim(&conn, &replayed("evt_dead", &DIGEST), &now())
+        .await
+        .unwrap()
+    {
+        Claim::Known(ledger::Status::Dead) => {}
+        other => panic!("expected Known(Dead), got {other:?}"),
+    }
+    assert_eq!(
+        status_and_replayed(&app, "evt_dead").await,
+        ("dead".to_owned(), false)
+    );
+    // The deferred accept agrees.
+    let accepted = ledger::accept(&conn, &replayed("evt_dead", &[3; 32]), &now())
+        .await
+        .unwrap();
+    assert_eq!(accepted, ledger::Accept::Duplicate(ledger::Status::Dead));
+}
