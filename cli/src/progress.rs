@@ -14,6 +14,7 @@ const SHOW_AFTER: Duration = Duration::from_secs(1);
 pub struct Progress {
     bar: ProgressBar,
     started: Instant,
+    what: String,
     drawable: bool,
     shown: bool,
 }
@@ -23,8 +24,8 @@ impl Progress {
     /// `--json`) and stderr is a terminal. `what` follows the count, e.g. `"re-driven"`.
     pub fn new(wanted: bool, total: Option<u64>, what: &str) -> Self {
         let template = match total {
-            Some(_) => "{bar:30} {pos}/{len} {msg} ({per_sec}, {elapsed})",
-            None => "{spinner} {pos} {msg} ({per_sec}, {elapsed})",
+            Some(_) => "{bar:30} {pos}/{len} {msg}, {elapsed}",
+            None => "{spinner} {pos} {msg}, {elapsed}",
         };
         let bar = ProgressBar::with_draw_target(total, ProgressDrawTarget::hidden());
         if let Ok(style) = ProgressStyle::with_template(template) {
@@ -34,6 +35,7 @@ impl Progress {
         Self {
             bar,
             started: Instant::now(),
+            what: what.to_owned(),
             drawable: wanted && std::io::stderr().is_terminal(),
             shown: false,
         }
@@ -47,6 +49,11 @@ impl Progress {
             }
         }
         self.bar.set_position(position);
+        let secs = self.started.elapsed().as_secs_f64();
+        if secs > 0.0 {
+            self.bar
+                .set_message(format!("{} ({:.0}/s)", self.what, position as f64 / secs));
+        }
         if self.drawable && !self.shown && self.started.elapsed() >= SHOW_AFTER {
             self.bar.set_draw_target(ProgressDrawTarget::stderr());
             self.bar.enable_steady_tick(Duration::from_millis(200));
