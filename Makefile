@@ -4,7 +4,7 @@ VENV := .venv-tools
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export SAM_CLI_TELEMETRY := 0
 
-.PHONY: demo run test sweep audit bench-sweep tools postgres build clean
+.PHONY: demo run test migrate redrive inspect stuck sweep audit bench-sweep bench-load tools postgres build clean
 
 ## demo: set up, run the receiver under cargo-lambda on a throwaway PostgreSQL, deliver events/, print
 demo: tools postgres
@@ -18,6 +18,58 @@ run: tools postgres
 ## when the end-to-end tests number fewer than tests/minimum-e2e-tests)
 test: tools postgres
 	HOOKLEDGER_TOOLS_PYTHON=$(CURDIR)/$(VENV)/bin/python scripts/test.sh
+
+# The operator CLI's wrappers need the database (and, except migrate, the sources) in the
+# environment, as the functions do.
+define need_database
+	@if [ -z "$${DATABASE_URL:-}$${HOOKLEDGER_DB_SECRET_ARN:-}" ]; then \
+	  echo "make $@: set DATABASE_URL to the database (postgres://user:pass@host:port/db)" >&2; \
+	  exit 2; \
+	fi
+endef
+define need_sources
+	@if [ -z "$${HOOKLEDGER_SOURCES:-}$${HOOKLEDGER_SOURCES_FILE:-}$${HOOKLEDGER_SOURCES_SECRET_ARN:-}" ]; then \
+	  echo "make $@: set HOOKLEDGER_SOURCES_FILE (or HOOKLEDGER_SOURCES, HOOKLEDGER_SOURCES_SECRET_ARN) to the sources the functions use (events/sources.local.json for the local demo)" >&2; \
+	  exit 2; \
+	fi
+endef
+HOOKLEDGER := cargo run --quiet -p cli --bin hookledger --
+
+## migrate: apply the pending migrations to DATABASE_URL (hookledger migrate)
+migrate:
+	$(need_database)
+	$(HOOKLEDGER) migrate $(ARGS)
+
+## redrive: dead letters of SOURCE back to the worker (hookledger redrive), by id
+## (EVENT_IDS="evt_1 evt_2") or by when they went dead (SINCE=2026-12-01T09:00:00Z [UNTIL=...]);
+## DRY_RUN=1 only counts; ARGS="--json", or ARGS="--ignored --event-type T" with SINCE to re-run
+## ignored events
+redrive:
+	$(need_database)
+	$(need_sources)
+	@if [ -z "$(SOURCE)" ] || [ -z "$(EVENT_IDS)$(SINCE)" ]; then \
+	  echo 'make redrive: set SOURCE and EVENT_IDS="id ..." or SINCE=<RFC 3339> [UNTIL=...] (DRY_RUN=1 to count only)' >&2; \
+	  exit 2; \
+	fi
+	$(HOOKLEDGER) redrive --source '$(SOURCE)' \
+	  $(if $(EVENT_IDS),--event-id $(EVENT_IDS)) $(if $(SINCE),--since '$(SINCE)') \
+	  $(if $(UNTIL),--until '$(UNTIL)') $(if $(DRY_RUN),--dry-run) $(ARGS)
+
+## inspect: one ledger row (hookledger inspect): SOURCE=stripe EVENT_ID=evt_... [ARGS=--json]
+inspect:
+	$(need_database)
+	$(need_sources)
+	@if [ -z "$(SOURCE)" ] || [ -z "$(EVENT_ID)" ]; then \
+	  echo "make inspect: set SOURCE and EVENT_ID" >&2; \
+	  exit 2; \
+	fi
+	$(HOOKLEDGER) inspect --source '$(SOURCE)' '$(EVENT_ID)' $(ARGS)
+
+## stuck: the auditor's stuck claims and expired leases now (hookledger stuck) [ARGS=--json]
+stuck:
+	$(need_database)
+	$(need_sources)
+	$(HOOKLEDGER) stuck $(ARGS)
 
 ## sweep: delete expired ledger keys now (hookledger sweep) in the database at DATABASE_URL, with the
 ## same sources as the functions (HOOKLEDGER_SOURCES, _FILE or _SECRET_ARN: each source's retention;
@@ -55,6 +107,13 @@ bench-sweep: postgres
 	cargo build --release -p bench
 	HOOKLEDGER_PG_DURABLE=1 scripts/with-postgres.sh \
 	  cargo run --release --quiet -p bench --bin bench-sweep -- $(BENCH_ARGS)
+
+## bench-load: a rough throughput check of the inline receive path (bench-load: in-process
+## deliveries/s and CPU per delivery) on its own throwaway PostgreSQL; BENCH_ARGS="--n 20000
+## --concurrency 64" (bench-load --help)
+bench-load: postgres
+	cargo build --release -p bench --bin bench-load
+	scripts/with-postgres.sh cargo run --release --quiet -p bench --bin bench-load -- $(BENCH_ARGS) >/dev/null
 
 ## tools: a venv with cargo-lambda and zig, aws-sam-cli, moto, and the providers' libraries (PyPI,
 ## and npm for GitHub's and Shopify's, pinned by tests/interop/node/package-lock.json)

@@ -55,12 +55,13 @@ fi
 export DATABASE_URL
 
 echo "== building (the first build takes a few minutes on 2 cores; later runs take seconds)"
-cargo build --bin receiver --bin worker --bin sweeper --bin auditor --bin hookledger-dev
+cargo build --bin receiver --bin worker --bin sweeper --bin auditor --bin hookledger --bin hookledger-dev
+hookledger=$(demo_target_dir)/debug/hookledger
 dev=$(demo_target_dir)/debug/hookledger-dev
-"$dev" migrate
+"$hookledger" migrate
 # The functions read their configuration at their first invocation under the emulator; check it
 # now, with the same code, so a bad source fails here with its message instead of a hung request.
-HOOKLEDGER_SOURCES_FILE="$sources_file" "$dev" check-config
+HOOKLEDGER_SOURCES_FILE="$sources_file" "$hookledger" check-config
 
 if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
   echo "port $port is in use: set PORT=... to pick another" >&2

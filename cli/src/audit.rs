@@ -59,7 +59,8 @@ pub async fn run(settings: &Settings, pool: &Pool, args: Args) -> anyhow::Result
     Ok(())
 }
 
-fn age(secs: u64) -> String {
+/// A short age: `45s`, `12m`, `5h`, `3d`.
+pub(crate) fn age(secs: u64) -> String {
     match secs {
         0..=119 => format!("{secs}s"),
         120..=7199 => format!("{}m", secs / 60),

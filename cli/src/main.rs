@@ -1,13 +1,22 @@
 //! `hookledger`: the operator's tools, running the same `shared` code as the functions against
 //! any `DATABASE_URL` (and the same sources: `HOOKLEDGER_SOURCES`, `HOOKLEDGER_SOURCES_FILE` or
-//! `HOOKLEDGER_SOURCES_SECRET_ARN`, for each source's retention).
+//! `HOOKLEDGER_SOURCES_SECRET_ARN`; `migrate` needs only the database).
 //!
 //! Each command prints a readable summary, or with `--json` the same report the function
-//! returns. Log lines go to stderr (`RUST_LOG`, default `warn`).
+//! returns. Log lines and progress bars go to stderr (`RUST_LOG`, default `warn`; bars only on
+//! a terminal and never with `--json`). Exit status 0 on success; on failure 1 (2 for a usage
+//! error) with one line on stderr: `hookledger: <reason>`.
+
+use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
 mod audit;
+mod inspect;
+mod migrate;
+mod progress;
+mod redrive;
+mod stuck;
 mod sweep;
 
 /// hookledger's operator CLI.
@@ -20,6 +29,20 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Apply the pending migrations to the database (DATABASE_URL or HOOKLEDGER_DB_SECRET_ARN).
+    Migrate(migrate::Args),
+    /// Read the configuration exactly as the functions do at cold start and print the sources
+    /// found, or the error they would stop with.
+    CheckConfig,
+    /// Put dead letters (by id, or by when they went dead) back to `claimed` for the worker;
+    /// with --ignored, re-run events that completed as `ignored` before their type had a
+    /// handler.
+    Redrive(redrive::Args),
+    /// Show one ledger row: status, attempts, last error, times, stored response, whether it
+    /// was replayed, and its history.
+    Inspect(inspect::Args),
+    /// List the stuck claims and expired leases the auditor reports, oldest first.
+    Stuck(stuck::Args),
     /// Delete expired ledger keys now, in bounded batches (what the sweeper function does).
     Sweep(sweep::Args),
     /// Report stuck claims, idle transactions, retention, dead letters, backlog and quiet
@@ -27,19 +50,77 @@ enum Command {
     Audit(audit::Args),
 }
 
+/// `error` and its causes on one line: `outer: cause: root cause`.
+fn one_line(error: &anyhow::Error) -> String {
+    format!("{error:#}")
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// A configuration error as the functions print it at start-up: its own words only, never its
+/// causes (a JSON parser's message would quote the value, which may be a secret).
+pub(crate) fn config_error(error: shared::config::ConfigError) -> anyhow::Error {
+    anyhow::anyhow!("{error}")
+}
+
+async fn run(command: Command) -> anyhow::Result<()> {
+    match command {
+        Command::Migrate(args) => return migrate::run(args).await,
+        Command::CheckConfig => return migrate::check_config().await,
+        _ => {}
+    }
+    let settings = shared::Settings::from_env().await.map_err(config_error)?;
+    let pool = shared::db::pool(&settings.database)?;
+    match command {
+        Command::Migrate(_) | Command::CheckConfig => Ok(()),
+        Command::Redrive(args) => redrive::run(&settings, &pool, args).await,
+        Command::Inspect(args) => inspect::run(&settings, &pool, args).await,
+        Command::Stuck(args) => stuck::run(&settings, &pool, args).await,
+        Command::Sweep(args) => sweep::run(&settings, &pool, args).await,
+        Command::Audit(args) => audit::run(&settings, &pool, args).await,
+    }
+}
+
 #[tokio::main]
-async fn main() -> anyhow::Result<()> {
+async fn main() -> ExitCode {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_env_filter(filter)
         .init();
-    let cli = Cli::parse();
-    let settings = shared::Settings::from_env().await?;
-    let pool = shared::db::pool(&settings.database)?;
-    match cli.command {
-        Command::Sweep(args) => sweep::run(&settings, &pool, args).await,
-        Command::Audit(args) => audit::run(&settings, &pool, args).await,
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        // --help, --version, and the help a bare `hookledger` prints (exit status 2).
+        Err(error)
+            if !error.use_stderr()
+                || error.kind()
+                    == clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand =>
+        {
+            error.exit()
+        }
+        Err(error) => {
+            // clap's reason comes before the usage and the hint, which --help repeats.
+            let rendered = error.to_string();
+            let reason = rendered
+                .lines()
+                .take_while(|line| {
+                    !line.starts_with("Usage:") && !line.starts_with("For more information")
+                })
+                .flat_map(str::split_whitespace)
+                .collect::<Vec<_>>()
+                .join(" ");
+            let reason = reason.strip_prefix("error: ").unwrap_or(&reason);
+            eprintln!("hookledger: {reason} (see --help)");
+            return ExitCode::from(2);
+        }
+    };
+    match run(cli.command).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("hookledger: {}", one_line(&error));
+            ExitCode::FAILURE
+        }
     }
 }

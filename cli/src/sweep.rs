@@ -7,6 +7,8 @@ use shared::db::Pool;
 use shared::sweep::SweepReport;
 use shared::Settings;
 
+use crate::progress::Progress;
+
 /// Options of `hookledger sweep`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -41,9 +43,18 @@ pub async fn run(settings: &Settings, pool: &Pool, args: Args) -> anyhow::Result
     let now = shared::db::now(&conn)
         .await
         .context("reading the database's clock")?;
-    let report = shared::sweep::run(&conn, &settings.sources, &limits, now, || Duration::MAX)
-        .await
-        .context("sweep failed")?;
+    let mut progress = Progress::new(!args.json, None, "expired keys deleted");
+    let report = shared::sweep::run_with_progress(
+        &conn,
+        &settings.sources,
+        &limits,
+        now,
+        || Duration::MAX,
+        |deleted, _batches| progress.set(deleted),
+    )
+    .await;
+    progress.finish();
+    let report = report.context("sweep failed")?;
     if args.json {
         println!("{}", serde_json::to_string(&report)?);
     } else {

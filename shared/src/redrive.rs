@@ -15,6 +15,8 @@
 //!   batches when the invocation's time runs short (`complete: false`): invoke again with the
 //!   same request; rows already moved no longer match, so nothing moves twice.
 //! - `dry_run` counts what would move and writes nothing.
+//! - A window's end is never later than the run's start (the database's now): a row this run
+//!   moves that goes dead again while the run continues is left for the next run.
 
 use std::time::{Duration, SystemTime};
 
@@ -282,10 +284,7 @@ pub async fn run(
             }
         }
         Selection::DeadBetween { since, until } => {
-            let until = match until {
-                Some(until) => *until,
-                None => crate::db::now(&conn).await.map_err(LedgerError::from)?,
-            };
+            let until = window_end(&conn, *until).await?;
             let (with, without) = sql::count_dead_between(&conn, source, *since, until).await?;
             report.matched = with;
             report.no_payload = without;
@@ -313,10 +312,7 @@ pub async fn run(
             since,
             until,
         } => {
-            let until = match until {
-                Some(until) => *until,
-                None => crate::db::now(&conn).await.map_err(LedgerError::from)?,
-            };
+            let until = window_end(&conn, *until).await?;
             let (with, without) =
                 sql::count_ignored_between(&conn, source, event_type, *since, until).await?;
             report.matched = with;
@@ -362,6 +358,20 @@ pub async fn run(
         "redrive"
     );
     Ok(report)
+}
+
+/// The end of a window as the statements use it: `until`, but never later than the database's
+/// time now (the start of the run). A row moved back to `claimed` by this run that dies again,
+/// or completes as ignored again, before the run ends is then stamped after the window and is
+/// not taken a second time by the same run: without this, a window ending in the future taken
+/// while the handler still fails fatally kept re-driving the same rows for as long as the worker
+/// kept killing them (and the CLI, without a deadline, never stopped).
+async fn window_end(
+    conn: &crate::db::Connection,
+    until: Option<SystemTime>,
+) -> Result<SystemTime, RedriveError> {
+    let now = crate::db::now(conn).await.map_err(LedgerError::from)?;
+    Ok(until.map_or(now, |until| until.min(now)))
 }
 
 /// Reads one event in full ([`ledger::inspect`]).

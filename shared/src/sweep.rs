@@ -241,6 +241,22 @@ pub async fn run(
     now: SystemTime,
     remaining: impl Fn() -> Duration,
 ) -> Result<SweepReport, LedgerError> {
+    run_with_progress(conn, sources, settings, now, remaining, |_, _| {}).await
+}
+
+/// [`run`], calling `progress(deleted_so_far, batches_so_far)` after each batch (the operator
+/// CLI's progress bar).
+///
+/// # Errors
+/// As [`run`].
+pub async fn run_with_progress(
+    conn: &Connection,
+    sources: &Sources,
+    settings: &SweepSettings,
+    now: SystemTime,
+    remaining: impl Fn() -> Duration,
+    mut progress: impl FnMut(u64, u32),
+) -> Result<SweepReport, LedgerError> {
     let started = Instant::now();
     let margin = Duration::from_millis(settings.margin_ms);
     let pause = Duration::from_millis(settings.pause_ms);
@@ -260,6 +276,7 @@ pub async fn run(
         let rows = sweep.batch().await?;
         batches += 1;
         deleted += rows;
+        progress(deleted, batches);
         if (rows as i64) < settings.batch_size {
             break Stopped::Done;
         }

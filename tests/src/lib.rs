@@ -133,6 +133,25 @@ impl TestDb {
         })
     }
 
+    /// Creates a fresh database with no schema at all (for testing the migration itself).
+    pub async fn empty() -> Result<Self> {
+        let server = server_url()?;
+        let name = format!(
+            "hookledger_test_empty_{}_{}",
+            std::process::id(),
+            NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        );
+        admin_connect(&server)
+            .await?
+            .batch_execute(&format!("CREATE DATABASE \"{name}\""))
+            .await
+            .context("creating the empty test database")?;
+        Ok(Self {
+            url: url_with_database(&server, &name)?,
+            name,
+        })
+    }
+
     /// Settings pointing at this database, with a pool of `pool_size` connections.
     pub fn settings(&self, pool_size: usize) -> DatabaseSettings {
         let mut settings = DatabaseSettings::with_url(self.url.clone());

@@ -1,12 +1,15 @@
-//! `hookledger-dev`: local tooling for `make demo`, `make run` and maintainers.
+//! `hookledger-dev`: test and development tooling for `make demo`, `make run`, the end-to-end
+//! tests and maintainers. Not for operators: their commands (`migrate`, `check-config`,
+//! `redrive`, `inspect`, `stuck`, `sweep`, `audit`) are the `hookledger` CLI's (cli/), and the
+//! throughput check is the bench crate's `bench-load`.
 //!
-//! - `migrate`: apply the migrations to `DATABASE_URL`.
 //! - `deliver PLAN`: send the deliveries listed in a plan (e.g. `events/demo-plan.json`) to a
 //!   running receiver over HTTP, re-signed now with the local development secrets, and print
 //!   one line per delivery.
 //! - `ledger`: print the `webhook_event` rows and the `orders` rows.
 //! - `sign-events`: re-sign every event file in `events/receiver/` at the timestamp it carries
 //!   (after editing a body), except files named `*bad-signature*` and `*invalid-base64*`.
+//! - `lease-and-hang`: lease due events and hang (the crash-recovery test kills it).
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -26,14 +29,6 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Apply pending migrations to DATABASE_URL.
-    Migrate {
-        #[arg(long, env = "DATABASE_URL", hide_env_values = true)]
-        database_url: String,
-    },
-    /// Read the configuration exactly as the functions do at cold start (the same environment
-    /// variables) and print what was found, or the start-up error (exit status 1).
-    CheckConfig,
     /// Send a plan's deliveries to a receiver and print what happened.
     Deliver {
         /// The plan: a JSON array of {"event", "note", "signature": "valid"|"wrong-secret"|"key:N",
@@ -50,23 +45,6 @@ enum Command {
     },
     /// Re-sign the event files in events/receiver/ at their own timestamps.
     SignEvents,
-    /// Rough throughput check of the inline receive path (not a benchmark suite): sends `n`
-    /// new Stripe payment_intent.succeeded deliveries through the receive path in-process, at
-    /// `concurrency`, and prints deliveries/s and this process's CPU per delivery.
-    Load {
-        #[arg(long, env = "DATABASE_URL", hide_env_values = true)]
-        database_url: String,
-        #[arg(long, default_value_t = 5000)]
-        n: usize,
-        #[arg(long, default_value_t = 32)]
-        concurrency: usize,
-        /// Send the limits as SET LOCAL with every BEGIN (HOOKLEDGER_DB_TRANSACTION_LIMITS).
-        #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
-        transaction_limits: bool,
-        /// Named statements prepared once per connection (HOOKLEDGER_DB_STATEMENT_CACHE).
-        #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
-        statement_cache: bool,
-    },
     /// Lease due events, print "leased N", then hang without processing them (the crash
     /// recovery test kills this process with SIGKILL).
     LeaseAndHang {
@@ -100,39 +78,9 @@ fn valid() -> String {
 #[tokio::main]
 async fn main() -> Result<()> {
     match Cli::parse().command {
-        Command::Migrate { database_url } => {
-            let applied = shared::db::migrate(&DatabaseSettings::with_url(database_url)).await?;
-            if applied.is_empty() {
-                println!("migrations: up to date");
-            } else {
-                println!("migrations applied: {}", applied.join(", "));
-            }
-        }
-        Command::CheckConfig => {
-            // Display, as the functions print it at start-up.
-            let settings = shared::Settings::from_env()
-                .await
-                .map_err(|e| anyhow::anyhow!("{e}"))?;
-            let mut names: Vec<&str> = settings.sources.iter().map(|s| s.name.as_str()).collect();
-            names.sort_unstable();
-            println!("configuration: sources {}", names.join(", "));
-        }
         Command::Deliver { plan, url } => deliver(&plan, &url).await?,
         Command::Ledger { database_url } => ledger(&database_url).await?,
         Command::SignEvents => sign_events()?,
-        Command::Load {
-            database_url,
-            n,
-            concurrency,
-            transaction_limits,
-            statement_cache,
-        } => {
-            let mut database = DatabaseSettings::with_url(database_url);
-            database.pool_size = concurrency;
-            database.transaction_limits = transaction_limits;
-            database.statement_cache = statement_cache;
-            load(database, n, concurrency).await?
-        }
         Command::LeaseAndHang {
             database_url,
             lease_secs,
@@ -312,110 +260,5 @@ fn sign_events() -> Result<()> {
         std::fs::write(dir.join(&name), text)?;
         println!("signed receiver/{name} at t={at}");
     }
-    Ok(())
-}
-
-/// User + system CPU time of this process, from /proc/self/stat (Linux), in seconds.
-fn cpu_seconds() -> f64 {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    let fields: Vec<&str> = stat
-        .rsplit_once(')')
-        .map(|(_, rest)| rest.split_whitespace().collect())
-        .unwrap_or_default();
-    // Fields 14 and 15 (utime, stime) are the 12th and 13th after the command name.
-    let ticks: f64 = [11, 12]
-        .iter()
-        .filter_map(|i| fields.get(*i).and_then(|v| v.parse::<f64>().ok()))
-        .sum();
-    ticks / 100.0
-}
-
-async fn load(database: DatabaseSettings, n: usize, concurrency: usize) -> Result<()> {
-    let settings = shared::Settings {
-        database,
-        sources: shared::Sources::from_json(&hookledger_tests::local_sources_json()?)?,
-        sources_reload: Default::default(),
-        worker: Default::default(),
-        worker_function: None,
-        sweep: Default::default(),
-        audit: Default::default(),
-    };
-    let pool = shared::db::pool(&settings.database)?;
-    let receiver = std::sync::Arc::new(shared::Receiver::new(&settings, pool));
-    let stripe = local_source("stripe")?;
-    // Log every delivery as the function does (redirect stdout to discard it); results go to
-    // stderr.
-    shared::telemetry::init();
-    let now = SystemTime::now().duration_since(UNIX_EPOCH)?.as_secs() as i64;
-    let run = format!("{now}");
-    let deliveries: Vec<(http::HeaderMap, Vec<u8>)> = (0..n)
-        .map(|i| {
-            let body = serde_json::to_vec(&serde_json::json!({
-                "id": format!("evt_load_{run}_{i}"), "object": "event", "created": now,
-                "type": "payment_intent.succeeded",
-                "data": {"object": {"id": format!("pi_load_{run}_{i}"), "amount": 1000 + i,
-                    "amount_received": 1000 + i, "currency": "usd",
-                    "metadata": {"order_id": format!("ord_load_{run}_{i}")}}}
-            }))
-            .unwrap_or_default();
-            let mut headers = http::HeaderMap::new();
-            for (name, value) in stripe.verifier.sign(0, "", now, &body) {
-                if let (Ok(name), Ok(value)) = (
-                    http::HeaderName::from_bytes(name.as_bytes()),
-                    http::HeaderValue::from_str(&value),
-                ) {
-                    headers.insert(name, value);
-                }
-            }
-            (headers, body)
-        })
-        .collect();
-    // Warm up the pool's connections and their prepared statements.
-    let warm: Vec<_> = deliveries.iter().take(concurrency).cloned().collect();
-    let deliveries = std::sync::Arc::new(deliveries);
-    let next = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(concurrency));
-    let mut tasks = Vec::new();
-    for (headers, body) in warm {
-        let receiver = receiver.clone();
-        tasks.push(tokio::spawn(async move {
-            receiver
-                .receive("stripe", &headers, &body, now)
-                .await
-                .status
-        }));
-    }
-    for task in tasks {
-        task.await?;
-    }
-    let (cpu_start, wall_start) = (cpu_seconds(), std::time::Instant::now());
-    let mut tasks = Vec::new();
-    for _ in 0..concurrency {
-        let (receiver, deliveries, next) = (receiver.clone(), deliveries.clone(), next.clone());
-        tasks.push(tokio::spawn(async move {
-            let mut ok = 0usize;
-            loop {
-                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                let Some((headers, body)) = deliveries.get(i) else {
-                    return ok;
-                };
-                if receiver.receive("stripe", headers, body, now).await.status == 200 {
-                    ok += 1;
-                }
-            }
-        }));
-    }
-    let mut ok = 0;
-    for task in tasks {
-        ok += task.await?;
-    }
-    let wall = wall_start.elapsed().as_secs_f64();
-    let cpu = cpu_seconds() - cpu_start;
-    let measured = n - concurrency;
-    eprintln!(
-        "{measured} deliveries at concurrency {concurrency}: {ok} answered 200, {:.0} deliveries/s, \
-         {:.0} us of this process's CPU per delivery",
-        measured as f64 / wall,
-        cpu * 1e6 / measured as f64
-    );
     Ok(())
 }

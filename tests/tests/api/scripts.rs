@@ -342,36 +342,3 @@ fn make_test_fails_on_ignored_tests_and_short_end_to_end_runs() {
     let (passed, text) = check_log(&cargo_log(ok, e2e, none), "sixty-four");
     assert!(!passed, "{text}");
 }
-
-#[test]
-fn a_bad_sources_configuration_is_reported_before_the_demo_serves() {
-    let check = |sources: &str| {
-        std::process::Command::new(env!("CARGO_BIN_EXE_hookledger-dev"))
-            .arg("check-config")
-            .env_clear()
-            .env("DATABASE_URL", "postgres://127.0.0.1:1/unused")
-            .env("HOOKLEDGER_SOURCES", sources)
-            .output()
-            .unwrap()
-    };
-    let bad = check("not json");
-    assert!(!bad.status.success());
-    let stderr = String::from_utf8_lossy(&bad.stderr);
-    assert!(stderr.contains("sources JSON is invalid"), "{stderr}");
-    let secret = check(r#"[{"name": "s", "scheme": "stripe", "secrets": "whsec_oops"}]"#);
-    assert!(!secret.status.success());
-    assert!(!String::from_utf8_lossy(&secret.stderr).contains("whsec_oops"));
-    let good = check(r#"[{"name": "s", "scheme": "stripe", "secrets": ["whsec_x"]}]"#);
-    assert!(good.status.success(), "{good:?}");
-    assert_eq!(
-        String::from_utf8_lossy(&good.stdout).trim(),
-        "configuration: sources s"
-    );
-    // demo.sh runs the check before it starts serving.
-    let demo =
-        std::fs::read_to_string(hookledger_tests::repo_root().join("scripts/demo.sh")).unwrap();
-    let check_at = demo
-        .find("check-config")
-        .expect("demo.sh checks the configuration");
-    assert!(check_at < demo.find("cargo lambda watch").unwrap());
-}

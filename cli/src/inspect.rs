@@ -1,0 +1,186 @@
+//! `hookledger inspect`: one ledger row in full (`shared::redrive::inspect`): status, attempts,
+//! the last error, every timestamp, the stored response, whether replay created it, and what
+//! operators did to it.
+
+use std::time::SystemTime;
+
+use shared::db::Pool;
+use shared::ledger::EventDetail;
+use shared::telemetry::rfc3339;
+use shared::Settings;
+
+/// Options of `hookledger inspect`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The source, as configured (or as it was, for a row of a removed source).
+    #[arg(long)]
+    source: String,
+    /// The provider's event id (Stripe's `evt_...`, GitHub's delivery GUID, ...).
+    event_id: String,
+    /// Print the row as JSON (times RFC 3339, `response_body` and `history` as stored).
+    #[arg(long)]
+    json: bool,
+}
+
+/// Prints the row, or fails with "not found" (exit status 1) when the key is not in the ledger.
+///
+/// # Errors
+/// The key is absent, or the database fails.
+pub async fn run(settings: &Settings, pool: &Pool, args: Args) -> anyhow::Result<()> {
+    let Some(detail) = shared::redrive::inspect(pool, &args.source, &args.event_id).await? else {
+        anyhow::bail!(
+            "{}/{} not found in the ledger{}",
+            args.source,
+            args.event_id,
+            if settings.sources.get(&args.source).is_none() {
+                format!(" (and {:?} is not a configured source)", args.source)
+            } else {
+                String::new()
+            }
+        );
+    };
+    if args.json {
+        println!("{}", to_json(&detail));
+    } else {
+        print!("{}", summary(&detail));
+    }
+    Ok(())
+}
+
+fn time(at: Option<SystemTime>) -> serde_json::Value {
+    at.map_or(serde_json::Value::Null, |at| rfc3339(at).into())
+}
+
+/// The row as JSON: `{"source", "event_id", "event_type", "status", "attempts", "last_error",
+/// "response_status", "response_body", "payload_digest", "payload_bytes", "claimed_at",
+/// "completed_at", "dead_at", "next_attempt_at", "lease_expires_at", "replayed",
+/// "replayed_at", "history"}`.
+fn to_json(detail: &EventDetail) -> serde_json::Value {
+    serde_json::json!({
+        "source": detail.source,
+        "event_id": detail.event_id,
+        "event_type": detail.event_type,
+        "status": detail.status.as_str(),
+        "attempts": detail.attempts,
+        "last_error": detail.last_error,
+        "response_status": detail.response_status,
+        "response_body": detail.response_body,
+        "payload_digest": detail.payload_digest,
+        "payload_bytes": detail.payload_bytes,
+        "claimed_at": rfc3339(detail.claimed_at),
+        "completed_at": time(detail.completed_at),
+        "dead_at": time(detail.dead_at),
+        "next_attempt_at": time(detail.next_attempt_at),
+        "lease_expires_at": time(detail.lease_expires_at),
+        "replayed": detail.replayed_at.is_some(),
+        "replayed_at": time(detail.replayed_at),
+        "history": detail.history,
+    })
+}
+
+fn or_dash(at: Option<SystemTime>) -> String {
+    at.map_or_else(|| "-".to_owned(), rfc3339)
+}
+
+/// One history entry on one line: `2026-12-01T10:00:00.000Z redrive (was dead, 8 attempts,
+/// error "...")`.
+fn history_line(entry: &serde_json::Value) -> String {
+    let text = |key: &str| entry.get(key).and_then(|v| v.as_str()).map(str::to_owned);
+    let mut parts = Vec::new();
+    if let Some(status) = text("status") {
+        parts.push(format!("was {status}"));
+    }
+    if let Some(attempts) = entry.get("attempts").and_then(|v| v.as_i64()) {
+        parts.push(format!("{attempts} attempts"));
+    }
+    if let Some(error) = text("last_error") {
+        parts.push(format!("error {error:?}"));
+    }
+    if let Some(response) = entry.get("response").filter(|v| !v.is_null()) {
+        parts.push(format!("response {response}"));
+    }
+    format!(
+        "{} {}{}",
+        text("at").unwrap_or_else(|| "?".to_owned()),
+        text("action").unwrap_or_else(|| "?".to_owned()),
+        if parts.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", parts.join(", "))
+        }
+    )
+}
+
+/// The readable form: a header line, then one labelled line per field.
+fn summary(detail: &EventDetail) -> String {
+    let mut text = format!(
+        "{}/{} ({})\n",
+        detail.source, detail.event_id, detail.event_type
+    );
+    let response = match (&detail.response_status, &detail.response_body) {
+        (Some(status), Some(body)) => format!("{status} {body}"),
+        (Some(status), None) => status.to_string(),
+        _ => "-".to_owned(),
+    };
+    let rows = [
+        ("status", detail.status.as_str().to_owned()),
+        ("attempts", detail.attempts.to_string()),
+        (
+            "last error",
+            detail.last_error.clone().unwrap_or_else(|| "-".to_owned()),
+        ),
+        ("claimed at", rfc3339(detail.claimed_at)),
+        ("completed at", or_dash(detail.completed_at)),
+        ("dead at", or_dash(detail.dead_at)),
+        ("next attempt at", or_dash(detail.next_attempt_at)),
+        ("lease expires at", or_dash(detail.lease_expires_at)),
+        (
+            "replayed",
+            detail.replayed_at.map_or_else(
+                || "no (a delivery)".to_owned(),
+                |at| format!("yes, from the provider's API at {}", rfc3339(at)),
+            ),
+        ),
+        (
+            "payload",
+            match detail.payload_bytes {
+                Some(bytes) => format!("{bytes} bytes stored, sha256 {}", detail.payload_digest),
+                None => format!("not stored (digest only), sha256 {}", detail.payload_digest),
+            },
+        ),
+        ("response", response),
+    ];
+    for (label, value) in rows {
+        text.push_str(&format!("  {label:<17} {value}\n"));
+    }
+    match detail
+        .history
+        .as_array()
+        .filter(|entries| !entries.is_empty())
+    {
+        None => text.push_str(&format!("  {:<17} -\n", "history")),
+        Some(entries) => {
+            text.push_str("  history (oldest first):\n");
+            for entry in entries {
+                text.push_str(&format!("    {}\n", history_line(entry)));
+            }
+        }
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_history_entry_reads_as_one_line() {
+        let entry = serde_json::json!({"action": "redrive", "at": "2026-12-01T10:00:00Z",
+            "status": "dead", "attempts": 8, "last_error": "downstream answered 502",
+            "dead_at": "2026-12-01T09:00:00Z"});
+        assert_eq!(
+            history_line(&entry),
+            "2026-12-01T10:00:00Z redrive (was dead, 8 attempts, error \"downstream answered 502\")"
+        );
+    }
+}

@@ -1,0 +1,421 @@
+//! The operator's commands run as the operator runs them: the built `hookledger` binary, a
+//! database at `DATABASE_URL` and the sources in a file. Needs PostgreSQL (`make test` starts
+//! one).
+
+use hookledger_tests::{events_dir, TestDb};
+use tokio::process::Command;
+
+/// `hookledger ARGS` against `url` with the local sources, as a process.
+async fn hookledger(url: &str, args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_hookledger"))
+        .args(args)
+        .env("DATABASE_URL", url)
+        .env(
+            "HOOKLEDGER_SOURCES_FILE",
+            events_dir().join("sources.local.json"),
+        )
+        .env_remove("HOOKLEDGER_SOURCES")
+        .env_remove("HOOKLEDGER_SOURCES_SECRET_ARN")
+        .env_remove("HOOKLEDGER_DB_SECRET_ARN")
+        .env_remove("HOOKLEDGER_WORKER_FUNCTION")
+        .env_remove("RUST_LOG")
+        .output()
+        .await
+        .expect("hookledger runs")
+}
+
+fn stdout(output: &std::process::Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+fn stderr(output: &std::process::Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// Asserts the command failed with exactly one line on stderr, `hookledger: ...`, and returns it.
+fn one_line_failure(output: &std::process::Output) -> String {
+    assert!(!output.status.success(), "succeeded: {}", stdout(output));
+    let text = stderr(output);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 1, "not one line: {text:?}");
+    assert!(lines[0].starts_with("hookledger: "), "{text}");
+    lines[0].to_owned()
+}
+
+/// Dead letters of `stripe-deferred`: `(event_id, has a payload)`, gone dead 30 minutes ago.
+async fn seed_dead(db: &TestDb, rows: &[(&str, bool)]) {
+    let client = db.connect().await.unwrap();
+    for (id, payload) in rows {
+        client
+            .execute(
+                "INSERT INTO webhook_event
+                     (source, event_id, event_type, payload_digest, payload, status, attempts,
+                      last_error, claimed_at, dead_at)
+                 VALUES ('stripe-deferred', $1, 'payment_intent.succeeded',
+                         sha256(convert_to($1::text, 'UTF8')),
+                         CASE WHEN $2 THEN convert_to('{\"id\": \"' || $1::text || '\"}', 'UTF8') END,
+                         'dead', 8, 'downstream answered 502', now() - interval '1 hour',
+                         now() - interval '30 minutes')",
+                &[id, payload],
+            )
+            .await
+            .unwrap();
+    }
+}
+
+async fn snapshot(db: &TestDb) -> String {
+    db.connect()
+        .await
+        .unwrap()
+        .query_one(
+            "SELECT coalesce(string_agg(e::text, '|' ORDER BY source, event_id), '')
+             FROM webhook_event e",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0)
+}
+
+#[tokio::test]
+async fn hookledger_migrate_migrates_a_fresh_database_then_is_up_to_date() {
+    let db = TestDb::empty().await.unwrap();
+    // The sources are not needed to migrate.
+    let output = Command::new(env!("CARGO_BIN_EXE_hookledger"))
+        .arg("migrate")
+        .env_clear()
+        .env("DATABASE_URL", &db.url)
+        .output()
+        .await
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    let text = stdout(&output);
+    assert!(text.starts_with("migrations applied: V1__"), "{text}");
+    for name in shared::db::migration_names() {
+        assert!(text.contains(&name), "{name} missing from {text}");
+    }
+    let client = db.connect().await.unwrap();
+    let columns: i64 = client
+        .query_one(
+            "SELECT count(*) FROM information_schema.columns
+             WHERE table_name = 'webhook_event' AND column_name IN ('history', 'replayed_at')",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(columns, 2);
+
+    let again = hookledger(&db.url, &["migrate", "--json"]).await;
+    assert!(again.status.success(), "{}", stderr(&again));
+    let report: serde_json::Value = serde_json::from_slice(&again.stdout).unwrap();
+    assert_eq!(report, serde_json::json!({"applied": []}));
+    let again = hookledger(&db.url, &["migrate"]).await;
+    assert_eq!(stdout(&again).trim(), "migrations: up to date");
+
+    // An unreachable database: one line, non-zero.
+    let line = one_line_failure(&hookledger("postgres://127.0.0.1:1/nothing", &["migrate"]).await);
+    assert!(line.contains("migrating"), "{line}");
+}
+
+#[tokio::test]
+async fn hookledger_check_config_reports_a_bad_sources_configuration_before_the_demo_serves() {
+    let check = |sources: &str| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_hookledger"))
+            .arg("check-config")
+            .env_clear()
+            .env("DATABASE_URL", "postgres://127.0.0.1:1/unused")
+            .env("HOOKLEDGER_SOURCES", sources)
+            .output()
+            .unwrap()
+    };
+    let line = one_line_failure(&check("not json"));
+    assert!(line.contains("sources JSON is invalid"), "{line}");
+    let secret = check(r#"[{"name": "s", "scheme": "stripe", "secrets": "whsec_oops"}]"#);
+    one_line_failure(&secret);
+    assert!(!stderr(&secret).contains("whsec_oops"));
+    let good = check(r#"[{"name": "s", "scheme": "stripe", "secrets": ["whsec_x"]}]"#);
+    assert!(good.status.success(), "{good:?}");
+    assert_eq!(stdout(&good).trim(), "configuration: sources s");
+    // demo.sh runs the check (with this binary) before it starts serving.
+    let demo =
+        std::fs::read_to_string(hookledger_tests::repo_root().join("scripts/demo.sh")).unwrap();
+    let check_at = demo
+        .find("\"$hookledger\" check-config")
+        .expect("demo.sh checks the configuration with hookledger");
+    assert!(check_at < demo.find("cargo lambda watch").unwrap());
+    assert!(demo.find("\"$hookledger\" migrate").unwrap() < check_at);
+}
+
+#[tokio::test]
+async fn hookledger_redrive_dry_run_json_reports_what_would_move_and_writes_nothing() {
+    let db = TestDb::new().await.unwrap();
+    seed_dead(
+        &db,
+        &[("evt_a", true), ("evt_b", true), ("evt_lean", false)],
+    )
+    .await;
+    let before = snapshot(&db).await;
+    let output = hookledger(
+        &db.url,
+        &[
+            "redrive",
+            "--source",
+            "stripe-deferred",
+            "--event-id",
+            "evt_a",
+            "evt_b",
+            "evt_lean",
+            "evt_nowhere",
+            "--dry-run",
+            "--json",
+        ],
+    )
+    .await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(
+        stderr(&output),
+        "",
+        "--json draws no progress and logs nothing"
+    );
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", stdout(&output)));
+    assert_eq!(
+        report,
+        serde_json::json!({
+            "source": "stripe-deferred", "status": "dead", "dry_run": true, "matched": 2,
+            "redriven": 0, "no_payload": 1, "not_dead": [], "not_found": ["evt_nowhere"],
+            "no_payload_ids": ["evt_lean"], "complete": true
+        })
+    );
+    assert_eq!(snapshot(&db).await, before);
+
+    // By window, dry run: the same two, and still nothing written.
+    let output = hookledger(
+        &db.url,
+        &[
+            "redrive",
+            "--source",
+            "stripe-deferred",
+            "--since",
+            "2000-01-01T00:00:00Z",
+            "--dry-run",
+            "--json",
+        ],
+    )
+    .await;
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(
+        (report["matched"].as_u64(), report["no_payload"].as_u64()),
+        (Some(2), Some(1))
+    );
+    assert_eq!(snapshot(&db).await, before);
+}
+
+#[tokio::test]
+async fn hookledger_redrive_moves_dead_letters_and_names_the_ids_it_left() {
+    let db = TestDb::new().await.unwrap();
+    seed_dead(&db, &[("evt_a", true), ("evt_lean", false)]).await;
+    let output = hookledger(
+        &db.url,
+        &[
+            "redrive",
+            "--source",
+            "stripe-deferred",
+            "--event-id",
+            "evt_a",
+            "--event-id",
+            "evt_lean",
+            "--event-id",
+            "evt_nowhere",
+        ],
+    )
+    .await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    let text = stdout(&output);
+    assert!(
+        text.starts_with("stripe-deferred: re-drove 1 of 1 dead letters"),
+        "{text}"
+    );
+    assert!(text.contains("no payload stored"), "{text}");
+    assert!(text.contains("evt_lean"), "{text}");
+    assert!(text.contains("not in the ledger: 1: evt_nowhere"), "{text}");
+    let client = db.connect().await.unwrap();
+    let rows: Vec<(String, String, i32)> = client
+        .query(
+            "SELECT event_id, status::text, attempts FROM webhook_event ORDER BY event_id",
+            &[],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|row| (row.get(0), row.get(1), row.get(2)))
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            ("evt_a".to_owned(), "claimed".to_owned(), 0),
+            ("evt_lean".to_owned(), "dead".to_owned(), 8)
+        ]
+    );
+
+    // inspect shows the move and the error it came back from.
+    let output = hookledger(
+        &db.url,
+        &["inspect", "--source", "stripe-deferred", "evt_a", "--json"],
+    )
+    .await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    let row: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(row["status"], "claimed");
+    assert_eq!(row["attempts"], 0);
+    assert_eq!(row["replayed"], false);
+    assert_eq!(row["history"][0]["action"], "redrive");
+    assert_eq!(row["history"][0]["last_error"], "downstream answered 502");
+    assert!(row["claimed_at"].as_str().unwrap().ends_with('Z'), "{row}");
+    let text = stdout(
+        &hookledger(
+            &db.url,
+            &["inspect", "--source", "stripe-deferred", "evt_a"],
+        )
+        .await,
+    );
+    assert!(
+        text.starts_with("stripe-deferred/evt_a (payment_intent.succeeded)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("redrive (was dead, 8 attempts, error \"downstream answered 502\")"),
+        "{text}"
+    );
+}
+
+#[tokio::test]
+async fn hookledger_inspect_of_a_missing_id_exits_1_with_one_line() {
+    let db = TestDb::new().await.unwrap();
+    let output = hookledger(&db.url, &["inspect", "--source", "stripe", "evt_missing"]).await;
+    assert_eq!(output.status.code(), Some(1));
+    let line = one_line_failure(&output);
+    assert_eq!(
+        line,
+        "hookledger: stripe/evt_missing not found in the ledger"
+    );
+    assert_eq!(stdout(&output), "");
+}
+
+#[tokio::test]
+async fn hookledger_stuck_json_lists_the_stuck_claims_oldest_first() {
+    let db = TestDb::new().await.unwrap();
+    let client = db.connect().await.unwrap();
+    client
+        .batch_execute(
+            "INSERT INTO webhook_event
+                 (source, event_id, event_type, payload_digest, status, claimed_at)
+             SELECT 'stripe', id, 't', sha256(id::bytea), 'claimed', now() - age
+             FROM (VALUES ('evt_old', interval '2 hours'), ('evt_mid', interval '20 minutes'),
+                          ('evt_fresh', interval '5 seconds')) AS k(id, age)",
+        )
+        .await
+        .unwrap();
+    let output = hookledger(&db.url, &["stuck", "--json"]).await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(report["total"], 2, "{report}");
+    assert_eq!(report["stuck_after_secs"], 300);
+    assert_eq!(report["capped"], false);
+    assert_eq!(report["sources"]["stripe"]["count"], 2);
+    let oldest = report["sources"]["stripe"]["oldest_age_secs"]
+        .as_u64()
+        .unwrap();
+    assert!((7200..7300).contains(&oldest), "{report}");
+    let keys: Vec<&str> = report["keys"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| k["event_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(keys, ["evt_old", "evt_mid"]);
+
+    let text = stdout(&hookledger(&db.url, &["stuck", "--stuck-after-secs", "3600"]).await);
+    assert!(text.starts_with("1 stuck at "), "{text}");
+    assert!(text.contains("stripe/evt_old (2h)"), "{text}");
+    assert!(!text.contains("evt_mid"), "{text}");
+}
+
+#[tokio::test]
+async fn hookledger_refuses_with_one_line_and_a_non_zero_exit() {
+    let db = TestDb::new().await.unwrap();
+    seed_dead(&db, &[("evt_a", true)]).await;
+    let before = snapshot(&db).await;
+    let cases: [(&[&str], &str); 5] = [
+        (
+            &["redrive", "--source", "nowhere", "--event-id", "evt_a"],
+            "source \"nowhere\" is not configured",
+        ),
+        (
+            &[
+                "redrive",
+                "--source",
+                "stripe-deferred",
+                "--since",
+                "yesterday",
+            ],
+            "\"yesterday\" is not an RFC 3339 time",
+        ),
+        (
+            &[
+                "redrive",
+                "--source",
+                "github",
+                "--ignored",
+                "--event-type",
+                "push",
+                "--since",
+                "2026-01-01T00:00:00Z",
+            ],
+            "has no handler for event type \"push\"",
+        ),
+        (
+            &[
+                "redrive",
+                "--source",
+                "stripe-deferred",
+                "--since",
+                "2026-01-02T00:00:00Z",
+                "--until",
+                "2026-01-01T00:00:00Z",
+            ],
+            "until must be after since",
+        ),
+        (
+            &[
+                "redrive",
+                "--source",
+                "stripe-deferred",
+                "--event-id",
+                "a",
+                "--since",
+                "2026-01-01T00:00:00Z",
+            ],
+            "cannot be used with",
+        ),
+    ];
+    for (args, reason) in cases {
+        let output = hookledger(&db.url, args).await;
+        let line = one_line_failure(&output);
+        assert!(line.contains(reason), "{args:?}: {line}");
+    }
+    // A usage error exits 2, with clap's reason on the one line.
+    let output = hookledger(&db.url, &["redrive", "--source", "stripe"]).await;
+    assert_eq!(output.status.code(), Some(2));
+    assert!(one_line_failure(&output).contains("--event-id"));
+    assert_eq!(snapshot(&db).await, before, "a refusal writes nothing");
+    // No DATABASE_URL: one line naming it.
+    let output = Command::new(env!("CARGO_BIN_EXE_hookledger"))
+        .arg("stuck")
+        .env_clear()
+        .output()
+        .await
+        .unwrap();
+    assert!(one_line_failure(&output).contains("DATABASE_URL"));
+}
