@@ -6,8 +6,8 @@
 --
 -- history: what operators did to the row, oldest first, as a JSON array of objects. A re-drive
 -- of a dead letter appends {"action": "redrive", "at", "status": "dead", "attempts",
--- "last_error", "dead_at"}; a re-run of an ignored event appends {"action": "rerun_ignored",
--- "at", "status": "completed", "response", "completed_at"}. NULL until the first action.
+-- "last_error", "dead_at", "claimed_at", "response"}; a re-run of an ignored event appends {"action": "rerun_ignored",
+-- "at", "status": "completed", "response", "completed_at", "claimed_at"}. NULL until the first action.
 --
 -- Both are nullable without a default: ADD COLUMN only changes the catalogue (no table rewrite,
 -- a brief ACCESS EXCLUSIVE lock), so the receivers are not held up on a large ledger.

@@ -87,7 +87,8 @@ macro_rules! redrive_set {
     claimed_at = now(),
     history = coalesce(e.history, '[]'::jsonb) || jsonb_build_array(jsonb_build_object(
         'action', 'redrive', 'at', now(), 'status', 'dead', 'attempts', e.attempts,
-        'last_error', e.last_error, 'dead_at', e.dead_at, 'claimed_at', e.claimed_at))"
+        'last_error', e.last_error, 'dead_at', e.dead_at, 'claimed_at', e.claimed_at,
+        'response', e.response_body))"
     };
 }
 

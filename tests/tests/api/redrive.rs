@@ -268,6 +268,8 @@ async fn an_inline_fatal_dead_letter_is_redriven_and_the_worker_completes_it_onc
             .contains("metadata.order_id missing"),
         "{entries}"
     );
+    // The answer the provider was given while it was dead is kept too.
+    assert_eq!(entries[0]["response"]["status"], "dead", "{entries}");
     // The fixed handler is the worker's (the example one).
     let worker = worker_for(&app);
     let summary = drain(&worker).await;
