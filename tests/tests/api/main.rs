@@ -12,6 +12,7 @@ mod helpers;
 mod interop;
 mod pooler;
 mod receive;
+mod replay;
 mod robustness;
 mod scripts;
 mod sweep;
