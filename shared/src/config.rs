@@ -61,6 +61,9 @@ use serde::Deserialize;
 use crate::retention::{Retention, RetentionSpec, SourceRetention};
 use crate::verify::{GenericHmac, Scheme, Verifier, VerifierError};
 
+mod github_hook;
+pub use github_hook::{GithubHook, GithubHookSpec, GithubHookTarget, GITHUB_API_BASE_URL};
+
 /// Default timestamp tolerance, seconds. Stripe, Slack and Standard Webhooks all use 300 s.
 pub const DEFAULT_TOLERANCE_SECS: u64 = 300;
 
@@ -194,14 +197,24 @@ pub struct SourceSpec {
     /// absent.
     #[serde(default)]
     pub max_attempts: Option<u32>,
-    /// The provider's API key (Stripe: a restricted key with read access to the objects the
-    /// handlers re-fetch), used to resolve ordering ties by re-fetching the object. Optional.
+    /// The provider's API key. Stripe: a restricted key that may read events (replay) and the
+    /// objects the handlers re-fetch (ordering ties); Paddle: an API key that may read events
+    /// (replay); GitHub: a token for a repository or organisation `github_hook` (replay).
+    /// Optional; never logged.
     #[serde(default)]
     pub api_key: Option<String>,
     /// The provider's API base URL; the provider's public API when absent (Stripe
-    /// `https://api.stripe.com`). Tests point it at a local fake.
+    /// `https://api.stripe.com`, Paddle `https://api.paddle.com` (its sandbox is
+    /// `https://sandbox-api.paddle.com`), GitHub `https://api.github.com`). Tests point it at a
+    /// local fake.
     #[serde(default)]
     pub api_base_url: Option<String>,
+    /// GitHub sources only: the webhook replay lists and redelivers, and its credential:
+    /// `{"repository": "owner/name", "hook_id": 123}` or `{"organization": "org", "hook_id":
+    /// 123}` (with `api_key`), or `{"app_id": 123, "app_private_key": "-----BEGIN ..."}` (see
+    /// [`GithubHookSpec`]). Optional.
+    #[serde(default)]
+    pub github_hook: Option<GithubHookSpec>,
     /// Completed keys are kept this many days after the first delivery (default 30); at least
     /// the retry horizon plus the replay look-back (see [`crate::retention`]).
     #[serde(default)]
@@ -251,6 +264,8 @@ pub struct SourceConfig {
     pub max_attempts: u32,
     /// The provider's API, when an `api_key` is configured.
     pub api: Option<ProviderApi>,
+    /// GitHub sources with a `github_hook`: the webhook replay lists and redelivers.
+    pub github_hook: Option<GithubHook>,
     /// Retention, retry horizon, replay look-back and the expected delivery interval.
     pub retention: SourceRetention,
 }
@@ -266,6 +281,19 @@ pub struct ProviderApi {
 
 /// Stripe's API base URL.
 pub const STRIPE_API_BASE_URL: &str = "https://api.stripe.com";
+
+/// Paddle Billing's API base URL (live; the sandbox is `https://sandbox-api.paddle.com`).
+pub const PADDLE_API_BASE_URL: &str = "https://api.paddle.com";
+
+/// The provider's public API base URL for `scheme`, when it has one replay or the handlers use.
+pub fn default_api_base_url(scheme: Scheme) -> Option<&'static str> {
+    match scheme {
+        Scheme::Stripe => Some(STRIPE_API_BASE_URL),
+        Scheme::Paddle => Some(PADDLE_API_BASE_URL),
+        Scheme::Github => Some(GITHUB_API_BASE_URL),
+        _ => None,
+    }
+}
 
 impl SourceConfig {
     /// Validates a [`SourceSpec`] and prepares its keys.
@@ -303,26 +331,53 @@ impl SourceConfig {
         if max_attempts == 0 || max_attempts > 100 {
             return Err(problem("max_attempts must be 1 to 100"));
         }
-        let api = match (spec.api_key, spec.api_base_url) {
-            (None, None) => None,
-            (None, Some(_)) => return Err(problem("api_base_url needs api_key")),
-            (Some(key), base_url) => {
-                let base_url = match (base_url, spec.scheme) {
+        if spec.github_hook.is_some() && spec.scheme != Scheme::Github {
+            return Err(problem("github_hook applies to github sources only"));
+        }
+        // A GitHub App authenticates with a JWT, not a key: its base URL stands alone.
+        let app_hook = spec
+            .github_hook
+            .as_ref()
+            .is_some_and(|hook| hook.app_id.is_some());
+        let base_url = match (spec.api_key.is_some() || app_hook, spec.api_base_url) {
+            (false, None) => None,
+            (false, Some(_)) => return Err(problem("api_base_url needs api_key")),
+            (true, base_url) => {
+                let base_url = match (base_url, default_api_base_url(spec.scheme)) {
                     (Some(url), _) => url,
-                    (None, Scheme::Stripe) => STRIPE_API_BASE_URL.to_owned(),
-                    (None, _) => return Err(problem("api_key needs api_base_url for this scheme")),
+                    (None, Some(url)) => url.to_owned(),
+                    (None, None) => {
+                        return Err(problem("api_key needs api_base_url for this scheme"))
+                    }
                 };
                 if !(base_url.starts_with("https://") || base_url.starts_with("http://")) {
                     return Err(problem("api_base_url must be an http(s) URL"));
                 }
+                Some(base_url.trim_end_matches('/').to_owned())
+            }
+        };
+        let api = match (spec.api_key, &base_url) {
+            (Some(key), Some(base_url)) => {
                 if key.is_empty() {
                     return Err(problem("api_key is empty"));
                 }
                 Some(ProviderApi {
-                    base_url: base_url.trim_end_matches('/').to_owned(),
+                    base_url: base_url.clone(),
                     key: SecretString::from(key),
                 })
             }
+            _ => None,
+        };
+        let github_hook = match spec.github_hook {
+            None => None,
+            Some(hook) => Some(
+                github_hook::validate(
+                    hook,
+                    api.is_some(),
+                    base_url.unwrap_or_else(|| GITHUB_API_BASE_URL.to_owned()),
+                )
+                .map_err(|reason| problem(&reason))?,
+            ),
         };
         let secrets: Vec<&str> = spec.secrets.iter().map(String::as_str).collect();
         let verifier = Verifier::new(
@@ -355,6 +410,7 @@ impl SourceConfig {
             shadow: spec.shadow.unwrap_or(false),
             max_attempts,
             api,
+            github_hook,
             retention,
             name: spec.name,
         })

@@ -18,6 +18,7 @@ pub mod ledger;
 pub mod ordering;
 pub mod receive;
 pub mod redrive;
+pub mod replay;
 pub mod retention;
 pub mod secrets;
 pub mod sources_refresh;

@@ -17,6 +17,7 @@ use shared::verify::Verifier;
 use tokio::sync::OnceCell;
 
 pub mod fake_api;
+pub mod fake_providers;
 
 /// The repository root (the workspace), found from this crate's manifest directory: the one cargo
 /// names when it runs a test or `cargo run` (`CARGO_MANIFEST_DIR` at run time), else the one this

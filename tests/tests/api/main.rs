@@ -13,6 +13,7 @@ mod interop;
 mod pooler;
 mod receive;
 mod redrive;
+mod replay;
 mod robustness;
 mod scripts;
 mod sweep;

@@ -1,0 +1,263 @@
+//! One request to a provider's API with bounded retries: 429, 5xx and connection failures are
+//! retried with exponential backoff honouring `Retry-After`; 401 and 403 are the credential's
+//! fault and stop at once; any other 4xx is final. Every request and every wait fits inside the
+//! invocation's time ([`super::ReplayOptions`]).
+
+use std::time::Duration;
+
+use reqwest::header::HeaderMap;
+use reqwest::Method;
+
+use super::{ReplayErrorKind, ReplayOptions, Run};
+
+/// Longest provider error message quoted in an error, characters.
+const MAX_MESSAGE_CHARS: usize = 300;
+
+/// The credential a request carries, for the `Authorization` header and for the errors that
+/// name it (never its value).
+pub(crate) struct Credential<'a> {
+    /// The header's value, e.g. `Bearer sk_...`.
+    pub(crate) authorization: String,
+    /// Any credential text that must never appear in an error (scrubbed from provider
+    /// messages).
+    pub(crate) secret: &'a str,
+    /// The setting that holds it (`api_key`, ...).
+    pub(crate) setting: &'static str,
+    /// What it must be allowed to do, for the 401/403 message.
+    pub(crate) allowed: &'static str,
+    /// More headers the provider expects (GitHub's `Accept` and API version).
+    pub(crate) headers: &'static [(&'static str, &'static str)],
+}
+
+/// A successful (2xx) answer.
+pub(crate) struct Response {
+    /// The status.
+    pub(crate) status: u16,
+    /// The headers (`Link`, ...).
+    pub(crate) headers: HeaderMap,
+    /// The body's bytes.
+    pub(crate) body: Vec<u8>,
+}
+
+/// Why a request gave no answer to use.
+pub(crate) enum Failure {
+    /// Too little invocation time left to send it, or to wait for its retry.
+    OutOfTime,
+    /// An error that ends the run.
+    Error(ReplayErrorKind),
+}
+
+/// How long to wait before retry number `attempt + 1` (`attempt` counts from 0): the
+/// `Retry-After` header's seconds when it has them, else `backoff_base * 2^attempt`; never more
+/// than `retry_after_cap`. (`Retry-After` as an HTTP date is not used: the backoff applies.)
+pub fn retry_wait(attempt: u32, retry_after: Option<&str>, options: &ReplayOptions) -> Duration {
+    let wait = match retry_after.and_then(|v| v.trim().parse::<u64>().ok()) {
+        Some(secs) => Duration::from_secs(secs),
+        None => options
+            .backoff_base
+            .saturating_mul(1u32.checked_shl(attempt.min(20)).unwrap_or(u32::MAX)),
+    };
+    wait.min(options.retry_after_cap)
+}
+
+/// Sends one request (`query` as URL parameters) with retries.
+pub(crate) async fn send(
+    run: &Run<'_>,
+    source: &str,
+    credential: &Credential<'_>,
+    method: Method,
+    url: &str,
+    query: &[(&str, String)],
+) -> Result<Response, Failure> {
+    let options = run.options;
+    let timeout = options.request_timeout.min(options.margin.mul_f64(0.8));
+    let mut attempt: u32 = 0;
+    loop {
+        if run.out_of_time() {
+            return Err(Failure::OutOfTime);
+        }
+        let mut builder = run
+            .client
+            .request(method.clone(), url)
+            .query(query)
+            .header(reqwest::header::AUTHORIZATION, &credential.authorization)
+            .timeout(timeout);
+        for (name, value) in credential.headers {
+            builder = builder.header(*name, *value);
+        }
+        let sent = builder.send().await;
+        // What went wrong, when a retry may help: (status, Retry-After, detail).
+        let retryable: (Option<u16>, Option<String>, String) = match sent {
+            Err(error) => (None, None, transport_error(&error)),
+            Ok(response) => {
+                let status = response.status().as_u16();
+                let headers = response.headers().clone();
+                let body = match response.bytes().await {
+                    Ok(body) => body.to_vec(),
+                    Err(error) => {
+                        let detail = transport_error(&error);
+                        if attempt >= options.max_retries {
+                            return Err(unreachable(source, attempt + 1, detail));
+                        }
+                        wait(run, attempt, None).await?;
+                        attempt += 1;
+                        continue;
+                    }
+                };
+                let retry_after = headers
+                    .get(reqwest::header::RETRY_AFTER)
+                    .and_then(|v| v.to_str().ok())
+                    .map(str::to_owned);
+                // GitHub answers its rate limits with 403 and Retry-After or no requests left.
+                let rate_limited_403 = status == 403
+                    && (retry_after.is_some()
+                        || headers
+                            .get("x-ratelimit-remaining")
+                            .is_some_and(|v| v.as_bytes() == b"0"));
+                match status {
+                    200..=299 => {
+                        return Ok(Response {
+                            status,
+                            headers,
+                            body,
+                        })
+                    }
+                    401 | 403 if !rate_limited_403 => {
+                        return Err(Failure::Error(ReplayErrorKind::Unauthorized {
+                            name: source.to_owned(),
+                            status,
+                            setting: credential.setting,
+                            allowed: credential.allowed,
+                        }))
+                    }
+                    403 | 429 | 500..=599 => (
+                        Some(status),
+                        retry_after,
+                        provider_message(&body, credential.secret),
+                    ),
+                    _ => {
+                        return Err(Failure::Error(ReplayErrorKind::Provider {
+                            name: source.to_owned(),
+                            status,
+                            attempts: attempt + 1,
+                            message: provider_message(&body, credential.secret),
+                        }))
+                    }
+                }
+            }
+        };
+        let (status, retry_after, detail) = retryable;
+        if attempt >= options.max_retries {
+            return Err(match status {
+                Some(status) => Failure::Error(ReplayErrorKind::Provider {
+                    name: source.to_owned(),
+                    status,
+                    attempts: attempt + 1,
+                    message: detail,
+                }),
+                None => unreachable(source, attempt + 1, detail),
+            });
+        }
+        tracing::warn!(
+            source,
+            status = status.unwrap_or(0),
+            attempt = attempt + 1,
+            retry_after = retry_after.as_deref().unwrap_or(""),
+            error = detail.as_str(),
+            "provider API request failed; retrying"
+        );
+        wait(run, attempt, retry_after.as_deref()).await?;
+        attempt += 1;
+    }
+}
+
+/// Sleeps before a retry, unless that would leave less than the margin.
+async fn wait(run: &Run<'_>, attempt: u32, retry_after: Option<&str>) -> Result<(), Failure> {
+    let wait = retry_wait(attempt, retry_after, run.options);
+    if run.remaining() < wait + run.options.margin {
+        return Err(Failure::OutOfTime);
+    }
+    tokio::time::sleep(wait).await;
+    Ok(())
+}
+
+fn unreachable(source: &str, attempts: u32, detail: String) -> Failure {
+    Failure::Error(ReplayErrorKind::Unreachable {
+        name: source.to_owned(),
+        attempts,
+        detail,
+    })
+}
+
+/// A transport error's chain (reqwest names the URL, which carries no credential).
+fn transport_error(error: &reqwest::Error) -> String {
+    crate::telemetry::error_chain(error)
+}
+
+/// The provider's error message from an error body (Stripe `error.message`, Paddle
+/// `error.detail`, GitHub `message`), else the start of the body as text; `secret` scrubbed,
+/// at most [`MAX_MESSAGE_CHARS`] characters.
+pub(crate) fn provider_message(body: &[u8], secret: &str) -> String {
+    let parsed: Option<serde_json::Value> = serde_json::from_slice(body).ok();
+    let message = parsed
+        .as_ref()
+        .and_then(|v| {
+            v.pointer("/error/message")
+                .or_else(|| v.pointer("/error/detail"))
+                .or_else(|| v.pointer("/message"))
+                .and_then(serde_json::Value::as_str)
+                .map(str::to_owned)
+        })
+        .unwrap_or_else(|| String::from_utf8_lossy(body).into_owned());
+    let message = if secret.is_empty() {
+        message
+    } else {
+        message.replace(secret, "[redacted]")
+    };
+    let message: String = message.chars().take(MAX_MESSAGE_CHARS).collect();
+    if message.trim().is_empty() {
+        "no message".to_owned()
+    } else {
+        message
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retry_after_seconds_are_honoured_up_to_the_cap_and_backoff_doubles() {
+        let options = ReplayOptions::default();
+        assert_eq!(retry_wait(0, Some("2"), &options), Duration::from_secs(2));
+        assert_eq!(retry_wait(3, Some(" 7 "), &options), Duration::from_secs(7));
+        assert_eq!(
+            retry_wait(0, Some("3600"), &options),
+            Duration::from_secs(30)
+        );
+        assert_eq!(retry_wait(0, None, &options), Duration::from_millis(500));
+        assert_eq!(retry_wait(2, None, &options), Duration::from_secs(2));
+        assert_eq!(
+            retry_wait(2, Some("Wed, 21 Oct 2015 07:28:00 GMT"), &options),
+            Duration::from_secs(2)
+        );
+        assert_eq!(retry_wait(40, None, &options), Duration::from_secs(30));
+    }
+
+    #[test]
+    fn provider_messages_are_read_short_and_never_carry_the_credential() {
+        let stripe =
+            br#"{"error": {"message": "Invalid API Key provided: sk_test_abc", "type": "x"}}"#;
+        assert_eq!(
+            provider_message(stripe, "sk_test_abc"),
+            "Invalid API Key provided: [redacted]"
+        );
+        let paddle = br#"{"error": {"type": "request_error", "detail": "bad after"}}"#;
+        assert_eq!(provider_message(paddle, "k"), "bad after");
+        let github = br#"{"message": "Not Found", "documentation_url": "x"}"#;
+        assert_eq!(provider_message(github, "k"), "Not Found");
+        let long = "x".repeat(1000);
+        assert_eq!(provider_message(long.as_bytes(), "k").len(), 300);
+        assert_eq!(provider_message(b"", "k"), "no message");
+    }
+}
