@@ -4,7 +4,7 @@ VENV := .venv-tools
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export SAM_CLI_TELEMETRY := 0
 
-.PHONY: demo run test migrate redrive inspect stuck sweep audit bench-sweep bench-load tools postgres build clean
+.PHONY: demo run test migrate replay redrive inspect stuck sweep audit bench-sweep bench-load tools postgres build clean
 
 ## demo: set up, run the receiver under cargo-lambda on a throwaway PostgreSQL, deliver events/, print
 demo: tools postgres
@@ -39,6 +39,20 @@ HOOKLEDGER := cargo run --quiet -p cli --bin hookledger --
 migrate:
 	$(need_database)
 	$(HOOKLEDGER) migrate $(ARGS)
+
+## replay: pull SOURCE's events of a window back from its provider's API (hookledger replay):
+##   make replay SOURCE=stripe SINCE=2026-12-01T09:20:00Z [UNTIL=...] [DRY_RUN=1]
+##   [CURSOR=<next_cursor> to resume] [ARGS=--json]
+replay:
+	$(need_database)
+	$(need_sources)
+	@if [ -z "$(SOURCE)" ] || [ -z "$(SINCE)" ]; then \
+	  echo 'make replay: set SOURCE and SINCE=<RFC 3339> [UNTIL=...] (DRY_RUN=1 to count only, CURSOR=... to resume)' >&2; \
+	  exit 2; \
+	fi
+	$(HOOKLEDGER) replay --source '$(SOURCE)' --since '$(SINCE)' \
+	  $(if $(UNTIL),--until '$(UNTIL)') $(if $(CURSOR),--starting-after '$(CURSOR)') \
+	  $(if $(DRY_RUN),--dry-run) $(ARGS)
 
 ## redrive: dead letters of SOURCE back to the worker (hookledger redrive), by id
 ## (EVENT_IDS="evt_1 evt_2") or by when they went dead (SINCE=2026-12-01T09:00:00Z [UNTIL=...]);

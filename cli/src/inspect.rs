@@ -40,42 +40,11 @@ pub async fn run(settings: &Settings, pool: &Pool, args: Args) -> anyhow::Result
         );
     };
     if args.json {
-        println!("{}", to_json(&detail));
+        println!("{}", detail.to_json());
     } else {
         print!("{}", summary(&detail));
     }
     Ok(())
-}
-
-fn time(at: Option<SystemTime>) -> serde_json::Value {
-    at.map_or(serde_json::Value::Null, |at| rfc3339(at).into())
-}
-
-/// The row as JSON: `{"source", "event_id", "event_type", "status", "attempts", "last_error",
-/// "response_status", "response_body", "payload_digest", "payload_bytes", "claimed_at",
-/// "completed_at", "dead_at", "next_attempt_at", "lease_expires_at", "replayed",
-/// "replayed_at", "history"}`.
-fn to_json(detail: &EventDetail) -> serde_json::Value {
-    serde_json::json!({
-        "source": detail.source,
-        "event_id": detail.event_id,
-        "event_type": detail.event_type,
-        "status": detail.status.as_str(),
-        "attempts": detail.attempts,
-        "last_error": detail.last_error,
-        "response_status": detail.response_status,
-        "response_body": detail.response_body,
-        "payload_digest": detail.payload_digest,
-        "payload_bytes": detail.payload_bytes,
-        "claimed_at": rfc3339(detail.claimed_at),
-        "completed_at": time(detail.completed_at),
-        "dead_at": time(detail.dead_at),
-        "next_attempt_at": time(detail.next_attempt_at),
-        "lease_expires_at": time(detail.lease_expires_at),
-        "replayed": detail.replayed_at.is_some(),
-        "replayed_at": time(detail.replayed_at),
-        "history": detail.history,
-    })
 }
 
 fn or_dash(at: Option<SystemTime>) -> String {

@@ -16,6 +16,7 @@ mod inspect;
 mod migrate;
 mod progress;
 mod redrive;
+mod replay;
 mod stuck;
 mod sweep;
 
@@ -34,6 +35,9 @@ enum Command {
     /// Read the configuration exactly as the functions do at cold start and print the sources
     /// found, or the error they would stop with.
     CheckConfig,
+    /// Pull a window of events back from the provider's API (Stripe, Paddle) through the claim
+    /// path, or ask GitHub to redeliver what the ledger lacks; never runs an event twice.
+    Replay(replay::Args),
     /// Put dead letters (by id, or by when they went dead) back to `claimed` for the worker;
     /// with --ignored, re-run events that completed as `ignored` before their type had a
     /// handler.
@@ -74,6 +78,7 @@ async fn run(command: Command) -> anyhow::Result<()> {
     let pool = shared::db::pool(&settings.database)?;
     match command {
         Command::Migrate(_) | Command::CheckConfig => Ok(()),
+        Command::Replay(args) => replay::run(&settings, &pool, args).await,
         Command::Redrive(args) => redrive::run(&settings, &pool, args).await,
         Command::Inspect(args) => inspect::run(&settings, &pool, args).await,
         Command::Stuck(args) => stuck::run(&settings, &pool, args).await,

@@ -16,7 +16,6 @@ use shared::config::{DatabaseSettings, SourceConfig, Sources};
 use shared::verify::Verifier;
 use tokio::sync::OnceCell;
 
-pub mod fake_api;
 pub mod fake_providers;
 
 /// The repository root (the workspace), found from this crate's manifest directory: the one cargo

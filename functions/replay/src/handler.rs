@@ -5,13 +5,11 @@ use std::time::{Duration, SystemTime};
 
 use lambda_runtime::{Error, LambdaEvent};
 use serde::Deserialize;
-use serde_json::{json, Value};
+use serde_json::Value;
 use shared::db::Pool;
 use shared::invocation::{deadline, remaining};
-use shared::ledger::EventDetail;
 use shared::redrive::RedriveSpec;
 use shared::replay::{ReplayError, ReplayOptions, ReplayRequest, Replayer};
-use shared::telemetry::rfc3339;
 use shared::{Receiver, Settings};
 
 /// Built once per execution environment.
@@ -161,7 +159,7 @@ pub async fn handle(
         }
         Input::Inspect(input) => {
             match shared::redrive::inspect(&receiver.pool, &input.source, &input.inspect).await? {
-                Some(detail) => Ok(detail_json(&detail)),
+                Some(detail) => Ok(detail.to_json()),
                 None => Err(format!(
                     "source {:?} has no event {:?} in the ledger",
                     input.source, input.inspect
@@ -172,34 +170,10 @@ pub async fn handle(
     }
 }
 
-/// One ledger row as JSON, times in RFC 3339 (UTC, milliseconds).
-pub fn detail_json(detail: &EventDetail) -> Value {
-    let time = |at: Option<SystemTime>| at.map(rfc3339);
-    json!({
-        "source": detail.source,
-        "event_id": detail.event_id,
-        "event_type": detail.event_type,
-        "status": detail.status.as_str(),
-        "attempts": detail.attempts,
-        "last_error": detail.last_error,
-        "response_status": detail.response_status,
-        "response_body": detail.response_body,
-        "payload_digest": detail.payload_digest,
-        "payload_bytes": detail.payload_bytes,
-        "claimed_at": rfc3339(detail.claimed_at),
-        "completed_at": time(detail.completed_at),
-        "dead_at": time(detail.dead_at),
-        "next_attempt_at": time(detail.next_attempt_at),
-        "lease_expires_at": time(detail.lease_expires_at),
-        "replayed": detail.replayed_at.is_some(),
-        "replayed_at": time(detail.replayed_at),
-        "history": detail.history,
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn the_three_input_shapes_parse_and_others_are_refused_by_name() {

@@ -7,6 +7,7 @@ use tokio_postgres::types::{Json, Type};
 
 use super::{Connection, LedgerError, Status};
 use crate::db::Sql;
+use crate::telemetry::rfc3339;
 
 /// One ledger row as an operator reads it.
 #[derive(Debug, Clone, PartialEq)]
@@ -46,6 +47,37 @@ pub struct EventDetail {
     /// What operators did to the row, oldest first (see migration V12): a JSON array, empty when
     /// nothing was done.
     pub history: serde_json::Value,
+}
+
+impl EventDetail {
+    /// The row as the CLI's `inspect --json` and the replay function's `inspect` print it:
+    /// `{"source", "event_id", "event_type", "status", "attempts", "last_error",
+    /// "response_status", "response_body", "payload_digest", "payload_bytes", "claimed_at",
+    /// "completed_at", "dead_at", "next_attempt_at", "lease_expires_at", "replayed",
+    /// "replayed_at", "history"}`, times in RFC 3339 (UTC, milliseconds) or `null`.
+    pub fn to_json(&self) -> serde_json::Value {
+        let time = |at: Option<SystemTime>| at.map(rfc3339);
+        serde_json::json!({
+            "source": self.source,
+            "event_id": self.event_id,
+            "event_type": self.event_type,
+            "status": self.status.as_str(),
+            "attempts": self.attempts,
+            "last_error": self.last_error,
+            "response_status": self.response_status,
+            "response_body": self.response_body,
+            "payload_digest": self.payload_digest,
+            "payload_bytes": self.payload_bytes,
+            "claimed_at": rfc3339(self.claimed_at),
+            "completed_at": time(self.completed_at),
+            "dead_at": time(self.dead_at),
+            "next_attempt_at": time(self.next_attempt_at),
+            "lease_expires_at": time(self.lease_expires_at),
+            "replayed": self.replayed_at.is_some(),
+            "replayed_at": time(self.replayed_at),
+            "history": self.history,
+        })
+    }
 }
 
 static INSPECT: Sql = Sql {

@@ -1,12 +1,11 @@
 //! The worker contract (the lease is the ownership), what a handler may and may not do, and
 //! ordering ties: each test fails on the design before the lease token and the `Tx` handle.
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use hookledger_tests::fake_api::FakeApi;
+use hookledger_tests::fake_providers::{Answer, FakeServer};
 use shared::config::ProviderApi;
 use shared::db::Sql;
 use shared::handlers::stripe_subscriptions::SubscriptionChanged;
@@ -460,12 +459,16 @@ async fn an_effect_status_is_a_2xx_stored_and_replayed_verbatim() {
 
 /// A receiver whose Stripe subscription handler resolves ties through a fake Stripe API that
 /// answers `GET /v1/subscriptions/sub_tie` with `answer` (status, JSON).
-async fn app_with_fake_stripe(answer: (u16, serde_json::Value)) -> (TestApp, FakeApi) {
+async fn app_with_fake_stripe(answer: (u16, serde_json::Value)) -> (TestApp, FakeServer) {
     let mut app = spawn_app().await;
-    let stripe = FakeApi::start(HashMap::from([(
-        "/v1/subscriptions/sub_tie".to_owned(),
-        answer,
-    )]))
+    let (status, body) = answer;
+    let stripe = FakeServer::start(move |request| {
+        if request.method == "GET" && request.path == "/v1/subscriptions/sub_tie" {
+            Answer::json(status, &body)
+        } else {
+            Answer::json(404, &serde_json::json!({"error": "no such route"}))
+        }
+    })
     .await
     .unwrap();
     let handler = Arc::new(SubscriptionChanged::new(Some(ProviderApi {
@@ -540,11 +543,11 @@ async fn a_version_tie_is_resolved_by_re_fetching_the_subscription_from_stripe()
         .unwrap()
         .get(0);
     assert!(resolved);
-    let seen = stripe.seen();
+    let seen = stripe.requests();
     assert_eq!(seen.len(), 1);
     assert_eq!(seen[0].path, "/v1/subscriptions/sub_tie");
     assert_eq!(
-        seen[0].authorization.as_deref(),
+        seen[0].header("authorization"),
         Some("Bearer rk_test_local")
     );
 }
