@@ -362,6 +362,9 @@ impl Replayer {
         let client = reqwest::Client::builder()
             .user_agent(concat!("hookledger-replay/", env!("CARGO_PKG_VERSION")))
             .connect_timeout(options.request_timeout)
+            // The providers' list APIs do not redirect; a redirect is answered as a failed
+            // request rather than followed with the credential to wherever it points.
+            .redirect(reqwest::redirect::Policy::none())
             .build()
             .map_err(|e| {
                 ReplayErrorKind::Client(crate::telemetry::error_chain(&e))

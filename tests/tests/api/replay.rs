@@ -463,6 +463,38 @@ async fn a_401_is_a_clear_error_naming_the_source_and_api_key_never_its_value_an
 }
 
 #[tokio::test]
+async fn a_redirect_is_not_followed_with_the_credential() {
+    // A provider URL that answers 302 to another host (a hijacked DNS name, a misconfigured
+    // proxy): the key must not travel there.
+    let elsewhere = serve_fixture(
+        |_| Answer::json(200, &json!({"data": [], "has_more": false})),
+        None,
+    )
+    .await
+    .unwrap();
+    let target = format!("{}/v1/events", elsewhere.base_url);
+    let server = serve_fixture(
+        move |_| Answer::raw(302, "").with_header("location", &target),
+        None,
+    )
+    .await
+    .unwrap();
+    let app = stripe_app(&server, STRIPE_KEY).await;
+    let error = replayer()
+        .run(
+            app.receiver(),
+            &request("stripe", now_unix() - 7_200),
+            plenty_left,
+            |_: &ReplayReport| {},
+        )
+        .await
+        .unwrap_err();
+    assert!(error.to_string().contains("302"), "{error}");
+    assert!(elsewhere.requests().is_empty(), "the redirect was followed");
+    assert_eq!(app.ledger_rows().await, 0);
+}
+
+#[tokio::test]
 async fn a_malformed_page_stops_the_run_with_the_cursor_to_resume_from() {
     let fixture = StripeEvents::new(STRIPE_KEY, stripe_events(150));
     let broken = Arc::new(AtomicBool::new(true));
