@@ -127,6 +127,10 @@ for name, s in report["sources"].items():
 print("  sessions idle in a transaction: %d" % report["idle_in_transaction"]["sessions"])
 '
 echo
+echo "== the operator's view of one event (hookledger inspect; the runbook in the README has the rest)"
+HOOKLEDGER_SOURCES_FILE="$sources_file" "$hookledger" inspect --source stripe evt_1QhookledgerDemo0001 |
+  sed 's/^/  /'
+echo
 echo "== ledger"
 "$dev" ledger
 echo
