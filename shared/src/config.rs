@@ -295,6 +295,25 @@ pub fn default_api_base_url(scheme: Scheme) -> Option<&'static str> {
     }
 }
 
+/// Whether replay and the handlers may send a credential to `url`: `https://` anywhere, plain
+/// `http://` only to the loopback host (tests and local fakes), so a key never crosses a
+/// network in clear text.
+fn api_base_url_is_allowed(url: &str) -> bool {
+    match url::Url::parse(url) {
+        Ok(parsed) => match parsed.scheme() {
+            "https" => parsed.host().is_some(),
+            "http" => matches!(
+                parsed.host(),
+                Some(url::Host::Domain("localhost"))
+                    | Some(url::Host::Ipv4(std::net::Ipv4Addr::LOCALHOST))
+                    | Some(url::Host::Ipv6(std::net::Ipv6Addr::LOCALHOST))
+            ),
+            _ => false,
+        },
+        Err(_) => false,
+    }
+}
+
 impl SourceConfig {
     /// Validates a [`SourceSpec`] and prepares its keys.
     ///
@@ -350,8 +369,12 @@ impl SourceConfig {
                         return Err(problem("api_key needs api_base_url for this scheme"))
                     }
                 };
-                if !(base_url.starts_with("https://") || base_url.starts_with("http://")) {
-                    return Err(problem("api_base_url must be an http(s) URL"));
+                if !api_base_url_is_allowed(&base_url) {
+                    return Err(problem(
+                        "api_base_url must be an https:// URL (http:// only to 127.0.0.1, \
+                         [::1] or localhost, for local fakes): the API key travels with every \
+                         request",
+                    ));
                 }
                 Some(base_url.trim_end_matches('/').to_owned())
             }
@@ -985,6 +1008,31 @@ mod tests {
         assert_eq!(gh.max_body_bytes, 100);
         assert!(!gh.store_payload);
         assert!(sources.get("nope").is_none());
+    }
+
+    #[test]
+    fn an_api_base_url_is_https_or_loopback_http_only() {
+        for allowed in [
+            "https://api.stripe.com",
+            "https://sandbox-api.paddle.com/",
+            "http://127.0.0.1:9/",
+            "http://localhost:8080",
+            "http://[::1]:1",
+        ] {
+            assert!(api_base_url_is_allowed(allowed), "{allowed}");
+        }
+        for refused in [
+            "http://api.stripe.com",
+            "http://10.0.0.5",
+            "ftp://api.stripe.com",
+            "api.stripe.com",
+            "https://",
+        ] {
+            assert!(!api_base_url_is_allowed(refused), "{refused}");
+        }
+        let json = r#"[{"name": "s", "scheme": "stripe", "secrets": ["whsec_x"],
+                         "api_key": "rk_1", "api_base_url": "http://stripe.example.com"}]"#;
+        assert!(error_of(json).contains("https://"), "{}", error_of(json));
     }
 
     #[test]

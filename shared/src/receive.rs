@@ -251,7 +251,15 @@ impl Receiver {
             key_index: None,
             detail: None,
         };
-        let reply = if dry_run {
+        let reply = if body.len() > config.max_body_bytes {
+            // The source's limit holds for replayed events as for deliveries.
+            trace.detail = Some(format!(
+                "{} bytes over the limit of {}",
+                body.len(),
+                config.max_body_bytes
+            ));
+            Reply::error(413, "too_large", "body too large")
+        } else if dry_run {
             self.peek(&mut trace, config, body).await
         } else {
             self.process(&mut trace, config, &HeaderMap::new(), body, true)

@@ -274,7 +274,10 @@ impl Registry {
 }
 
 /// The recorded no-op for an event type without a handler:
-/// `200 {"status": "ignored", "event_type": ...}`.
+/// `200 {"status": "ignored", "event_type": ...}`. That exact body (these two members, the
+/// event's own type) is how the ledger tells an event that no handler ran for
+/// (`hookledger redrive --ignored` re-runs those once a handler exists): a handler must not
+/// answer exactly this; any other body, even one with `"status": "ignored"`, is a handler's.
 pub fn ignored_effect(event: &Event<'_>) -> Effect {
     Effect::ok(serde_json::json!({ "status": "ignored", "event_type": event.event_type }))
 }

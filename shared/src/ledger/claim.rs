@@ -79,6 +79,9 @@ pub struct EventRow {
     pub claimed_at: SystemTime,
     /// When the row went `dead`, if it is dead.
     pub dead_at: Option<SystemTime>,
+    /// Whether replay created the row from the provider's API (`replayed_at` is set): its
+    /// digests are of the API's rendering, not of the delivery's bytes.
+    pub replayed: bool,
 }
 
 /// What a claim needs to judge an existing key's age: the source's retention and the time now.
@@ -94,8 +97,14 @@ pub struct Expiry {
 
 impl EventRow {
     /// Whether `event` carries the same payload as this row: the payload identity when the row
-    /// has one, else the full-body digest.
+    /// has one, else the full-body digest. A row replay created matches any body: the provider's
+    /// API renders an event differently from its deliveries (Stripe's list pages nest and
+    /// indent it otherwise, an endpoint may be pinned to another API version), so the
+    /// provider's own retry of the delivery replay stood in for is a duplicate, never a 409.
     pub fn same_payload(&self, event: &NewEvent<'_>) -> bool {
+        if self.replayed {
+            return true;
+        }
         match &self.payload_identity {
             Some(identity) => identity.as_slice() == event.identity.as_slice(),
             None => self.payload_digest.as_slice() == event.digest.as_slice(),
@@ -187,10 +196,13 @@ pub async fn claim<'c>(
     Ok(match row? {
         // Deleted between the conflict and the read (sweeper): the provider's retry decides.
         None => Claim::InFlight,
+        // Replay: a key in the ledger is known, whatever its bytes, status or age. (An expired
+        // key is not taken again: the window stays inside the look-back, so only an event the
+        // API answered outside the window could find one, and it must not run twice.)
+        Some(row) if event.replayed => Claim::Known(row.status),
         Some(row) if row.is_expired(expiry) => {
             retake(conn, retake_expired(conn, event, &row, expiry, None)).await?
         }
-        Some(row) if event.replayed => Claim::Known(row.status),
         Some(row) if !row.same_payload(event) => Claim::DigestMismatch,
         Some(EventRow {
             response: Some(response),
@@ -366,7 +378,7 @@ pub(crate) async fn retake_expired(
 static LOOKUP: Sql = Sql {
     text: "\
 SELECT status::text, payload_digest, response_status, response_body::text, payload_identity,
-       claimed_at, dead_at
+       claimed_at, dead_at, replayed_at IS NOT NULL
 FROM webhook_event
 WHERE source = $1
   AND event_id = $2",
@@ -397,6 +409,7 @@ pub async fn lookup(
         payload_identity: row.try_get(4)?,
         claimed_at: row.try_get(5)?,
         dead_at: row.try_get(6)?,
+        replayed: row.try_get(7)?,
         response: match (response_status, response_body) {
             (Some(status), Some(body)) => Some(StoredResponse {
                 status: u16::try_from(status).unwrap_or(500),

@@ -80,6 +80,9 @@ pub async fn accept(
     Ok(match lookup(conn, event.source, event.event_id).await? {
         // Swept between the conflict and the read: let the provider's retry decide.
         None => Accept::InFlight,
+        // Replay: a key in the ledger is a duplicate whatever its bytes, status or age (see
+        // `super::claim`).
+        Some(row) if event.replayed => Accept::Duplicate(row.status),
         Some(row) if row.is_expired(expiry) => {
             match retake_expired(conn, event, &row, expiry, Some(now)).await {
                 Ok(true) => Accept::Accepted,
@@ -88,8 +91,7 @@ pub async fn accept(
                 Err(error) => return Err(error.into()),
             }
         }
-        // Replay: a key in the ledger is a duplicate whatever its bytes (the API re-serialises).
-        Some(row) if !event.replayed && !row.same_payload(event) => Accept::DigestMismatch,
+        Some(row) if !row.same_payload(event) => Accept::DigestMismatch,
         Some(row) => Accept::Duplicate(row.status),
     })
 }

@@ -223,12 +223,15 @@ WHERE source = $1
   AND claimed_at < $4
   AND status = 'completed'
   AND event_type = $2
-  AND response_body ->> 'status' = 'ignored'",
+  -- Exactly the recorded no-op (crate::handlers::ignored_effect), never a handler's own
+      -- answer that happens to say ignored.
+      AND response_body = jsonb_build_object('status', 'ignored', 'event_type', event_type)",
     types: &[Type::TEXT, Type::TEXT, Type::TIMESTAMPTZ, Type::TIMESTAMPTZ],
 };
 
 /// Counts `source`'s events of `event_type` first claimed in `[since, until)` that completed
-/// as `ignored` (no handler then: `crate::handlers::ignored_effect`): `(with a payload, without
+/// as `ignored` (no handler then: the response is exactly `crate::handlers::ignored_effect`'s
+/// body): `(with a payload, without
 /// one)`. Served by `webhook_event_source_claimed_at_idx`.
 ///
 /// # Errors
@@ -262,7 +265,9 @@ WITH picked AS (
       AND claimed_at < $4
       AND status = 'completed'
       AND event_type = $2
-      AND response_body ->> 'status' = 'ignored'
+      -- Exactly the recorded no-op (crate::handlers::ignored_effect), never a handler's own
+      -- answer that happens to say ignored.
+      AND response_body = jsonb_build_object('status', 'ignored', 'event_type', event_type)
       AND payload IS NOT NULL
     ORDER BY claimed_at
     LIMIT $5

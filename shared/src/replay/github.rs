@@ -363,9 +363,13 @@ pub(crate) async fn replay(
                     }
                     // A refusal of this one delivery (GitHub keeps deliveries redeliverable for
                     // a few days): count it and go on.
+                    // A refusal of this one delivery (GitHub keeps deliveries redeliverable for
+                    // a few days), or a request whose answer was lost (a 5xx, a timeout: GitHub
+                    // may have accepted it, so it is not sent again): count it and go on; a
+                    // later run asks again for what is still missing.
                     Err(Failure::Error(ReplayErrorKind::Provider {
                         status, message, ..
-                    })) if (400..500).contains(&status) => {
+                    })) if (400..600).contains(&status) => {
                         tracing::error!(
                             source,
                             event_id = delivery.guid.as_str(),
@@ -376,6 +380,17 @@ pub(crate) async fn replay(
                         );
                         run.report.failed += 1;
                         "redelivery_refused"
+                    }
+                    Err(Failure::Error(ReplayErrorKind::Unreachable { detail, .. })) => {
+                        tracing::error!(
+                            source,
+                            event_id = delivery.guid.as_str(),
+                            delivery_id = delivery.id,
+                            error = detail.as_str(),
+                            "replay: the redelivery request got no answer"
+                        );
+                        run.report.failed += 1;
+                        "redelivery_unanswered"
                     }
                     Err(Failure::OutOfTime) => {
                         // Not asked: the cursor still points before this delivery.
@@ -407,6 +422,16 @@ pub(crate) async fn replay(
         skip_from = None;
         match next {
             Some(next) if !reached_since => {
+                // A next page already read this run (a Link pointing back): stop, do not loop.
+                run.first_sight(&format!("page:{here}"));
+                if !run.first_sight(&format!("page:{next}")) {
+                    return Err(ReplayErrorKind::MalformedPage {
+                        name: source.to_owned(),
+                        detail: "the Link header's next page was read already: the cursor did \
+                                 not advance"
+                            .to_owned(),
+                    });
+                }
                 run.progress();
                 page_cursor = Some(next);
             }

@@ -10,6 +10,10 @@ use reqwest::Method;
 
 use super::{ReplayErrorKind, ReplayOptions, Run};
 
+/// Largest answer read from a provider, bytes (32 MiB): a Stripe page of 100 events is a few
+/// hundred KiB; anything near this is not a list page, and is not held in memory whole.
+pub const MAX_ANSWER_BYTES: usize = 32 * 1024 * 1024;
+
 /// Longest provider error message quoted in an error, characters.
 const MAX_MESSAGE_CHARS: usize = 300;
 
@@ -71,6 +75,9 @@ pub(crate) async fn send(
 ) -> Result<Response, Failure> {
     let options = run.options;
     let timeout = options.request_timeout.min(options.margin.mul_f64(0.8));
+    // Only reads are sent again after a lost answer: a POST answered 5xx or not at all may
+    // have been done (a GitHub redelivery would go out twice). 429 means not done: retried.
+    let idempotent = method == Method::GET;
     let mut attempt: u32 = 0;
     loop {
         if run.out_of_time() {
@@ -92,11 +99,19 @@ pub(crate) async fn send(
             Ok(response) => {
                 let status = response.status().as_u16();
                 let headers = response.headers().clone();
-                let body = match response.bytes().await {
-                    Ok(body) => body.to_vec(),
+                let body = match read_capped(response).await {
+                    Ok(Some(body)) => body,
+                    Ok(None) => {
+                        return Err(Failure::Error(ReplayErrorKind::MalformedPage {
+                            name: source.to_owned(),
+                            detail: format!(
+                                "HTTP {status}: an answer larger than {MAX_ANSWER_BYTES} bytes"
+                            ),
+                        }))
+                    }
                     Err(error) => {
                         let detail = transport_error(&error);
-                        if attempt >= options.max_retries {
+                        if attempt >= options.max_retries || !idempotent {
                             return Err(unreachable(source, attempt + 1, detail));
                         }
                         wait(run, attempt, None).await?;
@@ -147,7 +162,7 @@ pub(crate) async fn send(
             }
         };
         let (status, retry_after, detail) = retryable;
-        if attempt >= options.max_retries {
+        if attempt >= options.max_retries || (!idempotent && status != Some(429)) {
             return Err(match status {
                 Some(status) => Failure::Error(ReplayErrorKind::Provider {
                     name: source.to_owned(),
@@ -169,6 +184,24 @@ pub(crate) async fn send(
         wait(run, attempt, retry_after.as_deref()).await?;
         attempt += 1;
     }
+}
+
+/// The answer's body, read chunk by chunk; `None` once it passes [`MAX_ANSWER_BYTES`].
+async fn read_capped(mut response: reqwest::Response) -> Result<Option<Vec<u8>>, reqwest::Error> {
+    if response
+        .content_length()
+        .is_some_and(|length| length > MAX_ANSWER_BYTES as u64)
+    {
+        return Ok(None);
+    }
+    let mut body = Vec::new();
+    while let Some(chunk) = response.chunk().await? {
+        if body.len() + chunk.len() > MAX_ANSWER_BYTES {
+            return Ok(None);
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(Some(body))
 }
 
 /// Sleeps before a retry, unless that would leave less than the margin.

@@ -409,6 +409,7 @@ impl Replayer {
                 ..ReplayReport::default()
             },
             handled: 0,
+            seen: std::collections::HashSet::new(),
         };
         let result = run.run().await;
         let report = run.report;
@@ -473,6 +474,10 @@ pub(crate) struct Run<'a> {
     pub(crate) report: ReplayReport,
     /// Events (or GUIDs) handled so far, including those skipped as outside the window.
     handled: u64,
+    /// What this run has read already: event ids (Stripe, Paddle) or page cursors (GitHub). A
+    /// page that brings nothing new means the provider's cursor did not advance: the run stops
+    /// as on a malformed page instead of reading the same page forever.
+    seen: std::collections::HashSet<String>,
 }
 
 impl Run<'_> {
@@ -528,6 +533,11 @@ impl Run<'_> {
     pub(crate) fn handled(&mut self, cursor: String) {
         self.handled += 1;
         self.report.next_cursor = Some(cursor);
+    }
+
+    /// Whether `key` (an event id, or a page cursor) is new to this run; remembers it.
+    pub(crate) fn first_sight(&mut self, key: &str) -> bool {
+        self.seen.insert(key.to_owned())
     }
 
     /// Calls the progress callback with the counts so far.

@@ -118,8 +118,17 @@ pub(crate) async fn replay(
         if events.is_empty() && has_more {
             return Err(malformed("has_more is true on an empty page"));
         }
+        let fresh: Vec<_> = events
+            .into_iter()
+            .filter(|(id, _, _)| run.first_sight(id))
+            .collect();
+        if fresh.is_empty() && has_more {
+            return Err(malformed(
+                "the page repeats events already read: the cursor did not advance",
+            ));
+        }
         let mut reached_since = false;
-        for (id, occurred_at, raw) in events {
+        for (id, occurred_at, raw) in fresh {
             if run.out_of_time() {
                 run.progress();
                 return run.stop_for_time(source);

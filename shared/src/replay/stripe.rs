@@ -29,6 +29,8 @@ struct Page<'a> {
 #[derive(Deserialize)]
 struct Element {
     id: String,
+    /// Unix seconds.
+    created: i64,
 }
 
 fn unix(at: SystemTime, round_up: bool) -> i64 {
@@ -110,19 +112,36 @@ pub(crate) async fn replay(
         // Every element must name itself before any is replayed: the cursor moves by ids.
         let mut events = Vec::with_capacity(page.data.len());
         for (index, raw) in page.data.iter().enumerate() {
-            let element: Element = serde_json::from_str(raw.get())
-                .map_err(|_| malformed(&format!("data[{index}] has no string id")))?;
-            events.push((element.id, *raw));
+            let element: Element = serde_json::from_str(raw.get()).map_err(|_| {
+                malformed(&format!(
+                    "data[{index}] has no string id or integer created"
+                ))
+            })?;
+            events.push((element.id, element.created, *raw));
         }
         if events.is_empty() && page.has_more {
             return Err(malformed("has_more is true on an empty page"));
         }
-        for (id, raw) in events {
+        let fresh: Vec<_> = events
+            .into_iter()
+            .filter(|(id, _, _)| run.first_sight(id))
+            .collect();
+        if fresh.is_empty() && page.has_more {
+            return Err(malformed(
+                "the page repeats events already read: the cursor did not advance",
+            ));
+        }
+        let (since, until) = (unix(window.since, true), unix(window.until, false));
+        for (id, created, raw) in fresh {
             if run.out_of_time() {
                 run.progress();
                 return run.stop_for_time(source);
             }
-            run.replay_event(config, raw.get().as_bytes()).await;
+            // The API filters by `created` already; an event it answers outside the window
+            // anyway is not replayed (nor counted).
+            if (since..=until).contains(&created) {
+                run.replay_event(config, raw.get().as_bytes()).await;
+            }
             run.handled(id);
         }
         if !page.has_more {

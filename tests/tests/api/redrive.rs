@@ -709,3 +709,67 @@ async fn redrive_never_creates_a_ledger_row() {
     );
     assert_eq!(app.ledger_rows().await, 0);
 }
+
+/// A real handler that records the order and answers `{"status": "ignored", ...}` (e.g. "we
+/// ignore orders below a threshold, but log them").
+#[derive(Default)]
+struct SaysIgnored {
+    calls: AtomicUsize,
+}
+
+#[async_trait::async_trait]
+impl Handler for SaysIgnored {
+    async fn handle(&self, tx: &mut Tx<'_>, event: &Event<'_>) -> Result<Effect, HandlerError> {
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        static INSERT: shared::db::Sql = shared::db::Sql {
+            text: "INSERT INTO handler_effects VALUES ($1)",
+            types: &[tokio_postgres::types::Type::TEXT],
+        };
+        tx.execute(&INSERT, &[&event.event_id]).await?;
+        Ok(Effect::ok(
+            serde_json::json!({"status": "ignored", "reason": "below threshold"}),
+        ))
+    }
+}
+
+#[tokio::test]
+async fn a_handler_that_answers_ignored_itself_is_never_rerun_as_ignored() {
+    let mut app = spawn_app().await;
+    app.db
+        .connect()
+        .await
+        .unwrap()
+        .execute("CREATE TABLE handler_effects (event_id text)", &[])
+        .await
+        .unwrap();
+    let handler = Arc::new(SaysIgnored::default());
+    let mut registry = Registry::new();
+    registry.register("stripe", "payment_intent.succeeded", handler.clone());
+    app.state.receiver.handlers = registry.clone();
+    let delivery = stripe_payment("evt_real_1", "ord_real_1", 9, NOW);
+    let reply = app.receive("stripe", &delivery).await;
+    assert_eq!(reply.outcome, "processed", "{reply:?}");
+    assert_eq!(handler.calls.load(Ordering::SeqCst), 1);
+    let since = SystemTime::now() - Duration::from_secs(3600);
+    let report = redrive_with(
+        &app,
+        &registry,
+        "stripe",
+        &ignored_since("payment_intent.succeeded", since),
+        false,
+    )
+    .await
+    .unwrap();
+    let mut worker = worker_for(&app);
+    worker.worker.handlers = registry.clone();
+    let _ = drain(&worker).await;
+    let effects = app
+        .count("SELECT count(*) FROM handler_effects WHERE event_id = 'evt_real_1'")
+        .await;
+    assert_eq!(
+        (report.redriven, effects),
+        (0, 1),
+        "a processed event was re-run: {report:?}, handler calls {}",
+        handler.calls.load(Ordering::SeqCst)
+    );
+}

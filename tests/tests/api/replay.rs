@@ -1273,3 +1273,184 @@ async fn the_replay_function_takes_a_replay_a_redrive_or_an_inspect_and_refuses_
     .to_string();
     assert!(error.contains("report so far"), "{error}");
 }
+
+#[tokio::test]
+async fn a_providers_retry_after_a_replay_is_answered_from_the_ledger_not_409() {
+    let event = stripe_event(1, now_unix() - 60);
+    let fixture = StripeEvents::new(STRIPE_KEY, vec![event.clone()]);
+    let answer = fixture.clone();
+    // Stripe pretty-prints its API answers, as it does its webhook bodies.
+    let server = serve_fixture(
+        move |r| {
+            let mut a = answer.answer(r);
+            if a.status == 200 {
+                let v: Value = serde_json::from_slice(&a.body).unwrap();
+                a.body = serde_json::to_vec_pretty(&v).unwrap();
+            }
+            a
+        },
+        None,
+    )
+    .await
+    .unwrap();
+    let app = stripe_app(&server, STRIPE_KEY).await;
+    let report = replayer()
+        .run(
+            app.receiver(),
+            &request("stripe", now_unix() - 7_200),
+            plenty_left,
+            |_: &ReplayReport| {},
+        )
+        .await
+        .unwrap();
+    assert_eq!(report.new, 1, "{report:?}");
+    // Stripe's own (pending) retry of the missed delivery arrives after the replay.
+    let body = serde_json::to_vec_pretty(&event).unwrap();
+    let reply = app.receive("stripe", &stripe_body(body, NOW)).await;
+    assert_eq!(reply.status, 200, "{reply:?}");
+}
+
+#[tokio::test]
+async fn a_stripe_page_that_never_advances_stops_the_run_instead_of_looping() {
+    let events = stripe_events(3);
+    let page = json!({"object": "list", "url": "/v1/events", "has_more": true, "data": events});
+    let server = FakeServer::start(move |_r| Answer::json(200, &page))
+        .await
+        .unwrap();
+    let app = stripe_app(&server, STRIPE_KEY).await;
+    let replayer = replayer();
+    let request = request("stripe", now_unix() - 7_200);
+    let run = replayer.run(
+        app.receiver(),
+        &request,
+        || Duration::from_secs(u64::from(u32::MAX)),
+        |_: &ReplayReport| {},
+    );
+    let outcome = tokio::time::timeout(Duration::from_secs(5), run).await;
+    let gets = server.requests_with("GET");
+    let same = gets
+        .iter()
+        .filter(|g| g.param("starting_after") == Some("evt_000002"))
+        .count();
+    assert!(
+        outcome.is_ok(),
+        "still running after 5 s: {} pages fetched, {same} with the same starting_after",
+        gets.len()
+    );
+}
+
+#[tokio::test]
+async fn a_stripe_event_outside_the_window_is_skipped_and_an_expired_key_never_runs_again() {
+    // The API answers an event 60 days old (outside the window, beyond the look-back).
+    let old = stripe_event(7, now_unix() - 60 * 86_400);
+    let page = json!({"object": "list", "url": "/v1/events", "has_more": false, "data": [old]});
+    let server = FakeServer::start(move |_r| Answer::json(200, &page))
+        .await
+        .unwrap();
+    let app = stripe_app(&server, STRIPE_KEY).await;
+    let client = app.db.connect().await.unwrap();
+    // Processed 60 days ago, past the 30-day retention, not swept yet.
+    client
+        .execute(
+            "INSERT INTO webhook_event (source, event_id, event_type, payload_digest, status,
+                 completed_at, response_status, response_body, claimed_at)
+             VALUES ('stripe', 'evt_000007', 'payment_intent.succeeded', sha256('x'::bytea),
+                 'completed', now() - interval '60 days', 200, '{\"ok\": true}'::jsonb,
+                 now() - interval '60 days')",
+            &[],
+        )
+        .await
+        .unwrap();
+    let report = replayer()
+        .run(
+            app.receiver(),
+            &request("stripe", now_unix() - 3_600),
+            plenty_left,
+            |_: &ReplayReport| {},
+        )
+        .await
+        .unwrap();
+    let orders = app.order_rows().await;
+    assert_eq!(
+        (report.fetched, orders),
+        (0, 0),
+        "an event created 60 days before `since` was replayed: {report:?}, orders {orders}"
+    );
+}
+
+async fn github_app_over(server: &FakeServer) -> TestApp {
+    let mut app = spawn_app().await;
+    use_sources(
+        &mut app,
+        &sources_with(&[(
+            "github",
+            json!({"api_key": GITHUB_TOKEN, "api_base_url": server.base_url,
+                   "github_hook": {"repository": "acme/shop", "hook_id": 7}}),
+        )]),
+    );
+    app
+}
+
+#[tokio::test]
+async fn a_github_link_back_to_a_page_already_read_stops_the_run_instead_of_looping() {
+    let page = Value::Array(vec![delivery(10, &guid(1), now_unix() - 100, false)]);
+    let server = FakeServer::start(move |r| {
+        let base = format!(
+            "http://{}/repos/acme/shop/hooks/7/deliveries?per_page=100&cursor=same",
+            r.header("host").unwrap_or("")
+        );
+        Answer::json(200, &page).with_header("link", &format!("<{base}>; rel=\"next\""))
+    })
+    .await
+    .unwrap();
+    let app = github_app_over(&server).await;
+    let replayer = replayer();
+    let mut req = request("github", now_unix() - 3_600);
+    req.dry_run = true;
+    let run = replayer.run(
+        app.receiver(),
+        &req,
+        || Duration::from_secs(u64::from(u32::MAX)),
+        |_: &ReplayReport| {},
+    );
+    let outcome = tokio::time::timeout(Duration::from_secs(5), run).await;
+    assert!(
+        outcome.is_ok(),
+        "still running after 5 s: {} identical pages fetched",
+        server.requests_with("GET").len()
+    );
+}
+
+#[tokio::test]
+async fn a_redelivery_request_answered_502_is_not_sent_twice() {
+    let page = Value::Array(vec![delivery(10, &guid(1), now_unix() - 100, false)]);
+    let posts = Arc::new(AtomicUsize::new(0));
+    let counter = posts.clone();
+    let server = FakeServer::start(move |r| {
+        if r.method == "POST" {
+            // GitHub accepted it (the redelivery goes out) but the answer is lost / 502.
+            if counter.fetch_add(1, Ordering::SeqCst) == 0 {
+                return Answer::json(502, &json!({"message": "Server Error"}));
+            }
+            return Answer::json(202, &json!({}));
+        }
+        Answer::json(200, &page)
+    })
+    .await
+    .unwrap();
+    let app = github_app_over(&server).await;
+    let report = replayer()
+        .run(
+            app.receiver(),
+            &request("github", now_unix() - 3_600),
+            plenty_left,
+            |_: &ReplayReport| {},
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        server.requests_with("POST").len(),
+        1,
+        "POST .../attempts sent more than once for one delivery: {report:?}"
+    );
+}
