@@ -102,14 +102,9 @@ sweep:
 ## audit: the auditor's report now against DATABASE_URL (read-only: ARGS="--record" records the
 ## run, ARGS="--json" prints JSON); the sources default to events/sources.local.json
 audit:
-	@if [ -z "$${DATABASE_URL:-}" ]; then \
-	  echo "make audit: set DATABASE_URL to the database to audit, e.g. DATABASE_URL=postgres://user@host/db make audit" >&2; \
-	  exit 2; \
-	fi
-	@if [ -z "$${HOOKLEDGER_SOURCES:-}$${HOOKLEDGER_SOURCES_FILE:-}$${HOOKLEDGER_SOURCES_SECRET_ARN:-}" ]; then \
-	  export HOOKLEDGER_SOURCES_FILE=events/sources.local.json; \
-	fi; \
-	cargo run --quiet -p cli --bin hookledger -- audit $(ARGS)
+	$(need_database)
+	$(need_sources)
+	$(HOOKLEDGER) audit $(ARGS)
 
 ## bench-sweep: claim latency while the retention sweep deletes a 1M-row ledger (no sweep, the
 ## default sweep, the variants 5000:10, 1000:25, 5000:25:lz4 as batch_size:duty_percent, one

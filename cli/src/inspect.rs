@@ -120,6 +120,8 @@ fn summary(detail: &EventDetail) -> String {
         ("response", response),
     ];
     for (label, value) in rows {
+        // A multi-line value (PostgreSQL's DETAIL in an error) stays inside its column.
+        let value = value.trim_end().replace('\n', &format!("\n  {:<17} ", ""));
         text.push_str(&format!("  {label:<17} {value}\n"));
     }
     match detail

@@ -12,8 +12,10 @@ use shared::Settings;
 
 use crate::progress::Progress;
 
-/// Options of `hookledger redrive`.
+/// Options of `hookledger redrive`: dead letters by `--event-id` or by `--since`, or with
+/// `--ignored` the ignored events of `--event-type` since `--since`.
 #[derive(Debug, clap::Args)]
+#[command(group(clap::ArgGroup::new("which").required(true).args(["event_ids", "since"])))]
 pub struct Args {
     /// The source, as configured.
     #[arg(long)]
@@ -24,16 +26,15 @@ pub struct Args {
         long = "event-id",
         value_name = "ID",
         num_args = 1..,
-        conflicts_with_all = ["since", "until", "ignored"],
-        required_unless_present = "since"
+        conflicts_with_all = ["since", "until", "ignored"]
     )]
     event_ids: Vec<String>,
     /// Window start (inclusive), RFC 3339, e.g. 2026-12-01T09:30:00Z: dead letters that went
     /// dead from then; with --ignored, events first delivered from then.
-    #[arg(long, value_name = "TIME")]
+    #[arg(long, value_name = "TIME", value_parser = crate::args::rfc3339)]
     since: Option<String>,
     /// Window end (exclusive), RFC 3339; default now.
-    #[arg(long, value_name = "TIME", requires = "since")]
+    #[arg(long, value_name = "TIME", requires = "since", value_parser = crate::args::rfc3339)]
     until: Option<String>,
     /// Re-run events that completed as `ignored` (no handler for their type when they arrived)
     /// instead of dead letters: needs --event-type and --since, and a handler for that type now.
@@ -75,7 +76,12 @@ impl Args {
 pub async fn run(settings: &Settings, pool: &Pool, args: Args) -> anyhow::Result<()> {
     let selection = args.spec().selection()?;
     let handlers = Registry::with_examples(&settings.sources);
-    let doorbell = Doorbell::new(settings.worker_function.as_deref()).await;
+    // A dry run rings nothing: no AWS client (and none of its region lookups) for it.
+    let doorbell = if args.dry_run {
+        Doorbell::off()
+    } else {
+        Doorbell::new(settings.worker_function.as_deref()).await
+    };
     let total = match (&selection, args.dry_run || args.json) {
         (_, true) => None,
         (Selection::DeadIds(ids), false) => Some(ids.len() as u64),
@@ -183,6 +189,22 @@ fn summary(report: &RedriveReport, doorbell: bool) -> String {
             }
         )
     };
+    if !report.event_ids.is_empty() {
+        let more = if (report.event_ids.len() as u64) < report.matched.max(report.redriven) {
+            " (the first of them)"
+        } else {
+            ""
+        };
+        text.push_str(&format!(
+            "  {}{more}: {}\n",
+            if report.dry_run {
+                "would move"
+            } else {
+                "moved"
+            },
+            ids(&report.event_ids)
+        ));
+    }
     if !report.dry_run && report.redriven < report.matched && report.complete {
         text.push_str(&format!(
             "  {} held by a delivery or a worker right now were left alone: run again later\n",
@@ -236,9 +258,11 @@ mod tests {
             not_dead: vec!["evt_done".into()],
             not_found: vec!["evt_gone".into()],
             no_payload_ids: vec!["evt_lean".into()],
+            event_ids: vec!["evt_moved_1".into(), "evt_moved_2".into()],
             complete: true,
         };
         let text = summary(&report, false);
+        assert!(text.contains("moved: evt_moved_1 evt_moved_2"), "{text}");
         assert!(
             text.starts_with("stripe: re-drove 2 of 2 dead letters"),
             "{text}"

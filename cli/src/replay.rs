@@ -19,10 +19,10 @@ pub struct Args {
     source: String,
     /// Window start (inclusive), RFC 3339, e.g. 2026-12-01T09:20:00Z; not before now minus the
     /// source's replay look-back.
-    #[arg(long, value_name = "TIME")]
+    #[arg(long, value_name = "TIME", value_parser = crate::args::rfc3339)]
     since: String,
     /// Window end (inclusive), RFC 3339; default now.
-    #[arg(long, value_name = "TIME")]
+    #[arg(long, value_name = "TIME", value_parser = crate::args::rfc3339)]
     until: Option<String>,
     /// Count what would happen and write nothing (GitHub: ask for no redelivery).
     #[arg(long)]
@@ -82,6 +82,10 @@ pub async fn run(settings: &Settings, pool: &Pool, args: Args) -> anyhow::Result
                 println!("{}", summary(&args, &report));
             }
             Ok(())
+        }
+        // Refused, or stopped before reading anything: the reason is the whole answer.
+        Err(error) if error.kind.is_refusal() || error.report.fetched == 0 => {
+            Err(anyhow::anyhow!("{error}"))
         }
         Err(error) => {
             // How far it got goes to stdout (as the report), the reason to stderr.

@@ -15,10 +15,10 @@ pub struct Args {
     /// Print the report as JSON (what the sweeper function returns).
     #[arg(long)]
     json: bool,
-    /// Rows per batch, 1 to 100000 (default: HOOKLEDGER_SWEEP_BATCH_SIZE, else 5000).
+    /// Rows per batch, 1 to 100000 (default: HOOKLEDGER_SWEEP_BATCH_SIZE, else 1000).
     #[arg(long, value_parser = clap::value_parser!(i64).range(1..=100_000))]
     batch_size: Option<i64>,
-    /// Batches at most, 1 to 100000 (default: HOOKLEDGER_SWEEP_MAX_BATCHES, else 100).
+    /// Batches at most, 1 to 100000 (default: HOOKLEDGER_SWEEP_MAX_BATCHES, else 1000).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     max_batches: Option<u32>,
 }

@@ -185,7 +185,7 @@ async fn hookledger_redrive_dry_run_json_reports_what_would_move_and_writes_noth
         serde_json::json!({
             "source": "stripe-deferred", "status": "dead", "dry_run": true, "matched": 2,
             "redriven": 0, "no_payload": 1, "not_dead": [], "not_found": ["evt_nowhere"],
-            "no_payload_ids": ["evt_lean"], "complete": true
+            "no_payload_ids": ["evt_lean"], "event_ids": ["evt_a", "evt_b"], "complete": true
         })
     );
     assert_eq!(snapshot(&db).await, before);
@@ -418,4 +418,23 @@ async fn hookledger_refuses_with_one_line_and_a_non_zero_exit() {
         .await
         .unwrap();
     assert!(one_line_failure(&output).contains("DATABASE_URL"));
+}
+
+#[tokio::test]
+async fn a_time_that_is_not_rfc_3339_is_a_usage_error_with_exit_status_2() {
+    let db = TestDb::new().await.unwrap();
+    for args in [
+        &["redrive", "--source", "stripe", "--since", "yesterday"][..],
+        &["replay", "--source", "stripe", "--since", "2026-12-01"][..],
+    ] {
+        let output = hookledger(&db.url, args).await;
+        assert_eq!(
+            output.status.code(),
+            Some(2),
+            "{args:?}: {}",
+            stderr(&output)
+        );
+        let line = one_line_failure(&output);
+        assert!(line.contains("RFC 3339"), "{line}");
+    }
 }

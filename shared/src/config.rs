@@ -751,9 +751,12 @@ impl Settings {
     /// # Errors
     /// As [`Settings::from_env`].
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
-        let url = lookup("DATABASE_URL")
-            .filter(|url| !url.is_empty())
-            .ok_or(ConfigError::Missing("DATABASE_URL"))?;
+        let url =
+            lookup("DATABASE_URL")
+                .filter(|url| !url.is_empty())
+                .ok_or(ConfigError::Missing(
+                    "DATABASE_URL (or HOOKLEDGER_DB_SECRET_ARN)",
+                ))?;
         let mut sources_reload = SourcesReload::default();
         let json = match (
             lookup("HOOKLEDGER_SOURCES").filter(|v| !v.is_empty()),
@@ -770,7 +773,11 @@ impl Settings {
                 sources_reload.origin = SourcesOrigin::File(path);
                 json
             }
-            (None, None) => return Err(ConfigError::Missing("HOOKLEDGER_SOURCES")),
+            (None, None) => {
+                return Err(ConfigError::Missing(
+                    "one of HOOKLEDGER_SOURCES, HOOKLEDGER_SOURCES_FILE and HOOKLEDGER_SOURCES_SECRET_ARN",
+                ))
+            }
             (Some(_), Some(_)) => return Err(ConfigError::SourcesAmbiguous),
         };
         let mut database = DatabaseSettings::with_url(url);
@@ -1161,11 +1168,18 @@ mod tests {
         assert!(!format!("{settings:?}").contains("whsec_a"));
 
         let missing = Settings::from_lookup(env(&[("HOOKLEDGER_SOURCES", GOOD)]));
-        assert!(matches!(missing, Err(ConfigError::Missing("DATABASE_URL"))));
+        assert!(matches!(
+            missing,
+            Err(ConfigError::Missing(
+                "DATABASE_URL (or HOOKLEDGER_DB_SECRET_ARN)"
+            ))
+        ));
         let none = Settings::from_lookup(env(&[("DATABASE_URL", "postgres://x")]));
         assert!(matches!(
             none,
-            Err(ConfigError::Missing("HOOKLEDGER_SOURCES"))
+            Err(ConfigError::Missing(
+                "one of HOOKLEDGER_SOURCES, HOOKLEDGER_SOURCES_FILE and HOOKLEDGER_SOURCES_SECRET_ARN"
+            ))
         ));
         let both = Settings::from_lookup(env(&[
             ("DATABASE_URL", "postgres://x"),

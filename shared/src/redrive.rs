@@ -35,6 +35,9 @@ pub const BATCH: i64 = 500;
 /// Most event ids one request may name.
 pub const MAX_EVENT_IDS: usize = 10_000;
 
+/// Most event ids a report lists ([`RedriveReport::event_ids`]).
+pub const LISTED_IDS: usize = 100;
+
 /// Start no batch with less invocation time left than this, milliseconds.
 pub const MARGIN_MS: u64 = 5_000;
 
@@ -92,6 +95,9 @@ pub struct RedriveReport {
     pub not_found: Vec<String>,
     /// Named ids refused for want of a payload.
     pub no_payload_ids: Vec<String>,
+    /// The ids moved, oldest first (a dry run: the ids that would move), the first
+    /// [`LISTED_IDS`] of them: what to `inspect` or watch.
+    pub event_ids: Vec<String>,
     /// `false` when time ran short before every matching row moved: run the same request again.
     pub complete: bool,
 }
@@ -259,7 +265,6 @@ pub async fn run(
         ..RedriveReport::default()
     };
     let margin = Duration::from_millis(MARGIN_MS);
-    let mut first_moved: Option<String> = None;
     match selection {
         Selection::DeadIds(ids) => {
             let classes = sql::classify_ids(&conn, source, ids).await?;
@@ -268,7 +273,9 @@ pub async fn run(
             report.no_payload_ids = classes.no_payload;
             report.not_dead = classes.not_dead;
             report.not_found = classes.not_found;
-            if !dry_run {
+            if dry_run {
+                list(&mut report.event_ids, classes.dead.clone());
+            } else {
                 for chunk in classes.dead.chunks(BATCH as usize) {
                     if remaining() < margin {
                         report.complete = false;
@@ -276,9 +283,7 @@ pub async fn run(
                     }
                     let moved = sql::redrive_ids(&conn, source, chunk).await?;
                     report.redriven += moved.len() as u64;
-                    if first_moved.is_none() {
-                        first_moved = moved.into_iter().next();
-                    }
+                    list(&mut report.event_ids, moved);
                     progress(report.redriven);
                 }
             }
@@ -288,7 +293,10 @@ pub async fn run(
             let (with, without) = sql::count_dead_between(&conn, source, *since, until).await?;
             report.matched = with;
             report.no_payload = without;
-            if !dry_run {
+            if dry_run {
+                report.event_ids =
+                    sql::list_dead_between(&conn, source, *since, until, LISTED_IDS as i64).await?;
+            } else {
                 loop {
                     if remaining() < margin {
                         report.complete = false;
@@ -297,9 +305,7 @@ pub async fn run(
                     let moved = sql::redrive_between(&conn, source, *since, until, BATCH).await?;
                     report.redriven += moved.len() as u64;
                     let done = (moved.len() as i64) < BATCH;
-                    if first_moved.is_none() {
-                        first_moved = moved.into_iter().next();
-                    }
+                    list(&mut report.event_ids, moved);
                     progress(report.redriven);
                     if done {
                         break;
@@ -317,7 +323,17 @@ pub async fn run(
                 sql::count_ignored_between(&conn, source, event_type, *since, until).await?;
             report.matched = with;
             report.no_payload = without;
-            if !dry_run {
+            if dry_run {
+                report.event_ids = sql::list_ignored_between(
+                    &conn,
+                    source,
+                    event_type,
+                    *since,
+                    until,
+                    LISTED_IDS as i64,
+                )
+                .await?;
+            } else {
                 loop {
                     if remaining() < margin {
                         report.complete = false;
@@ -328,9 +344,7 @@ pub async fn run(
                             .await?;
                     report.redriven += moved.len() as u64;
                     let done = (moved.len() as i64) < BATCH;
-                    if first_moved.is_none() {
-                        first_moved = moved.into_iter().next();
-                    }
+                    list(&mut report.event_ids, moved);
                     progress(report.redriven);
                     if done {
                         break;
@@ -340,7 +354,7 @@ pub async fn run(
         }
     }
     drop(conn);
-    if let Some(event_id) = &first_moved {
+    if let Some(event_id) = report.event_ids.first().filter(|_| !dry_run) {
         if let Err(error) = doorbell.ring(source, event_id).await {
             tracing::warn!(source, %error, "doorbell failed; the worker's schedule will drain the re-driven events");
         }
@@ -388,4 +402,10 @@ pub async fn inspect(
         .await
         .map_err(|e| RedriveError::Pool(crate::db::describe_pool(&e)))?;
     Ok(ledger::inspect(&conn, source, event_id).await?)
+}
+
+/// Appends `ids` to `listed` up to [`LISTED_IDS`].
+fn list(listed: &mut Vec<String>, ids: Vec<String>) {
+    let room = LISTED_IDS.saturating_sub(listed.len());
+    listed.extend(ids.into_iter().take(room));
 }

@@ -141,7 +141,7 @@ pub async fn handle(
             }
         }
         Input::Redrive(input) => {
-            let selection = input.redrive.selection()?;
+            let selection = input.redrive.selection().map_err(|e| e.to_string())?;
             let sources = receiver.sources.current();
             let report = shared::redrive::run(
                 &receiver.pool,
@@ -154,11 +154,16 @@ pub async fn handle(
                 remaining,
                 |_| {},
             )
-            .await?;
+            .await
+            // Display: the reason in words (Debug would print the enum).
+            .map_err(|e| e.to_string())?;
             Ok(serde_json::to_value(report)?)
         }
         Input::Inspect(input) => {
-            match shared::redrive::inspect(&receiver.pool, &input.source, &input.inspect).await? {
+            match shared::redrive::inspect(&receiver.pool, &input.source, &input.inspect)
+                .await
+                .map_err(|e| e.to_string())?
+            {
                 Some(detail) => Ok(detail.to_json()),
                 None => Err(format!(
                     "source {:?} has no event {:?} in the ledger",

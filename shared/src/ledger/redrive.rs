@@ -324,3 +324,82 @@ pub async fn rerun_ignored_between(
         .map(|row| row.try_get(0).map_err(LedgerError::from))
         .collect()
 }
+
+static LIST_DEAD_BETWEEN: Sql = Sql {
+    text: "\
+SELECT event_id
+FROM webhook_event
+WHERE source = $1
+  AND status = 'dead'
+  AND dead_at >= $2
+  AND dead_at < $3
+  AND payload IS NOT NULL
+ORDER BY dead_at
+LIMIT $4",
+    types: &[Type::TEXT, Type::TIMESTAMPTZ, Type::TIMESTAMPTZ, Type::INT8],
+};
+
+/// The first `limit` ids [`redrive_between`] would move, oldest first (a dry run's list; no
+/// locks).
+///
+/// # Errors
+/// [`LedgerError::Db`] when PostgreSQL fails.
+pub async fn list_dead_between(
+    conn: &Connection,
+    source: &str,
+    since: SystemTime,
+    until: SystemTime,
+    limit: i64,
+) -> Result<Vec<String>, LedgerError> {
+    let statement = conn.prepare(&LIST_DEAD_BETWEEN).await?;
+    let rows = conn
+        .query(&statement, &[&source, &since, &until, &limit])
+        .await?;
+    rows.iter()
+        .map(|row| row.try_get(0).map_err(LedgerError::from))
+        .collect()
+}
+
+static LIST_IGNORED_BETWEEN: Sql = Sql {
+    text: "\
+SELECT event_id
+FROM webhook_event
+WHERE source = $1
+  AND claimed_at >= $3
+  AND claimed_at < $4
+  AND status = 'completed'
+  AND event_type = $2
+  AND response_body = jsonb_build_object('status', 'ignored', 'event_type', event_type)
+  AND payload IS NOT NULL
+ORDER BY claimed_at
+LIMIT $5",
+    types: &[
+        Type::TEXT,
+        Type::TEXT,
+        Type::TIMESTAMPTZ,
+        Type::TIMESTAMPTZ,
+        Type::INT8,
+    ],
+};
+
+/// The first `limit` ids [`rerun_ignored_between`] would move, oldest first (a dry run's list;
+/// no locks).
+///
+/// # Errors
+/// [`LedgerError::Db`] when PostgreSQL fails.
+pub async fn list_ignored_between(
+    conn: &Connection,
+    source: &str,
+    event_type: &str,
+    since: SystemTime,
+    until: SystemTime,
+    limit: i64,
+) -> Result<Vec<String>, LedgerError> {
+    let statement = conn.prepare(&LIST_IGNORED_BETWEEN).await?;
+    let rows = conn
+        .query(&statement, &[&source, &event_type, &since, &until, &limit])
+        .await?;
+    rows.iter()
+        .map(|row| row.try_get(0).map_err(LedgerError::from))
+        .collect()
+}

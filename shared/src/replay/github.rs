@@ -199,7 +199,8 @@ impl Auth<'_> {
                 let jwt = self.jwt.as_ref().map(|(jwt, _)| jwt.as_str()).unwrap_or("");
                 Ok(Credential {
                     authorization: format!("Bearer {jwt}"),
-                    secret: "",
+                    // Short-lived, but a credential all the same: scrubbed from messages.
+                    secret: jwt,
                     setting,
                     allowed,
                     headers: HEADERS,

@@ -260,6 +260,22 @@ pub enum ReplayErrorKind {
 }
 
 impl ReplayErrorKind {
+    /// Whether the request was refused before any provider request: an invalid input, an
+    /// unknown or unsupported source, a missing credential, a window beyond the look-back.
+    /// Nothing was read or written; resuming cannot help, fixing the request does.
+    pub fn is_refusal(&self) -> bool {
+        matches!(
+            self,
+            ReplayErrorKind::Invalid(_)
+                | ReplayErrorKind::UnknownSource(_)
+                | ReplayErrorKind::Unsupported { .. }
+                | ReplayErrorKind::NotConfigured { .. }
+                | ReplayErrorKind::BeyondLookBack { .. }
+        )
+    }
+}
+
+impl ReplayErrorKind {
     fn into_error(self, report: ReplayReport) -> ReplayError {
         ReplayError {
             kind: Box::new(self),
@@ -417,11 +433,14 @@ impl Replayer {
         let (stopped, error) = match &result {
             Ok(()) if report.next_cursor.is_none() => ("done", String::new()),
             Ok(()) => ("out_of_time", String::new()),
+            // A request refused before any provider request (bad input, configuration) is the
+            // operator's to fix and already their answer: not an error in the log.
+            Err(kind) if kind.is_refusal() => ("refused", kind.to_string()),
             Err(kind) => ("error", kind.to_string()),
         };
         let next_cursor = report.next_cursor.as_deref().unwrap_or("");
         let until = request.until.as_deref().unwrap_or("");
-        if !error.is_empty() {
+        if stopped == "error" {
             tracing::error!(
                 source = request.source.as_str(),
                 since = request.since.as_str(),
@@ -452,6 +471,7 @@ impl Replayer {
                 next_cursor,
                 stopped,
                 elapsed_ms,
+                error = error.as_str(),
                 "replay_run"
             );
         }

@@ -583,6 +583,8 @@ async fn a_dry_run_counts_and_writes_nothing() {
     assert!(by_ids.dry_run);
     assert_eq!((by_ids.matched, by_ids.redriven), (2, 0));
     assert_eq!(by_ids.not_found, ["evt_none"]);
+    // A dry run names what would move, so the operator can inspect it first.
+    assert_eq!(by_ids.event_ids, ["evt_dead_0", "evt_dead_1"]);
     let window = redrive(
         &app,
         "stripe-deferred",
@@ -592,6 +594,9 @@ async fn a_dry_run_counts_and_writes_nothing() {
     .await
     .unwrap();
     assert_eq!((window.matched, window.redriven), (3, 0));
+    let mut listed = window.event_ids.clone();
+    listed.sort();
+    assert_eq!(listed, ["evt_dead_0", "evt_dead_1", "evt_dead_2"]);
     let ignored = redrive(
         &app,
         "stripe",
@@ -604,6 +609,7 @@ async fn a_dry_run_counts_and_writes_nothing() {
     .await
     .unwrap();
     assert_eq!((ignored.matched, ignored.redriven), (1, 0));
+    assert_eq!(ignored.event_ids, ["evt_ignored"]);
     assert_eq!(ledger_text(&app).await, before);
 }
 
