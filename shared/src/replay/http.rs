@@ -33,6 +33,48 @@ pub(crate) struct Credential<'a> {
     pub(crate) headers: &'static [(&'static str, &'static str)],
 }
 
+impl<'a> Credential<'a> {
+    /// The source's `api_key` as a bearer token for reading an event list (Stripe, Paddle),
+    /// after checking that a resumed run's cursor is an event id (`evt_...`, both providers'
+    /// shape). `provider` and `key` word the errors, e.g. `"stripe"` and `"a Stripe key"`.
+    ///
+    /// # Errors
+    /// [`ReplayErrorKind::NotConfigured`] without an `api_key`; [`ReplayErrorKind::Invalid`]
+    /// for a cursor that is not an event id.
+    pub(crate) fn event_list_key(
+        run: &Run<'_>,
+        config: &'a crate::config::SourceConfig,
+        provider: &str,
+        key: &str,
+    ) -> Result<(&'a crate::config::ProviderApi, Self), ReplayErrorKind> {
+        use secrecy::ExposeSecret;
+        let Some(api) = &config.api else {
+            return Err(ReplayErrorKind::NotConfigured {
+                name: config.name.clone(),
+                problem: format!("set api_key: {key} that may read events"),
+            });
+        };
+        if run
+            .request
+            .starting_after
+            .as_deref()
+            .is_some_and(|c| !c.starts_with("evt_"))
+        {
+            return Err(ReplayErrorKind::Invalid(format!(
+                "starting_after for a {provider} source is an event id (evt_...)"
+            )));
+        }
+        let credential = Credential {
+            authorization: format!("Bearer {}", api.key.expose_secret()),
+            secret: api.key.expose_secret(),
+            setting: "api_key",
+            allowed: "read events",
+            headers: &[],
+        };
+        Ok((api, credential))
+    }
+}
+
 /// A successful (2xx) answer.
 pub(crate) struct Response {
     /// The status.

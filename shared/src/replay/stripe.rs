@@ -7,7 +7,6 @@
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use reqwest::Method;
-use secrecy::ExposeSecret;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
@@ -53,29 +52,7 @@ pub(crate) async fn replay(
     window: Window,
 ) -> Result<(), ReplayErrorKind> {
     let source = config.name.as_str();
-    let Some(api) = &config.api else {
-        return Err(ReplayErrorKind::NotConfigured {
-            name: source.to_owned(),
-            problem: "set api_key: a Stripe key that may read events".to_owned(),
-        });
-    };
-    if run
-        .request
-        .starting_after
-        .as_deref()
-        .is_some_and(|c| !c.starts_with("evt_"))
-    {
-        return Err(ReplayErrorKind::Invalid(
-            "starting_after for a stripe source is an event id (evt_...)".to_owned(),
-        ));
-    }
-    let credential = Credential {
-        authorization: format!("Bearer {}", api.key.expose_secret()),
-        secret: api.key.expose_secret(),
-        setting: "api_key",
-        allowed: "read events",
-        headers: &[],
-    };
+    let (api, credential) = Credential::event_list_key(run, config, "stripe", "a Stripe key")?;
     let url = format!("{}/v1/events", api.base_url);
     let mut base_query = vec![
         ("created[gte]", unix(window.since, true).to_string()),
