@@ -565,6 +565,46 @@ impl Run<'_> {
         (self.progress)(&self.report);
     }
 
+    /// Which of `ids` (one page's events) `config`'s ledger holds already, in one read: those
+    /// are duplicates whatever their bytes, status or age (see [`Receiver::replay`]), so they
+    /// are counted without a claim each (the claim of a known key costs two round trips: its
+    /// INSERT, then the lookup). An empty set when the read fails: every event then goes
+    /// through the claim, which decides alone.
+    pub(crate) async fn known(
+        &self,
+        config: &SourceConfig,
+        ids: &[String],
+    ) -> std::collections::HashSet<String> {
+        let Ok(conn) = self.receiver.pool.get().await else {
+            return Default::default();
+        };
+        match crate::ledger::redrive::classify_ids(&conn, &config.name, ids).await {
+            Ok(classes) => classes
+                .dead
+                .into_iter()
+                .chain(classes.no_payload)
+                .chain(classes.not_dead)
+                .collect(),
+            Err(_) => Default::default(),
+        }
+    }
+
+    /// Counts an event [`Run::known`] found in the ledger as a duplicate, with the `replay`
+    /// log line [`Receiver::replay`] would have written.
+    pub(crate) fn known_duplicate(&mut self, config: &SourceConfig, event_id: &str) {
+        self.report.fetched += 1;
+        self.report.duplicates += 1;
+        tracing::info!(
+            source = config.name.as_str(),
+            event_id,
+            outcome = "duplicate",
+            status = 200,
+            dry_run = self.request.dry_run,
+            replayed = true,
+            "replay"
+        );
+    }
+
     /// Hands one API-fetched event (its raw JSON) to [`Receiver::replay`] and counts its
     /// outcome.
     pub(crate) async fn replay_event(&mut self, config: &SourceConfig, body: &[u8]) {

@@ -105,13 +105,19 @@ pub(crate) async fn replay(
             ));
         }
         let mut reached_since = false;
+        let ids: Vec<String> = fresh.iter().map(|(id, _, _)| id.clone()).collect();
+        let known = run.known(config, &ids).await;
         for (id, occurred_at, raw) in fresh {
             if run.out_of_time() {
                 run.progress();
                 return run.stop_for_time(source);
             }
             if window.contains(occurred_at) {
-                run.replay_event(config, raw.get().as_bytes()).await;
+                if known.contains(&id) {
+                    run.known_duplicate(config, &id);
+                } else {
+                    run.replay_event(config, raw.get().as_bytes()).await;
+                }
             } else if occurred_at < window.since {
                 reached_since = true;
             }

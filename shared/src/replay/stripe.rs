@@ -109,6 +109,8 @@ pub(crate) async fn replay(
             ));
         }
         let (since, until) = (unix(window.since, true), unix(window.until, false));
+        let ids: Vec<String> = fresh.iter().map(|(id, _, _)| id.clone()).collect();
+        let known = run.known(config, &ids).await;
         for (id, created, raw) in fresh {
             if run.out_of_time() {
                 run.progress();
@@ -117,7 +119,11 @@ pub(crate) async fn replay(
             // The API filters by `created` already; an event it answers outside the window
             // anyway is not replayed (nor counted).
             if (since..=until).contains(&created) {
-                run.replay_event(config, raw.get().as_bytes()).await;
+                if known.contains(&id) {
+                    run.known_duplicate(config, &id);
+                } else {
+                    run.replay_event(config, raw.get().as_bytes()).await;
+                }
             }
             run.handled(id);
         }
