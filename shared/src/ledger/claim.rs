@@ -400,10 +400,15 @@ pub async fn lookup(
     let Some(row) = conn.query_opt(&statement, &[&source, &event_id]).await? else {
         return Ok(None);
     };
+    event_row(&row).map(Some)
+}
+
+/// An [`EventRow`] from a row of [`LOOKUP`]'s columns (in that order).
+fn event_row(row: &tokio_postgres::Row) -> Result<EventRow, LedgerError> {
     let status = Status::parse(row.try_get::<_, &str>(0)?)?;
     let response_status: Option<i16> = row.try_get(2)?;
     let response_body: Option<String> = row.try_get(3)?;
-    Ok(Some(EventRow {
+    Ok(EventRow {
         status,
         payload_digest: row.try_get(1)?,
         payload_identity: row.try_get(4)?,
@@ -417,7 +422,34 @@ pub async fn lookup(
             }),
             _ => None,
         },
-    }))
+    })
+}
+
+static LOOKUP_MANY: Sql = Sql {
+    text: "\
+SELECT status::text, payload_digest, response_status, response_body::text, payload_identity,
+       claimed_at, dead_at, replayed_at IS NOT NULL, event_id
+FROM webhook_event
+WHERE source = $1
+  AND event_id = ANY ($2)",
+    types: &[Type::TEXT, Type::TEXT_ARRAY],
+};
+
+/// [`lookup`] for many keys of one source in one statement (a replay's page): the rows found,
+/// by event id.
+///
+/// # Errors
+/// As [`lookup`].
+pub async fn lookup_many(
+    conn: &Connection,
+    source: &str,
+    event_ids: &[String],
+) -> Result<std::collections::HashMap<String, EventRow>, LedgerError> {
+    let statement = conn.prepare(&LOOKUP_MANY).await?;
+    let rows = conn.query(&statement, &[&source, &event_ids]).await?;
+    rows.iter()
+        .map(|row| Ok((row.try_get(8)?, event_row(row)?)))
+        .collect()
 }
 
 static RECORD_DEAD: Sql = Sql {

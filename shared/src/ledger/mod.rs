@@ -22,7 +22,9 @@ pub mod status;
 pub mod sweep;
 pub mod tx;
 
-pub use claim::{claim, lookup, record_dead, Claim, EventRow, Expiry, NewEvent, StoredResponse};
+pub use claim::{
+    claim, lookup, lookup_many, record_dead, Claim, EventRow, Expiry, NewEvent, StoredResponse,
+};
 pub use deferred::{accept, Accept};
 pub use inspect::{inspect, EventDetail};
 pub use lease::{fail, lease_due, release, start, Failure, Leased};

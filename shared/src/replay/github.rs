@@ -314,6 +314,18 @@ pub(crate) async fn replay(
                 name: source.to_owned(),
                 detail: format!("no database connection: {}", crate::db::describe_pool(&e)),
             })?;
+        // The page's GUIDs in the ledger, in one read rather than one per delivery.
+        let guids: Vec<String> = parsed
+            .iter()
+            .filter(|(at, _)| window.contains(*at))
+            .map(|(_, delivery)| delivery.guid.clone())
+            .collect();
+        let rows = ledger::lookup_many(&conn, source, &guids)
+            .await
+            .map_err(|e| ReplayErrorKind::Database {
+                name: source.to_owned(),
+                detail: e.to_string(),
+            })?;
         let here = page_cursor.clone().unwrap_or_default();
         let mut reached_since = false;
         for (at, delivery) in parsed {
@@ -332,12 +344,7 @@ pub(crate) async fn replay(
                 run.handled(cursor);
                 continue;
             }
-            let row = ledger::lookup(&conn, source, &delivery.guid)
-                .await
-                .map_err(|e| ReplayErrorKind::Database {
-                    name: source.to_owned(),
-                    detail: e.to_string(),
-                })?;
+            let row = rows.get(&delivery.guid);
             let expiry = Expiry {
                 retention: config.retention.retention,
                 now: SystemTime::now(),
