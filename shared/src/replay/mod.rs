@@ -565,6 +565,56 @@ impl Run<'_> {
         (self.progress)(&self.report);
     }
 
+    /// Replays one page of an event list (Stripe, Paddle): `events` as (event id, whether it is
+    /// in the window, its raw JSON), in the API's order. Refuses a page that cannot be paged on
+    /// (`has_more` with nothing, or with only events this run read already: the cursor did not
+    /// advance), finds the page's known keys in one read ([`Run::known`]), then replays or
+    /// counts each new in-window event and moves the cursor past it. `Ok(false)` when time ran
+    /// short part-way (the cursor says where to continue).
+    ///
+    /// # Errors
+    /// [`ReplayErrorKind::MalformedPage`] as said.
+    pub(crate) async fn replay_page(
+        &mut self,
+        config: &SourceConfig,
+        events: Vec<(String, bool, &serde_json::value::RawValue)>,
+        has_more: bool,
+    ) -> Result<bool, ReplayErrorKind> {
+        let malformed = |detail: &str| ReplayErrorKind::MalformedPage {
+            name: config.name.clone(),
+            detail: detail.to_owned(),
+        };
+        if events.is_empty() && has_more {
+            return Err(malformed("has_more is true on an empty page"));
+        }
+        let fresh: Vec<_> = events
+            .into_iter()
+            .filter(|(id, _, _)| self.first_sight(id))
+            .collect();
+        if fresh.is_empty() && has_more {
+            return Err(malformed(
+                "the page repeats events already read: the cursor did not advance",
+            ));
+        }
+        let ids: Vec<String> = fresh.iter().map(|(id, _, _)| id.clone()).collect();
+        let known = self.known(config, &ids).await;
+        for (id, in_window, raw) in fresh {
+            if self.out_of_time() {
+                self.progress();
+                return Ok(false);
+            }
+            if in_window {
+                if known.contains(&id) {
+                    self.known_duplicate(config, &id);
+                } else {
+                    self.replay_event(config, raw.get().as_bytes()).await;
+                }
+            }
+            self.handled(id);
+        }
+        Ok(true)
+    }
+
     /// Which of `ids` (one page's events) `config`'s ledger holds already, in one read: those
     /// are duplicates whatever their bytes, status or age (see [`Receiver::replay`]), so they
     /// are counted without a claim each (the claim of a known key costs two round trips: its

@@ -78,6 +78,7 @@ pub(crate) async fn replay(
             ))
         })?;
         let mut events = Vec::with_capacity(page.data.len());
+        let mut reached_since = false;
         for (index, raw) in page.data.iter().enumerate() {
             let element: Element = serde_json::from_str(raw.get()).map_err(|_| {
                 malformed(&format!(
@@ -89,39 +90,12 @@ pub(crate) async fn replay(
                     "data[{index}].occurred_at is not an RFC 3339 time"
                 ))
             })?;
-            events.push((element.event_id, occurred_at, *raw));
+            reached_since |= occurred_at < window.since;
+            events.push((element.event_id, window.contains(occurred_at), *raw));
         }
         let has_more = page.meta.pagination.has_more;
-        if events.is_empty() && has_more {
-            return Err(malformed("has_more is true on an empty page"));
-        }
-        let fresh: Vec<_> = events
-            .into_iter()
-            .filter(|(id, _, _)| run.first_sight(id))
-            .collect();
-        if fresh.is_empty() && has_more {
-            return Err(malformed(
-                "the page repeats events already read: the cursor did not advance",
-            ));
-        }
-        let mut reached_since = false;
-        let ids: Vec<String> = fresh.iter().map(|(id, _, _)| id.clone()).collect();
-        let known = run.known(config, &ids).await;
-        for (id, occurred_at, raw) in fresh {
-            if run.out_of_time() {
-                run.progress();
-                return run.stop_for_time(source);
-            }
-            if window.contains(occurred_at) {
-                if known.contains(&id) {
-                    run.known_duplicate(config, &id);
-                } else {
-                    run.replay_event(config, raw.get().as_bytes()).await;
-                }
-            } else if occurred_at < window.since {
-                reached_since = true;
-            }
-            run.handled(id);
+        if !run.replay_page(config, events, has_more).await? {
+            return run.stop_for_time(source);
         }
         if !has_more || reached_since {
             run.report.next_cursor = None;

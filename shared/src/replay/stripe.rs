@@ -86,7 +86,10 @@ pub(crate) async fn replay(
         if page.object != "list" {
             return Err(malformed("object is not \"list\""));
         }
-        // Every element must name itself before any is replayed: the cursor moves by ids.
+        // Every element must name itself before any is replayed: the cursor moves by ids. The
+        // API filters by `created` already; an event it answers outside the window anyway is
+        // not replayed (nor counted).
+        let (since, until) = (unix(window.since, true), unix(window.until, false));
         let mut events = Vec::with_capacity(page.data.len());
         for (index, raw) in page.data.iter().enumerate() {
             let element: Element = serde_json::from_str(raw.get()).map_err(|_| {
@@ -94,38 +97,11 @@ pub(crate) async fn replay(
                     "data[{index}] has no string id or integer created"
                 ))
             })?;
-            events.push((element.id, element.created, *raw));
+            let in_window = (since..=until).contains(&element.created);
+            events.push((element.id, in_window, *raw));
         }
-        if events.is_empty() && page.has_more {
-            return Err(malformed("has_more is true on an empty page"));
-        }
-        let fresh: Vec<_> = events
-            .into_iter()
-            .filter(|(id, _, _)| run.first_sight(id))
-            .collect();
-        if fresh.is_empty() && page.has_more {
-            return Err(malformed(
-                "the page repeats events already read: the cursor did not advance",
-            ));
-        }
-        let (since, until) = (unix(window.since, true), unix(window.until, false));
-        let ids: Vec<String> = fresh.iter().map(|(id, _, _)| id.clone()).collect();
-        let known = run.known(config, &ids).await;
-        for (id, created, raw) in fresh {
-            if run.out_of_time() {
-                run.progress();
-                return run.stop_for_time(source);
-            }
-            // The API filters by `created` already; an event it answers outside the window
-            // anyway is not replayed (nor counted).
-            if (since..=until).contains(&created) {
-                if known.contains(&id) {
-                    run.known_duplicate(config, &id);
-                } else {
-                    run.replay_event(config, raw.get().as_bytes()).await;
-                }
-            }
-            run.handled(id);
+        if !run.replay_page(config, events, page.has_more).await? {
+            return run.stop_for_time(source);
         }
         if !page.has_more {
             run.report.next_cursor = None;
