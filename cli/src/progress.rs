@@ -7,6 +7,12 @@ use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
+/// A bar over a known total.
+const BAR: &str = "{bar:30} {pos}/{len} {msg}, {elapsed}";
+
+/// A count without a total.
+const SPINNER: &str = "{spinner} {pos} {msg}, {elapsed}";
+
 /// How long a loop runs before its bar is drawn.
 const SHOW_AFTER: Duration = Duration::from_secs(1);
 
@@ -24,8 +30,8 @@ impl Progress {
     /// `--json`) and stderr is a terminal. `what` follows the count, e.g. `"re-driven"`.
     pub fn new(wanted: bool, total: Option<u64>, what: &str) -> Self {
         let template = match total {
-            Some(_) => "{bar:30} {pos}/{len} {msg}, {elapsed}",
-            None => "{spinner} {pos} {msg}, {elapsed}",
+            Some(_) => BAR,
+            None => SPINNER,
         };
         let bar = ProgressBar::with_draw_target(total, ProgressDrawTarget::hidden());
         if let Ok(style) = ProgressStyle::with_template(template) {
@@ -38,6 +44,16 @@ impl Progress {
             what: what.to_owned(),
             drawable: wanted && std::io::stderr().is_terminal(),
             shown: false,
+        }
+    }
+
+    /// Sets the number of items the bar runs to (a spinner becomes a bar).
+    pub fn set_total(&mut self, total: u64) {
+        if self.bar.length() != Some(total) {
+            self.bar.set_length(total);
+            if let Ok(style) = ProgressStyle::with_template(BAR) {
+                self.bar.set_style(style);
+            }
         }
     }
 

@@ -7,7 +7,7 @@ use std::time::Duration;
 use shared::db::Pool;
 use shared::doorbell::Doorbell;
 use shared::handlers::Registry;
-use shared::redrive::{RedriveReport, RedriveSpec, Selection, Which};
+use shared::redrive::{RedriveReport, RedriveSpec, Which};
 use shared::Settings;
 
 use crate::progress::Progress;
@@ -82,12 +82,8 @@ pub async fn run(settings: &Settings, pool: &Pool, args: Args) -> anyhow::Result
     } else {
         Doorbell::new(settings.worker_function.as_deref()).await
     };
-    let total = match (&selection, args.dry_run || args.json) {
-        (_, true) => None,
-        (Selection::DeadIds(ids), false) => Some(ids.len() as u64),
-        (selection, false) => window_total(pool, &args.source, selection).await,
-    };
-    let mut progress = Progress::new(!args.json, total, "re-driven");
+    // The bar's length is the count the run reads before it moves anything.
+    let mut progress = Progress::new(!args.json && !args.dry_run, None, "re-driven");
     let report = shared::redrive::run(
         pool,
         &settings.sources,
@@ -97,7 +93,10 @@ pub async fn run(settings: &Settings, pool: &Pool, args: Args) -> anyhow::Result
         &selection,
         args.dry_run,
         || Duration::MAX,
-        |moved| progress.set(moved),
+        |report| {
+            progress.set_total(report.matched);
+            progress.set(report.redriven);
+        },
     )
     .await;
     progress.finish();
@@ -108,40 +107,6 @@ pub async fn run(settings: &Settings, pool: &Pool, args: Args) -> anyhow::Result
         print!("{}", summary(&report, doorbell.is_on()));
     }
     Ok(())
-}
-
-/// How many rows a window re-drive will move, for the progress bar (`None` when it cannot be
-/// read: the run itself reports the error).
-async fn window_total(pool: &Pool, source: &str, selection: &Selection) -> Option<u64> {
-    let conn = pool.get().await.ok()?;
-    let now = shared::db::now(&conn).await.ok()?;
-    let counted = match selection {
-        Selection::DeadIds(_) => return None,
-        Selection::DeadBetween { since, until } => {
-            shared::ledger::redrive::count_dead_between(
-                &conn,
-                source,
-                *since,
-                until.map_or(now, |until| until.min(now)),
-            )
-            .await
-        }
-        Selection::IgnoredBetween {
-            event_type,
-            since,
-            until,
-        } => {
-            shared::ledger::redrive::count_ignored_between(
-                &conn,
-                source,
-                event_type,
-                *since,
-                until.map_or(now, |until| until.min(now)),
-            )
-            .await
-        }
-    };
-    counted.ok().map(|(with_payload, _)| with_payload)
 }
 
 fn ids(ids: &[String]) -> String {

@@ -150,6 +150,18 @@ pub enum Selection {
     },
 }
 
+impl Selection {
+    /// The window's end as given (`None`: now); `None` for ids.
+    fn until(&self) -> Option<SystemTime> {
+        match self {
+            Selection::DeadIds(_) => None,
+            Selection::DeadBetween { until, .. } | Selection::IgnoredBetween { until, .. } => {
+                *until
+            }
+        }
+    }
+}
+
 impl RedriveSpec {
     /// Validates the spec.
     ///
@@ -221,7 +233,7 @@ impl RedriveSpec {
 
 /// Re-drives `selection` of `source`: checks the source is configured (and, for ignored
 /// events, that a handler exists now in `handlers`), moves the rows in batches while
-/// `remaining()` exceeds [`MARGIN_MS`], calls `progress(moved_so_far)` after each batch, rings
+/// `remaining()` exceeds [`MARGIN_MS`], calls `progress(report)` after each batch (`matched` is counted before the first), rings
 /// the worker once when anything moved, and logs one `redrive` line.
 ///
 /// # Errors
@@ -236,7 +248,7 @@ pub async fn run(
     selection: &Selection,
     dry_run: bool,
     remaining: impl Fn() -> Duration,
-    mut progress: impl FnMut(u64),
+    mut progress: impl FnMut(&RedriveReport),
 ) -> Result<RedriveReport, RedriveError> {
     if sources.get(source).is_none() {
         return Err(RedriveError::UnknownSource(source.to_owned()));
@@ -284,52 +296,28 @@ pub async fn run(
                     let moved = sql::redrive_ids(&conn, source, chunk).await?;
                     report.redriven += moved.len() as u64;
                     list(&mut report.event_ids, moved);
-                    progress(report.redriven);
+                    progress(&report);
                 }
             }
         }
-        Selection::DeadBetween { since, until } => {
-            let until = window_end(&conn, *until).await?;
-            let (with, without) = sql::count_dead_between(&conn, source, *since, until).await?;
-            report.matched = with;
-            report.no_payload = without;
-            if dry_run {
-                report.event_ids =
-                    sql::list_dead_between(&conn, source, *since, until, LISTED_IDS as i64).await?;
-            } else {
-                loop {
-                    if remaining() < margin {
-                        report.complete = false;
-                        break;
-                    }
-                    let moved = sql::redrive_between(&conn, source, *since, until, BATCH).await?;
-                    report.redriven += moved.len() as u64;
-                    let done = (moved.len() as i64) < BATCH;
-                    list(&mut report.event_ids, moved);
-                    progress(report.redriven);
-                    if done {
-                        break;
-                    }
+        Selection::DeadBetween { since, .. } | Selection::IgnoredBetween { since, .. } => {
+            let until = window_end(&conn, selection.until()).await?;
+            let (with, without) = match selection {
+                Selection::IgnoredBetween { event_type, .. } => {
+                    sql::count_ignored_between(&conn, source, event_type, *since, until).await?
                 }
-            }
-        }
-        Selection::IgnoredBetween {
-            event_type,
-            since,
-            until,
-        } => {
-            let until = window_end(&conn, *until).await?;
-            let (with, without) =
-                sql::count_ignored_between(&conn, source, event_type, *since, until).await?;
+                _ => sql::count_dead_between(&conn, source, *since, until).await?,
+            };
             report.matched = with;
             report.no_payload = without;
             if dry_run {
-                report.event_ids = sql::list_ignored_between(
+                report.event_ids = batch(
                     &conn,
                     source,
-                    event_type,
+                    selection,
                     *since,
                     until,
+                    true,
                     LISTED_IDS as i64,
                 )
                 .await?;
@@ -340,12 +328,11 @@ pub async fn run(
                         break;
                     }
                     let moved =
-                        sql::rerun_ignored_between(&conn, source, event_type, *since, until, BATCH)
-                            .await?;
+                        batch(&conn, source, selection, *since, until, false, BATCH).await?;
                     report.redriven += moved.len() as u64;
                     let done = (moved.len() as i64) < BATCH;
                     list(&mut report.event_ids, moved);
-                    progress(report.redriven);
+                    progress(&report);
                     if done {
                         break;
                     }
@@ -386,6 +373,29 @@ async fn window_end(
 ) -> Result<SystemTime, RedriveError> {
     let now = crate::db::now(conn).await.map_err(LedgerError::from)?;
     Ok(until.map_or(now, |until| until.min(now)))
+}
+
+/// One statement of a window re-drive: the next `limit` rows of `selection` in `[since, until)`
+/// moved back to `claimed` (or, with `list_only`, only their ids, for a dry run).
+async fn batch(
+    conn: &crate::db::Connection,
+    source: &str,
+    selection: &Selection,
+    since: SystemTime,
+    until: SystemTime,
+    list_only: bool,
+    limit: i64,
+) -> Result<Vec<String>, LedgerError> {
+    match (selection, list_only) {
+        (Selection::IgnoredBetween { event_type, .. }, true) => {
+            sql::list_ignored_between(conn, source, event_type, since, until, limit).await
+        }
+        (Selection::IgnoredBetween { event_type, .. }, false) => {
+            sql::rerun_ignored_between(conn, source, event_type, since, until, limit).await
+        }
+        (_, true) => sql::list_dead_between(conn, source, since, until, limit).await,
+        (_, false) => sql::redrive_between(conn, source, since, until, limit).await,
+    }
 }
 
 /// Reads one event in full ([`ledger::inspect`]).

@@ -367,7 +367,7 @@ async fn a_window_redrive_moves_exactly_the_rows_that_died_in_it_in_batches() {
         &selection,
         false,
         plenty,
-        |moved| batches.push(moved),
+        |report| batches.push(report.redriven),
     )
     .await
     .unwrap();
