@@ -51,12 +51,7 @@ pub async fn run(settings: &Settings, pool: &Pool, args: Args) -> anyhow::Result
         shared::audit::peek(&conn, &settings.sources, &thresholds, now).await
     }
     .context("audit failed")?;
-    if args.json {
-        println!("{}", serde_json::to_string(&report)?);
-    } else {
-        print!("{}", summary(&report));
-    }
-    Ok(())
+    crate::print_report(args.json, &report, || summary(&report))
 }
 
 /// A short age: `45s`, `12m`, `5h`, `3d`.

@@ -55,6 +55,24 @@ enum Command {
     Audit(audit::Args),
 }
 
+/// Prints a command's report on stdout: with `--json` (`json`) the report as one line of JSON
+/// (what the function returns for the same request), else `text()`, the summary for people.
+///
+/// # Errors
+/// When the report cannot be serialised.
+pub(crate) fn print_report(
+    json: bool,
+    report: &impl serde::Serialize,
+    text: impl FnOnce() -> String,
+) -> anyhow::Result<()> {
+    if json {
+        println!("{}", serde_json::to_string(report)?);
+    } else {
+        println!("{}", text().trim_end());
+    }
+    Ok(())
+}
+
 /// `error` and its causes on one line: `outer: cause: root cause`.
 fn one_line(error: &anyhow::Error) -> String {
     format!("{error:#}")

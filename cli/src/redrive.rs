@@ -101,12 +101,7 @@ pub async fn run(settings: &Settings, pool: &Pool, args: Args) -> anyhow::Result
     .await;
     progress.finish();
     let report = report?;
-    if args.json {
-        println!("{}", serde_json::to_string(&report)?);
-    } else {
-        print!("{}", summary(&report, doorbell.is_on()));
-    }
-    Ok(())
+    crate::print_report(args.json, &report, || summary(&report, doorbell.is_on()))
 }
 
 fn ids(ids: &[String]) -> String {

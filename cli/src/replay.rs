@@ -75,25 +75,14 @@ pub async fn run(settings: &Settings, pool: &Pool, args: Args) -> anyhow::Result
         .await;
     progress.finish();
     match outcome {
-        Ok(report) => {
-            if args.json {
-                println!("{}", serde_json::to_string_pretty(&report)?);
-            } else {
-                println!("{}", summary(&args, &report));
-            }
-            Ok(())
-        }
+        Ok(report) => crate::print_report(args.json, &report, || summary(&args, &report)),
         // Refused, or stopped before reading anything: the reason is the whole answer.
         Err(error) if error.kind.is_refusal() || error.report.fetched == 0 => {
             Err(anyhow::anyhow!("{error}"))
         }
         Err(error) => {
             // How far it got goes to stdout (as the report), the reason to stderr.
-            if args.json {
-                println!("{}", serde_json::to_string_pretty(&error.report)?);
-            } else {
-                println!("{}", summary(&args, &error.report));
-            }
+            crate::print_report(args.json, &error.report, || summary(&args, &error.report))?;
             Err(anyhow::anyhow!("{error}"))
         }
     }

@@ -107,12 +107,7 @@ pub async fn run(settings: &Settings, pool: &Pool, args: Args) -> anyhow::Result
             })
             .collect(),
     };
-    if args.json {
-        println!("{}", serde_json::to_string(&report)?);
-    } else {
-        print!("{}", summary(&report));
-    }
-    Ok(())
+    crate::print_report(args.json, &report, || summary(&report))
 }
 
 fn summary(report: &StuckReport) -> String {

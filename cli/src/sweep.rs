@@ -55,12 +55,7 @@ pub async fn run(settings: &Settings, pool: &Pool, args: Args) -> anyhow::Result
     .await;
     progress.finish();
     let report = report.context("sweep failed")?;
-    if args.json {
-        println!("{}", serde_json::to_string(&report)?);
-    } else {
-        print!("{}", summary(&report));
-    }
-    Ok(())
+    crate::print_report(args.json, &report, || summary(&report))
 }
 
 /// The readable summary, e.g. `deleted 20000 expired keys in 5 batches (812 ms): done`.

@@ -628,13 +628,8 @@ impl Run<'_> {
         let Ok(conn) = self.receiver.pool.get().await else {
             return Default::default();
         };
-        match crate::ledger::redrive::classify_ids(&conn, &config.name, ids).await {
-            Ok(classes) => classes
-                .dead
-                .into_iter()
-                .chain(classes.no_payload)
-                .chain(classes.not_dead)
-                .collect(),
+        match crate::ledger::lookup_many(&conn, &config.name, ids).await {
+            Ok(rows) => rows.into_keys().collect(),
             Err(_) => Default::default(),
         }
     }
