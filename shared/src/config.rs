@@ -240,6 +240,11 @@ pub struct SourceSpec {
     /// [`GenericHmac`]).
     #[serde(default)]
     pub generic: Option<GenericHmac>,
+    /// Built-in outbox targets: `forward`, `sqs`, `eventbridge` (see
+    /// [`crate::outbox::TargetSpec`]). Each matching event gets one message per target,
+    /// committed with its claim and dispatched by the worker. None when absent.
+    #[serde(default)]
+    pub targets: Option<Vec<crate::outbox::TargetSpec>>,
 }
 
 /// One source, validated and with its secrets prepared for verification.
@@ -268,6 +273,8 @@ pub struct SourceConfig {
     pub github_hook: Option<GithubHook>,
     /// Retention, retry horizon, replay look-back and the expected delivery interval.
     pub retention: SourceRetention,
+    /// Built-in outbox targets, in configuration order (names unique).
+    pub targets: Vec<crate::outbox::Target>,
 }
 
 /// A provider API the handlers may call (e.g. to re-fetch an object on an ordering tie).
@@ -298,7 +305,7 @@ pub fn default_api_base_url(scheme: Scheme) -> Option<&'static str> {
 /// Whether replay and the handlers may send a credential to `url`: `https://` anywhere, plain
 /// `http://` only to the loopback host (tests and local fakes), so a key never crosses a
 /// network in clear text.
-fn api_base_url_is_allowed(url: &str) -> bool {
+pub(crate) fn url_may_carry_credentials(url: &str) -> bool {
     match url::Url::parse(url) {
         Ok(parsed) => match parsed.scheme() {
             "https" => parsed.host().is_some(),
@@ -315,6 +322,11 @@ fn api_base_url_is_allowed(url: &str) -> bool {
 }
 
 impl SourceConfig {
+    /// The built-in target named `name`, if configured.
+    pub fn target(&self, name: &str) -> Option<&crate::outbox::Target> {
+        self.targets.iter().find(|t| t.name == name)
+    }
+
     /// Validates a [`SourceSpec`] and prepares its keys.
     ///
     /// # Errors
@@ -369,7 +381,7 @@ impl SourceConfig {
                         return Err(problem("api_key needs api_base_url for this scheme"))
                     }
                 };
-                if !api_base_url_is_allowed(&base_url) {
+                if !url_may_carry_credentials(&base_url) {
                     return Err(problem(
                         "api_base_url must be an https:// URL (http:// only to 127.0.0.1, \
                          [::1] or localhost, for local fakes): the API key travels with every \
@@ -424,7 +436,19 @@ impl SourceConfig {
             },
         )
         .map_err(|reason| problem(&reason))?;
+        let mut targets: Vec<crate::outbox::Target> = Vec::new();
+        for target in spec.targets.unwrap_or_default() {
+            let target = crate::outbox::Target::from_spec(target).map_err(|r| problem(&r))?;
+            if targets.iter().any(|t| t.name == target.name) {
+                return Err(problem(&format!(
+                    "target {:?} is configured twice",
+                    target.name
+                )));
+            }
+            targets.push(target);
+        }
         Ok(Self {
+            targets,
             scheme: spec.scheme,
             verifier,
             mode,
@@ -1026,7 +1050,7 @@ mod tests {
             "http://localhost:8080",
             "http://[::1]:1",
         ] {
-            assert!(api_base_url_is_allowed(allowed), "{allowed}");
+            assert!(url_may_carry_credentials(allowed), "{allowed}");
         }
         for refused in [
             "http://api.stripe.com",
@@ -1035,7 +1059,7 @@ mod tests {
             "api.stripe.com",
             "https://",
         ] {
-            assert!(!api_base_url_is_allowed(refused), "{refused}");
+            assert!(!url_may_carry_credentials(refused), "{refused}");
         }
         let json = r#"[{"name": "s", "scheme": "stripe", "secrets": ["whsec_x"],
                          "api_key": "rk_1", "api_base_url": "http://stripe.example.com"}]"#;

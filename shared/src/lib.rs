@@ -16,6 +16,7 @@ pub mod identity;
 pub mod invocation;
 pub mod ledger;
 pub mod ordering;
+pub mod outbox;
 pub mod receive;
 pub mod redrive;
 pub mod replay;
