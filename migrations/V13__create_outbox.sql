@@ -54,8 +54,9 @@ CREATE TABLE outbox (
 
 -- Due messages, oldest first: pending ones whose time has come and processing ones whose lease
 -- expired (leasing sets next_attempt_at to the lease's expiry, as for webhook_event). Partial,
--- so delivered and dead messages have no entry.
-CREATE INDEX outbox_due_idx ON outbox (next_attempt_at)
+-- so delivered and dead messages have no entry. source and created_at are INCLUDEd so the
+-- auditor's backlog figure (count and oldest per source) is an index-only scan.
+CREATE INDEX outbox_due_idx ON outbox (next_attempt_at) INCLUDE (source, created_at)
     WHERE status IN ('pending', 'processing');
 
 -- Dead messages by source and age (the auditor, re-drive by window, the sweep).

@@ -40,6 +40,11 @@ pub struct Args {
     /// instead of dead letters: needs --event-type and --since, and a handler for that type now.
     #[arg(long, requires_all = ["event_type", "since"])]
     ignored: bool,
+    /// Re-drive dead outbox messages instead of dead events: those of the --event-id events,
+    /// or those that went dead from --since. They go back to the worker's dispatch with their
+    /// idempotency keys unchanged.
+    #[arg(long, conflicts_with = "ignored")]
+    outbox: bool,
     /// With --ignored: the event type that has a handler now.
     #[arg(long, value_name = "TYPE", requires = "ignored")]
     event_type: Option<String>,
@@ -64,6 +69,7 @@ impl Args {
             event_type: self.event_type.clone(),
             since: self.since.clone(),
             until: self.until.clone(),
+            outbox: self.outbox,
         }
     }
 }
@@ -124,10 +130,11 @@ fn ids(ids: &[String]) -> String {
 /// The readable report, e.g. `stripe: re-drove 3 of 3 dead letters (back to claimed for the
 /// worker)`, then the ids refused, not dead and not found.
 fn summary(report: &RedriveReport, doorbell: bool) -> String {
-    let what = if report.status == "ignored" {
-        "ignored events"
-    } else {
-        "dead letters"
+    let outbox = report.status == "outbox";
+    let what = match report.status.as_str() {
+        "ignored" => "ignored events",
+        "outbox" => "dead outbox messages",
+        _ => "dead letters",
     };
     let mut text = if report.dry_run {
         format!(
@@ -136,10 +143,15 @@ fn summary(report: &RedriveReport, doorbell: bool) -> String {
         )
     } else {
         format!(
-            "{}: re-drove {} of {} {what} (back to claimed: the worker runs each once{})\n",
+            "{}: re-drove {} of {} {what} ({}{})\n",
             report.source,
             report.redriven,
             report.matched,
+            if outbox {
+                "back to pending: the worker dispatches each again, same idempotency key"
+            } else {
+                "back to claimed: the worker runs each once"
+            },
             if report.redriven == 0 {
                 ""
             } else if doorbell {

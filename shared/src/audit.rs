@@ -15,6 +15,11 @@
 //! | `ordering_ties_new` | Count | ordering ties seen since the last recorded run (resolved or not) |
 //! | `backlog_due` | Count | `claimed` and `failed` rows whose `next_attempt_at` has come |
 //! | `backlog_oldest_age` | Seconds | since the oldest due `next_attempt_at`; 0 when none |
+//! | `outbox_backlog` | Count | outbox messages not yet delivered nor dead (pending, waiting for a retry, or being dispatched) |
+//! | `outbox_backlog_oldest_age` | Seconds | since the oldest of them was committed; 0 when none |
+//! | `outbox_dead` | Count | dead outbox messages (a fatal answer, or `max_attempts` used): `hookledger redrive --outbox` |
+//! | `outbox_dead_new` | Count | outbox messages that went dead since the last recorded run |
+//! | `outbox_dead_oldest_age` | Seconds | since the oldest dead outbox message went dead; 0 when none |
 //! | `source_quiet` | Count | 1 when the source has `expected_interval_minutes` and its newest key is older than that (or it has none), else 0; only for sources with the setting |
 //!
 //! and for the database (dimension `source` = `*`): `idle_in_transaction_sessions` (Count) and
@@ -37,9 +42,9 @@
 //! missed by `dead_letters_new` (not by `dead_letters`).
 //!
 //! **Caps.** Counts over sets that grow with a failure (stuck claims, backlog, past retention,
-//! dead letters) are taken over at most [`CAP`] rows, oldest first, so the audit stays fast on
+//! dead letters, the outbox backlog and dead messages) are taken over at most [`CAP`] rows, oldest first, so the audit stays fast on
 //! a ledger of ten million rows; a count equal to [`CAP`] is reported `capped` and means "at
-//! least". The stuck-claim and backlog caps are over all sources together (their indexes are
+//! least". The stuck-claim, backlog and outbox-backlog caps are over all sources together (their indexes are
 //! not per source): when capped, a source whose rows are all newer than the first `CAP` may
 //! show 0.
 
@@ -126,6 +131,16 @@ pub struct SourceAudit {
     pub backlog_due: u64,
     /// Since the oldest due `next_attempt_at`, seconds (0 when none).
     pub backlog_oldest_age: u64,
+    /// Outbox messages not yet delivered nor dead.
+    pub outbox_backlog: u64,
+    /// Since the oldest of them was committed, seconds (0 when none).
+    pub outbox_backlog_oldest_age: u64,
+    /// Dead outbox messages.
+    pub outbox_dead: u64,
+    /// Outbox messages that went dead since the last recorded run.
+    pub outbox_dead_new: u64,
+    /// Since the oldest dead outbox message went dead, seconds (0 when none).
+    pub outbox_dead_oldest_age: u64,
     /// The source's expected interval between deliveries, seconds, when configured.
     pub expected_interval_secs: Option<u64>,
     /// Whether the source has gone quiet (only with an expected interval).
@@ -152,6 +167,11 @@ impl SourceAudit {
             Metric::count("ordering_ties_new", self.ordering_ties_new),
             Metric::count("backlog_due", self.backlog_due),
             Metric::seconds("backlog_oldest_age", self.backlog_oldest_age),
+            Metric::count("outbox_backlog", self.outbox_backlog),
+            Metric::seconds("outbox_backlog_oldest_age", self.outbox_backlog_oldest_age),
+            Metric::count("outbox_dead", self.outbox_dead),
+            Metric::count("outbox_dead_new", self.outbox_dead_new),
+            Metric::seconds("outbox_dead_oldest_age", self.outbox_dead_oldest_age),
         ]);
         if self.expected_interval_secs.is_some() {
             metrics.push(Metric::count("source_quiet", u64::from(self.quiet)));
@@ -238,6 +258,8 @@ impl AuditReport {
             past_retention = total(|a| a.past_retention),
             dead_letters = total(|a| a.dead_letters),
             dead_letters_new = total(|a| a.dead_letters_new),
+            outbox_backlog = total(|a| a.outbox_backlog),
+            outbox_dead = total(|a| a.outbox_dead),
             ordering_ties_new = total(|a| a.ordering_ties_new),
             idle_in_transaction_sessions = self.idle_in_transaction.sessions,
             quiet_sources = %quiet.join(","),
@@ -342,6 +364,7 @@ async fn audit_in_transaction(
         })
         .collect();
     let backlog = sql::backlog(conn, now, cap).await?;
+    let outbox_backlog = sql::outbox_backlog(conn, cap).await?;
     let ties = sql::ties_since(conn, since, now, cap).await?;
     let idle = sql::idle_in_transaction(
         conn,
@@ -352,6 +375,8 @@ async fn audit_in_transaction(
 
     let mut names: BTreeSet<String> = sources_present(conn).await?.into_iter().collect();
     names.extend(sources.iter().map(|source| source.name.clone()));
+    // A source whose events were swept can still have messages in the outbox.
+    names.extend(outbox_backlog.keys().cloned());
     let mut by_source = BTreeMap::new();
     for name in names {
         let configured = sources.get(&name);
@@ -369,6 +394,9 @@ async fn audit_in_transaction(
         )
         .await?;
         let dead = sql::dead_letters(conn, &name, since, now, cap).await?;
+        let outbox_dead = sql::outbox_dead(conn, &name, since, now, cap).await?;
+        let outbox = outbox_backlog.get(&name).copied();
+        let outbox_count = outbox.map_or(0, |f| f.count);
         let stuck = stuck.get(&name).copied();
         let backlog = backlog.get(&name).copied();
         let oldest_key_age = oldest.map(|at| age(now, at));
@@ -390,6 +418,9 @@ async fn audit_in_transaction(
             ("past_retention", completed_past.max(dead_past)),
             ("dead_letters", dead.total),
             ("dead_letters_new", dead.new),
+            ("outbox_backlog", outbox_count),
+            ("outbox_dead", outbox_dead.total),
+            ("outbox_dead_new", outbox_dead.new),
         ] {
             if value >= CAP {
                 capped.push(metric);
@@ -416,6 +447,13 @@ async fn audit_in_transaction(
                 ordering_ties_new,
                 backlog_due,
                 backlog_oldest_age: backlog.and_then(|f| f.oldest).map_or(0, |at| age(now, at)),
+                outbox_backlog: outbox_count,
+                outbox_backlog_oldest_age: outbox
+                    .and_then(|f| f.oldest)
+                    .map_or(0, |at| age(now, at)),
+                outbox_dead: outbox_dead.total,
+                outbox_dead_new: outbox_dead.new,
+                outbox_dead_oldest_age: outbox_dead.oldest.map_or(0, |at| age(now, at)),
                 expected_interval_secs: expected.map(|e| e.as_secs()),
                 quiet,
                 capped,

@@ -9,6 +9,10 @@
 //!   status, attempts, error and times are appended to its `history`.
 //! - **Ignored events** (`"status": "ignored"`): by event type and a window of first delivery
 //!   (`claimed_at`); refused unless a handler for that type is registered now.
+//! - **Dead outbox messages** (`"status": "dead", "outbox": true`): the dead messages of the
+//!   named events, or every message that went dead in a window (`dead_at`), back to `pending`
+//!   for the worker's next dispatch with attempts from 0 and the same idempotency key; the
+//!   report lists their idempotency keys. The events themselves are not touched.
 //! - A row without a stored payload (a source with `store_payload: false`) cannot be run again:
 //!   it is counted as `no_payload` and left as it is.
 //! - Runs in batches of [`BATCH`] rows, each its own short transaction, and stops starting
@@ -26,7 +30,7 @@ use crate::config::Sources;
 use crate::db::Pool;
 use crate::doorbell::Doorbell;
 use crate::handlers::Registry;
-use crate::ledger::{self, redrive as sql, LedgerError};
+use crate::ledger::{self, redrive as sql, redrive_outbox as outbox_sql, LedgerError};
 use crate::telemetry::parse_rfc3339;
 
 /// Rows moved per statement.
@@ -44,7 +48,8 @@ pub const MARGIN_MS: u64 = 5_000;
 /// What to re-drive, as the function's input `redrive` object and the CLI's flags give it:
 /// `{"status": "dead", "event_ids": [...]}`, `{"status": "dead", "since": "...", "until":
 /// "..."}` or `{"status": "ignored", "event_type": "...", "since": "...", "until": "..."}`
-/// (times RFC 3339; `until` defaults to now).
+/// (times RFC 3339; `until` defaults to now); with `"outbox": true`, a dead-letter request
+/// takes the events' dead outbox messages instead of the events.
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields)]
 pub struct RedriveSpec {
@@ -62,6 +67,10 @@ pub struct RedriveSpec {
     /// Window end (exclusive), RFC 3339; now when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub until: Option<String>,
+    /// Status `dead` only: re-drive dead outbox messages (by their events' ids, or by when
+    /// they went dead) instead of dead events.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub outbox: bool,
 }
 
 /// Which finished rows a re-drive takes.
@@ -79,24 +88,27 @@ pub enum Which {
 pub struct RedriveReport {
     /// The source.
     pub source: String,
-    /// `dead` or `ignored`.
+    /// `dead`, `ignored` or `outbox` (dead outbox messages).
     pub status: String,
     /// Whether nothing was written.
     pub dry_run: bool,
-    /// Rows matched that can run again (a dry run's "would re-drive").
+    /// Rows matched that can run again (a dry run's "would re-drive"); for the outbox,
+    /// messages.
     pub matched: u64,
-    /// Rows moved back to `claimed` (0 in a dry run).
+    /// Rows moved back to `claimed` (outbox messages: to `pending`; 0 in a dry run).
     pub redriven: u64,
     /// Rows matched but refused: no stored payload.
     pub no_payload: u64,
-    /// Named ids that are in the ledger but not dead (left alone).
+    /// Named ids that are in the ledger but not dead (left alone); for the outbox, events
+    /// whose messages are none of them dead.
     pub not_dead: Vec<String>,
-    /// Named ids not in the ledger.
+    /// Named ids not in the ledger (for the outbox: with no outbox message).
     pub not_found: Vec<String>,
     /// Named ids refused for want of a payload.
     pub no_payload_ids: Vec<String>,
     /// The ids moved, oldest first (a dry run: the ids that would move), the first
-    /// [`LISTED_IDS`] of them: what to `inspect` or watch.
+    /// [`LISTED_IDS`] of them: what to `inspect` or watch. For the outbox: the messages'
+    /// idempotency keys, `{source}:{event_id}:{n}`.
     pub event_ids: Vec<String>,
     /// `false` when time ran short before every matching row moved: run the same request again.
     pub complete: bool,
@@ -139,6 +151,15 @@ pub enum Selection {
         /// Window end; the database's now when `None`.
         until: Option<SystemTime>,
     },
+    /// The dead outbox messages of these events.
+    OutboxIds(Vec<String>),
+    /// Outbox messages that went dead in `[since, until)`.
+    OutboxBetween {
+        /// Window start.
+        since: SystemTime,
+        /// Window end; the database's now when `None`.
+        until: Option<SystemTime>,
+    },
     /// Ignored events of `event_type` first delivered in `[since, until)`.
     IgnoredBetween {
         /// The event type.
@@ -154,10 +175,10 @@ impl Selection {
     /// The window's end as given (`None`: now); `None` for ids.
     fn until(&self) -> Option<SystemTime> {
         match self {
-            Selection::DeadIds(_) => None,
-            Selection::DeadBetween { until, .. } | Selection::IgnoredBetween { until, .. } => {
-                *until
-            }
+            Selection::DeadIds(_) | Selection::OutboxIds(_) => None,
+            Selection::DeadBetween { until, .. }
+            | Selection::OutboxBetween { until, .. }
+            | Selection::IgnoredBetween { until, .. } => *until,
         }
     }
 }
@@ -202,9 +223,14 @@ impl RedriveSpec {
                         if ids.iter().any(|id| id.is_empty() || id.len() > 255) {
                             return invalid("an event id is empty or longer than 255 bytes");
                         }
-                        Ok(Selection::DeadIds(ids.clone()))
+                        if self.outbox {
+                            Ok(Selection::OutboxIds(ids.clone()))
+                        } else {
+                            Ok(Selection::DeadIds(ids.clone()))
+                        }
                     }
                     (None, Some(_)) => match since {
+                        Some(since) if self.outbox => Ok(Selection::OutboxBetween { since, until }),
                         Some(since) => Ok(Selection::DeadBetween { since, until }),
                         None => invalid("until needs since"),
                     },
@@ -212,6 +238,9 @@ impl RedriveSpec {
                 }
             }
             Which::Ignored => {
+                if self.outbox {
+                    return invalid("outbox applies to status \"dead\" only");
+                }
                 if self.event_ids.is_some() {
                     return invalid("event_ids applies to status \"dead\" only");
                 }
@@ -269,6 +298,7 @@ pub async fn run(
         source: source.to_owned(),
         status: match selection {
             Selection::IgnoredBetween { .. } => "ignored",
+            Selection::OutboxIds(_) | Selection::OutboxBetween { .. } => "outbox",
             _ => "dead",
         }
         .to_owned(),
@@ -298,6 +328,54 @@ pub async fn run(
                     list(&mut report.event_ids, moved);
                     progress(&report);
                 }
+            }
+        }
+        Selection::OutboxIds(_) | Selection::OutboxBetween { .. } => {
+            // By the events' ids (those with a dead message), or by a window of dead_at.
+            let (ids, window) = match selection {
+                Selection::OutboxIds(ids) => {
+                    let classes = outbox_sql::classify_ids(&conn, source, ids).await?;
+                    report.matched = classes.dead_messages;
+                    report.not_dead = classes.not_dead;
+                    report.not_found = classes.not_found;
+                    (classes.with_dead, None)
+                }
+                Selection::OutboxBetween { since, .. } => {
+                    let until = window_end(&conn, selection.until()).await?;
+                    report.matched =
+                        outbox_sql::count_between(&conn, source, *since, until).await?;
+                    (Vec::new(), Some((*since, until)))
+                }
+                _ => return Err(RedriveError::Invalid("not an outbox selection".to_owned())),
+            };
+            let limit = if dry_run { LISTED_IDS as i64 } else { BATCH };
+            loop {
+                if !dry_run && remaining() < margin {
+                    report.complete = false;
+                    break;
+                }
+                let keys = match (window, dry_run) {
+                    (None, true) => outbox_sql::list_ids(&conn, source, &ids, limit).await?,
+                    (None, false) => outbox_sql::redrive_ids(&conn, source, &ids, limit).await?,
+                    (Some((since, until)), true) => {
+                        outbox_sql::list_between(&conn, source, since, until, limit).await?
+                    }
+                    (Some((since, until)), false) => {
+                        outbox_sql::redrive_between(&conn, source, since, until, limit).await?
+                    }
+                };
+                let done = dry_run || (keys.len() as i64) < limit;
+                if !dry_run {
+                    report.redriven += keys.len() as u64;
+                }
+                list(&mut report.event_ids, keys);
+                if done {
+                    break;
+                }
+                progress(&report);
+            }
+            if !dry_run {
+                progress(&report);
             }
         }
         Selection::DeadBetween { since, .. } | Selection::IgnoredBetween { since, .. } => {

@@ -1,5 +1,5 @@
-//! The auditor's statements: read-only figures over `webhook_event`, `ordering_tie` and
-//! `pg_stat_activity`, plus the one row of `audit_run` that remembers the last run.
+//! The auditor's statements: read-only figures over `webhook_event`, `outbox`, `ordering_tie`
+//! and `pg_stat_activity`, plus the one row of `audit_run` that remembers the last run.
 //!
 //! Every statement reads through an index (the end-to-end test
 //! `audit_queries_are_served_by_indexes` checks each plan on a million rows), and every count
@@ -14,6 +14,8 @@
 //! | [`PAST_RETENTION`] | `webhook_event_source_claimed_at_idx`, `webhook_event_dead_idx` |
 //! | [`DEAD_LETTERS`] | `webhook_event_dead_idx` |
 //! | [`TIES_SINCE`] | `ordering_tie_seen_at_idx` |
+//! | [`OUTBOX_BACKLOG`] | `outbox_due_idx` (index-only) |
+//! | [`OUTBOX_DEAD`] | `outbox_dead_idx` |
 //!
 //! The public statics are the exact texts run, so the plan test explains what runs.
 
@@ -102,6 +104,39 @@ FROM (
 ) due
 GROUP BY source",
     types: &[Type::TIMESTAMPTZ, Type::INT8],
+};
+
+/// The outbox backlog per source: messages not yet delivered nor dead (`pending`, including
+/// those waiting for a retry, and `processing`), `(source, count, oldest created_at)` over at
+/// most `$1` rows, the longest due first (exact when under the cap).
+pub static OUTBOX_BACKLOG: Sql = Sql {
+    text: "\
+SELECT source, count(*), min(created_at)
+FROM (
+    SELECT source, created_at
+    FROM outbox
+    WHERE status IN ('pending', 'processing')
+    ORDER BY next_attempt_at
+    LIMIT $1
+) backlog
+GROUP BY source",
+    types: &[Type::INT8],
+};
+
+/// `$1`'s dead outbox messages, as [`DEAD_LETTERS`] for events: the oldest `dead_at`, how many
+/// (at most `$4`), and how many went dead in `[$2, $3)` (at most `$4`).
+pub static OUTBOX_DEAD: Sql = Sql {
+    text: "\
+SELECT
+    (SELECT min(dead_at) FROM outbox WHERE source = $1 AND status = 'dead'),
+    (SELECT count(*) FROM (
+        SELECT 1 FROM outbox WHERE source = $1 AND status = 'dead'
+        LIMIT $4) total),
+    (SELECT count(*) FROM (
+        SELECT 1 FROM outbox
+        WHERE source = $1 AND status = 'dead' AND dead_at >= $2 AND dead_at < $3
+        LIMIT $4) new)",
+    types: &[Type::TEXT, Type::TIMESTAMPTZ, Type::TIMESTAMPTZ, Type::INT8],
 };
 
 /// The `claimed_at` of `$1`'s newest key (any status): one backward probe.
@@ -361,7 +396,44 @@ pub async fn dead_letters(
     until: SystemTime,
     cap: i64,
 ) -> Result<DeadLetters, LedgerError> {
-    let statement = conn.prepare(&DEAD_LETTERS).await?;
+    dead_in(conn, &DEAD_LETTERS, source, since, until, cap).await
+}
+
+/// `source`'s dead outbox messages ([`OUTBOX_DEAD`]), as [`dead_letters`] for events.
+///
+/// # Errors
+/// [`LedgerError::Db`] when PostgreSQL fails.
+pub async fn outbox_dead(
+    conn: &Connection,
+    source: &str,
+    since: SystemTime,
+    until: SystemTime,
+    cap: i64,
+) -> Result<DeadLetters, LedgerError> {
+    dead_in(conn, &OUTBOX_DEAD, source, since, until, cap).await
+}
+
+/// The outbox backlog per source ([`OUTBOX_BACKLOG`]): count and the oldest `created_at`, over
+/// at most `cap` rows.
+///
+/// # Errors
+/// [`LedgerError::Db`] when PostgreSQL fails.
+pub async fn outbox_backlog(
+    conn: &Connection,
+    cap: i64,
+) -> Result<BTreeMap<String, Figure>, LedgerError> {
+    figures(conn, &OUTBOX_BACKLOG, &[&cap]).await
+}
+
+async fn dead_in(
+    conn: &Connection,
+    sql: &'static Sql,
+    source: &str,
+    since: SystemTime,
+    until: SystemTime,
+    cap: i64,
+) -> Result<DeadLetters, LedgerError> {
+    let statement = conn.prepare(sql).await?;
     let rows = conn
         .query(&statement, &[&source, &since, &until, &cap])
         .await?;

@@ -18,6 +18,7 @@ pub mod deferred;
 pub mod inspect;
 pub mod lease;
 pub mod redrive;
+pub mod redrive_outbox;
 pub mod status;
 pub mod sweep;
 pub mod tx;

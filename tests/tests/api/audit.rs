@@ -72,6 +72,33 @@ async fn seed(
         .unwrap();
 }
 
+/// Inserts outbox message `n` of `(source, event_id)` with `status`, committed `created`
+/// seconds from `NOW` (dead or delivered then too).
+async fn seed_outbox(
+    app: &TestApp,
+    source: &str,
+    event_id: &str,
+    n: i32,
+    status: &str,
+    created: i64,
+) {
+    let client = app.db.connect().await.unwrap();
+    client
+        .execute(
+            "INSERT INTO outbox
+                 (source, event_id, n, event_type, target, payload, content_type, status,
+                  created_at, next_attempt_at, lease_expires_at, delivered_at, dead_at)
+             VALUES ($1, $2, $3, 'test.event', 'forward', '\\x7b7d', 'application/json',
+                     $4::text::outbox_status, $5::timestamptz, $5::timestamptz,
+                     CASE WHEN $4::text = 'processing' THEN $5::timestamptz END,
+                     CASE WHEN $4::text = 'delivered' THEN $5::timestamptz END,
+                     CASE WHEN $4::text = 'dead' THEN $5::timestamptz END)",
+            &[&source, &event_id, &n, &status, &at(created)],
+        )
+        .await
+        .unwrap();
+}
+
 async fn tie(app: &TestApp, source: &str, event_id: &str, seen: i64) {
     let client = app.db.connect().await.unwrap();
     client
@@ -117,6 +144,11 @@ fn quiet_default(audit: &SourceAudit) -> SourceAudit {
         ordering_ties_new: 0,
         backlog_due: 0,
         backlog_oldest_age: 0,
+        outbox_backlog: 0,
+        outbox_backlog_oldest_age: 0,
+        outbox_dead: 0,
+        outbox_dead_new: 0,
+        outbox_dead_oldest_age: 0,
         capped: Vec::new(),
         ..audit.clone()
     }
@@ -124,6 +156,15 @@ fn quiet_default(audit: &SourceAudit) -> SourceAudit {
 
 /// The seeded ledger of `audit_figures_on_a_seeded_ledger_equal_hand_computed_values`.
 async fn seed_ledger(app: &TestApp) {
+    // stripe-deferred's outbox: a backlog of three (the oldest committed 15 minutes ago, one
+    // being dispatched), one delivered, and two dead (one in the window since the last run).
+    let d = "stripe-deferred";
+    seed_outbox(app, d, "o1", 1, "pending", -900).await;
+    seed_outbox(app, d, "o1", 2, "processing", -60).await;
+    seed_outbox(app, d, "o2", 1, "pending", -10).await;
+    seed_outbox(app, d, "o3", 1, "delivered", -100).await;
+    seed_outbox(app, d, "o4", 1, "dead", -2 * DAY).await;
+    seed_outbox(app, d, "o5", 1, "dead", -100).await;
     // stripe-deferred: the worker's rows.
     let d = "stripe-deferred";
     // A claim waiting 10 minutes: stuck (> 300 s) and due.
@@ -289,6 +330,11 @@ async fn audit_figures_on_a_seeded_ledger_equal_hand_computed_values() {
             ordering_ties_new: 1,
             backlog_due: 3,
             backlog_oldest_age: 600,
+            outbox_backlog: 3,
+            outbox_backlog_oldest_age: 900,
+            outbox_dead: 2,
+            outbox_dead_new: 1,
+            outbox_dead_oldest_age: 2 * DAY as u64,
             expected_interval_secs: None,
             quiet: false,
             capped: Vec::new(),
@@ -528,6 +574,11 @@ async fn audit_emf_is_valid_embedded_metric_format() {
                 "ordering_ties_new",
                 "backlog_due",
                 "backlog_oldest_age",
+                "outbox_backlog",
+                "outbox_backlog_oldest_age",
+                "outbox_dead",
+                "outbox_dead_new",
+                "outbox_dead_oldest_age",
             ];
             if report.sources[&source].oldest_key_age.is_some() {
                 expected.push("oldest_key_age");
@@ -675,6 +726,23 @@ SELECT 'stripe', 'subscription', 'sub_' || i, 1, 'evt_a' || i, 'evt_b' || i,
        to_timestamp($1) - i * interval '30 seconds'
 FROM generate_series(1, 50000) AS i";
 
+/// 200,000 outbox messages: mostly delivered, one in 100 dead, the newest 2,000 pending.
+const SEED_OUTBOX: &str = "
+INSERT INTO outbox
+    (source, event_id, n, event_type, target, payload, content_type, status, created_at,
+     next_attempt_at, delivered_at, dead_at)
+SELECT (ARRAY['stripe','stripe-deferred','github','acme'])[1 + i % 4],
+       'evt_' || i, 1, 'seed.event', 'forward', '\\x7b7d', 'application/json',
+       s.status, t.created_at, t.created_at,
+       CASE WHEN s.status = 'delivered' THEN t.created_at END,
+       CASE WHEN s.status = 'dead' THEN t.created_at END
+FROM generate_series(1, 200000) AS i,
+     LATERAL (SELECT to_timestamp($1) - i * interval '10 seconds' AS created_at) t,
+     LATERAL (SELECT (CASE
+         WHEN i % 100 = 3 THEN 'dead'
+         WHEN i <= 2000 THEN 'pending'
+         ELSE 'delivered' END)::outbox_status AS status) s";
+
 /// `EXPLAIN` (not ANALYZE) of `sql` with `params`: the plan's lines.
 async fn explain(
     client: &tokio_postgres::Client,
@@ -703,8 +771,9 @@ async fn audit_queries_are_served_by_indexes() {
     let now_secs = NOW as f64;
     client.execute(SEED_MILLION, &[&now_secs]).await.unwrap();
     client.execute(SEED_TIES, &[&now_secs]).await.unwrap();
+    client.execute(SEED_OUTBOX, &[&now_secs]).await.unwrap();
     client
-        .batch_execute("ANALYZE webhook_event; ANALYZE ordering_tie")
+        .batch_execute("ANALYZE webhook_event; ANALYZE ordering_tie; ANALYZE outbox")
         .await
         .unwrap();
     eprintln!("seeded 1,000,000 rows in {:?}", started.elapsed());
@@ -763,6 +832,14 @@ async fn audit_queries_are_served_by_indexes() {
             explain(&client, &q::IDLE_IN_TRANSACTION, &[&threshold, &fifty]).await,
         ),
         ("lock_run", explain(&client, &q::LOCK_RUN, &[]).await),
+        (
+            "outbox_backlog",
+            explain(&client, &q::OUTBOX_BACKLOG, &[&cap]).await,
+        ),
+        (
+            "outbox_dead",
+            explain(&client, &q::OUTBOX_DEAD, &[&source, &since, &now, &cap]).await,
+        ),
     ];
     for (name, plan) in &plans {
         let text = plan.join("\n");
@@ -774,6 +851,10 @@ async fn audit_queries_are_served_by_indexes() {
         assert!(
             !text.contains("Seq Scan on ordering_tie"),
             "{name} reads every tie:\n{text}"
+        );
+        assert!(
+            !text.contains("Seq Scan on outbox"),
+            "{name} reads the whole outbox:\n{text}"
         );
     }
     // Expired leases come from their own small index, not from the whole due backlog.
@@ -795,6 +876,19 @@ async fn audit_queries_are_served_by_indexes() {
     // Each webhook_event query names an index of webhook_event.
     for (name, plan) in &plans {
         if ["idle_in_transaction", "lock_run", "ties_since"].contains(name) {
+            continue;
+        }
+        if name.starts_with("outbox_") {
+            let index = if *name == "outbox_backlog" {
+                "outbox_due_idx"
+            } else {
+                "outbox_dead_idx"
+            };
+            assert!(
+                plan.iter().any(|line| line.contains(index)),
+                "{name}: not from {index}:\n{}",
+                plan.join("\n")
+            );
             continue;
         }
         assert!(

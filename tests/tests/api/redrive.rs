@@ -48,6 +48,7 @@ fn dead_ids(ids: &[&str]) -> Selection {
         event_type: None,
         since: None,
         until: None,
+        outbox: false,
     }
     .selection()
     .unwrap()
@@ -60,6 +61,7 @@ fn dead_between(since: &str, until: Option<&str>) -> Selection {
         event_type: None,
         since: Some(since.to_owned()),
         until: until.map(str::to_owned),
+        outbox: false,
     }
     .selection()
     .unwrap()
@@ -777,5 +779,166 @@ async fn a_handler_that_answers_ignored_itself_is_never_rerun_as_ignored() {
         (0, 1),
         "a processed event was re-run: {report:?}, handler calls {}",
         handler.calls.load(Ordering::SeqCst)
+    );
+}
+
+/// Inserts `count` dead outbox messages of event `event_id` (n = 1..=count) for `source`, dead
+/// at `dead_at` (RFC 3339), with 8 attempts and a last error.
+async fn seed_dead_messages(
+    app: &TestApp,
+    source: &str,
+    event_id: &str,
+    count: i32,
+    dead_at: &str,
+) {
+    let client = app.db.connect().await.unwrap();
+    client
+        .execute(
+            "INSERT INTO outbox (source, event_id, n, event_type, target, payload, content_type,
+                                 status, attempts, last_error, last_status, dead_at)
+             SELECT $1, $2, n, 'invoice.paid', 'billing', '\\x7b7d', 'application/json',
+                    'dead', 8, 'fatal: HTTP 400', 400, $4::text::timestamptz
+             FROM generate_series(1, $3::int4) AS n",
+            &[&source, &event_id, &count, &dead_at],
+        )
+        .await
+        .unwrap();
+}
+
+fn outbox_spec(event_ids: Option<&[&str]>, since: Option<&str>) -> Selection {
+    RedriveSpec {
+        status: Which::Dead,
+        event_ids: event_ids.map(|ids| ids.iter().map(|id| id.to_string()).collect()),
+        event_type: None,
+        since: since.map(str::to_owned),
+        until: None,
+        outbox: true,
+    }
+    .selection()
+    .unwrap()
+}
+
+#[tokio::test]
+async fn dead_outbox_messages_are_redriven_by_event_id_with_their_history_and_keys() {
+    let app = spawn_app().await;
+    seed_dead_messages(&app, "stripe", "evt_a", 2, "2026-11-30T10:00:00Z").await;
+    seed_dead_messages(&app, "stripe", "evt_b", 1, "2026-11-30T10:00:00Z").await;
+    let client = app.db.connect().await.unwrap();
+    // evt_c has a message that was delivered: not dead, left alone.
+    client
+        .execute(
+            "INSERT INTO outbox (source, event_id, n, event_type, target, payload, content_type,
+                                 status, delivered_at)
+             VALUES ('stripe', 'evt_c', 1, 'invoice.paid', 'billing', '\\x7b7d',
+                     'application/json', 'delivered', now())",
+            &[],
+        )
+        .await
+        .unwrap();
+
+    let selection = outbox_spec(Some(&["evt_a", "evt_c", "evt_missing"]), None);
+    let dry = redrive(&app, "stripe", &selection, true).await.unwrap();
+    assert_eq!(
+        (dry.status.as_str(), dry.matched, dry.redriven),
+        ("outbox", 2, 0)
+    );
+    assert_eq!(dry.event_ids, ["stripe:evt_a:1", "stripe:evt_a:2"]);
+    let pending = "SELECT count(*) FROM outbox WHERE status = 'pending'";
+    assert_eq!(app.count(pending).await, 0, "a dry run writes nothing");
+
+    let report = redrive(&app, "stripe", &selection, false).await.unwrap();
+    assert_eq!((report.matched, report.redriven), (2, 2));
+    assert_eq!(report.event_ids, ["stripe:evt_a:1", "stripe:evt_a:2"]);
+    assert_eq!(report.not_dead, ["evt_c"]);
+    assert_eq!(report.not_found, ["evt_missing"]);
+    assert!(report.complete);
+    let rows = client
+        .query(
+            "SELECT n, status::text, attempts, dead_at IS NULL, next_attempt_at <= now(), history
+             FROM outbox WHERE source = 'stripe' AND event_id = 'evt_a' ORDER BY n",
+            &[],
+        )
+        .await
+        .unwrap();
+    for row in &rows {
+        assert_eq!(row.get::<_, String>(1), "pending");
+        assert_eq!(row.get::<_, i32>(2), 0, "attempts start again");
+        assert!(row.get::<_, bool>(3) && row.get::<_, bool>(4));
+        let history: serde_json::Value = row.get(5);
+        assert_eq!(history[0]["action"], "redrive");
+        assert_eq!(history[0]["attempts"], 8);
+        assert_eq!(history[0]["last_status"], 400);
+        assert_eq!(history[0]["last_error"], "fatal: HTTP 400");
+    }
+    // evt_b was not named: still dead. A second run moves nothing more.
+    assert_eq!(
+        app.count("SELECT count(*) FROM outbox WHERE status = 'dead'")
+            .await,
+        1
+    );
+    let again = redrive(&app, "stripe", &selection, false).await.unwrap();
+    assert_eq!((again.matched, again.redriven), (0, 0));
+    // The events themselves are untouched: there are none in the ledger.
+    assert_eq!(app.ledger_rows().await, 0);
+}
+
+#[tokio::test]
+async fn an_outbox_window_redrive_moves_exactly_what_died_in_it_in_batches() {
+    let app = spawn_app().await;
+    // 1,200 messages dead in the window (three batches of 500), 3 before it.
+    for i in 0..12 {
+        seed_dead_messages(
+            &app,
+            "stripe",
+            &format!("evt_w{i}"),
+            100,
+            "2026-11-30T10:00:00Z",
+        )
+        .await;
+    }
+    seed_dead_messages(&app, "stripe", "evt_old", 3, "2026-11-01T10:00:00Z").await;
+    let mut batches = Vec::new();
+    let report = shared::redrive::run(
+        &app.receiver().pool,
+        &app.settings.sources,
+        &Registry::new(),
+        &Doorbell::off(),
+        "stripe",
+        &outbox_spec(None, Some("2026-11-30T00:00:00Z")),
+        false,
+        plenty,
+        |report| batches.push(report.redriven),
+    )
+    .await
+    .unwrap();
+    assert_eq!((report.matched, report.redriven), (1200, 1200));
+    assert_eq!(batches, [500, 1000, 1200]);
+    assert_eq!(report.event_ids.len(), shared::redrive::LISTED_IDS);
+    assert_eq!(
+        app.count("SELECT count(*) FROM outbox WHERE status = 'pending'")
+            .await,
+        1200
+    );
+    assert_eq!(
+        app.count("SELECT count(*) FROM outbox WHERE status = 'dead' AND event_id = 'evt_old'")
+            .await,
+        3
+    );
+}
+
+#[tokio::test]
+async fn an_outbox_redrive_of_ignored_events_is_refused() {
+    let spec = RedriveSpec {
+        status: Which::Ignored,
+        event_ids: None,
+        event_type: Some("invoice.paid".to_owned()),
+        since: Some("2026-11-30T00:00:00Z".to_owned()),
+        until: None,
+        outbox: true,
+    };
+    let error = spec.selection().unwrap_err().to_string();
+    assert!(
+        error.contains("outbox applies to status \"dead\" only"),
+        "{error}"
     );
 }
