@@ -6,9 +6,14 @@
 //! source's retention, and `dead` keys that died longer ago than its dead-letter retention. A
 //! source that is no longer configured keeps the defaults (30 and 90 days), so its keys still
 //! expire. `claimed`, `processing` and `failed` rows are never deleted (unfinished work; the
-//! auditor reports them), nor are the handlers' business rows.
+//! auditor reports them), nor are the handlers' business rows. Outbox messages go by the same
+//! rules: `delivered` ones delivered longer ago than the retention, `dead` ones dead longer
+//! ago than the dead-letter retention; `pending` and `processing` ones never. A message always
+//! outlives its event's key (it is delivered after its event is claimed), so a re-run of a
+//! still-kept event finds its messages and never queues them twice.
 //!
-//! A run plans the work once (every source with keys, twice: completed and dead), then runs
+//! A run plans the work once (every source with keys: completed and dead keys; every source with
+//! keys or configured: delivered and dead outbox messages), then runs
 //! batches: a batch deletes up to `batch_size` rows, taking the work items in order and
 //! continuing with the next when one runs dry, in one transaction. The run stops when a batch
 //! comes back short (nothing expired is left), after `max_batches`, or when less than the
@@ -59,15 +64,25 @@ impl<'c> Sweep<'c> {
     ) -> Result<Self, LedgerError> {
         let mut items = Vec::new();
         let mut unconfigured = Vec::new();
-        for source in sources_present(conn).await? {
+        let present = sources_present(conn).await?;
+        // Configured sources too: their outbox messages can outlive their events' keys.
+        let mut names: std::collections::BTreeSet<String> = present.iter().cloned().collect();
+        names.extend(sources.iter().map(|source| source.name.clone()));
+        for source in names {
             if sources.get(&source).is_none() {
                 unconfigured.push(source.clone());
             }
             let retention = sources.retention(&source);
+            let keys = present.contains(&source);
             for (expired, cutoff) in [
                 (Expired::Completed, retention.completed_cutoff(now)),
                 (Expired::Dead, retention.dead_cutoff(now)),
+                (Expired::Delivered, retention.completed_cutoff(now)),
+                (Expired::DeadMessages, retention.dead_cutoff(now)),
             ] {
+                if !keys && matches!(expired, Expired::Completed | Expired::Dead) {
+                    continue;
+                }
                 items.push(Item {
                     source: source.clone(),
                     expired,

@@ -1,10 +1,11 @@
 //! The sweeper's statements: which sources have keys, delete one bounded batch of expired
-//! keys of one source, and the oldest key left.
+//! keys (or outbox messages) of one source, and the oldest key left.
 //!
 //! A batch is `DELETE ... WHERE ctid = ANY (ARRAY(SELECT ctid ... ORDER BY claimed_at LIMIT n
 //! FOR UPDATE SKIP LOCKED))`:
 //! - the inner SELECT walks one source's range of `webhook_event_source_claimed_at_idx` (dead
-//!   letters: `webhook_event_dead_idx`) from where the previous batch ended (`>= after`), so it
+//!   letters: `webhook_event_dead_idx`; outbox messages: `outbox_delivered_idx` and
+//!   `outbox_dead_idx`) from where the previous batch ended (`>= after`), so it
 //!   reads about the rows it deletes, never the already emptied start of the range again;
 //! - `ARRAY(...)` makes the outer DELETE a TID scan of exactly those rows (an `IN (SELECT ..)`
 //!   can be planned as a semi-join over the whole table);
@@ -25,6 +26,10 @@ pub enum Expired {
     Completed,
     /// `dead` keys that died before the cutoff (the dead-letter retention).
     Dead,
+    /// `delivered` outbox messages delivered before the cutoff (the source's retention).
+    Delivered,
+    /// `dead` outbox messages that died before the cutoff (the dead-letter retention).
+    DeadMessages,
 }
 
 /// One batch's result.
@@ -88,6 +93,52 @@ SELECT count(*), max(dead_at) FROM deleted",
     types: &[Type::TEXT, Type::TIMESTAMPTZ, Type::TIMESTAMPTZ, Type::INT8],
 };
 
+static DELETE_DELIVERED: Sql = Sql {
+    text: "\
+WITH deleted AS (
+    DELETE FROM outbox
+    WHERE ctid = ANY (ARRAY(
+        SELECT ctid
+        FROM outbox
+        WHERE source = $1
+          AND status = 'delivered'
+          AND delivered_at >= $2
+          AND delivered_at < $3
+        ORDER BY delivered_at
+        LIMIT $4
+        FOR UPDATE SKIP LOCKED
+    ))
+      AND status = 'delivered'
+      AND delivered_at < $3
+    RETURNING delivered_at
+)
+SELECT count(*), max(delivered_at) FROM deleted",
+    types: &[Type::TEXT, Type::TIMESTAMPTZ, Type::TIMESTAMPTZ, Type::INT8],
+};
+
+static DELETE_DEAD_MESSAGES: Sql = Sql {
+    text: "\
+WITH deleted AS (
+    DELETE FROM outbox
+    WHERE ctid = ANY (ARRAY(
+        SELECT ctid
+        FROM outbox
+        WHERE source = $1
+          AND status = 'dead'
+          AND dead_at >= $2
+          AND dead_at < $3
+        ORDER BY dead_at
+        LIMIT $4
+        FOR UPDATE SKIP LOCKED
+    ))
+      AND status = 'dead'
+      AND dead_at < $3
+    RETURNING dead_at
+)
+SELECT count(*), max(dead_at) FROM deleted",
+    types: &[Type::TEXT, Type::TIMESTAMPTZ, Type::TIMESTAMPTZ, Type::INT8],
+};
+
 /// Deletes at most `limit` rows of `source` that are `expired` before `cutoff`, starting at
 /// `after` (the previous batch's [`Deleted::last`], or the epoch), in the caller's
 /// transaction.
@@ -105,6 +156,8 @@ pub async fn delete_expired(
     let sql = match expired {
         Expired::Completed => &DELETE_COMPLETED,
         Expired::Dead => &DELETE_DEAD,
+        Expired::Delivered => &DELETE_DELIVERED,
+        Expired::DeadMessages => &DELETE_DEAD_MESSAGES,
     };
     let statement = conn.prepare(sql).await?;
     let row = conn

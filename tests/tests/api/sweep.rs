@@ -1024,3 +1024,57 @@ async fn the_sweeper_function_applies_a_retention_changed_in_its_sources_from_th
     assert_eq!(report.deleted, 1, "{report:?}");
     assert_eq!(count(&client).await, 0);
 }
+
+/// Inserts outbox message `n` of `(source, event_id)` with `status` (`delivered` or `dead` at
+/// `at`, `pending` or `processing` committed at `at`).
+async fn seed_message(client: &Client, source: &str, event_id: &str, status: &str, at: SystemTime) {
+    client
+        .execute(
+            "INSERT INTO outbox
+                 (source, event_id, n, event_type, target, payload, content_type, status,
+                  created_at, next_attempt_at, lease_expires_at, delivered_at, dead_at)
+             VALUES ($1, $2, 1, 'test.event', 'billing', '\\x7b7d', 'application/json',
+                     $3::text::outbox_status, $4::timestamptz, $4::timestamptz,
+                     CASE WHEN $3::text = 'processing' THEN $4::timestamptz END,
+                     CASE WHEN $3::text = 'delivered' THEN $4::timestamptz END,
+                     CASE WHEN $3::text = 'dead' THEN $4::timestamptz END)",
+            &[&source, &event_id, &status, &at],
+        )
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn the_sweep_deletes_delivered_and_dead_outbox_messages_past_retention_and_nothing_else() {
+    let app = spawn_app().await;
+    let client = app.db.connect().await.unwrap();
+    // `stripe` keeps the defaults: delivered messages 30 days, dead ones 90 days. No event keys
+    // at all: the messages are swept by their own times, for a configured source.
+    for (event_id, status, age_days) in [
+        ("delivered_old", "delivered", 31),
+        ("delivered_new", "delivered", 29),
+        ("dead_old", "dead", 91),
+        ("dead_mid", "dead", 31),
+        ("pending_old", "pending", 200),
+        ("processing_old", "processing", 200),
+    ] {
+        seed_message(&client, "stripe", event_id, status, before(age_days * DAY)).await;
+    }
+    let report = sweep_at(&app, t(), &settings(1000, 10)).await;
+    assert_eq!(report.deleted, 2, "{report:?}");
+    assert_eq!(report.deleted_by_source.get("stripe"), Some(&2));
+    let left: BTreeSet<String> = client
+        .query("SELECT event_id FROM outbox", &[])
+        .await
+        .unwrap()
+        .iter()
+        .map(|row| row.get(0))
+        .collect();
+    assert_eq!(
+        left,
+        ["delivered_new", "dead_mid", "pending_old", "processing_old"]
+            .into_iter()
+            .map(str::to_owned)
+            .collect()
+    );
+}
