@@ -219,6 +219,8 @@ pub struct Target {
 
 /// Where a target's messages go.
 #[derive(Debug, Clone)]
+// A handful per source, built once at start-up: the forward key's size does not matter.
+#[allow(clippy::large_enum_variant)]
 pub enum TargetKind {
     /// HTTP POST to `url`, re-signed with `key` as a Standard Webhooks delivery.
     Forward {
