@@ -120,6 +120,23 @@ fn summary(report: &AuditReport) -> String {
                     age(audit.dead_letter_oldest_age)
                 ),
             ),
+            (
+                "outbox backlog",
+                format!(
+                    "{} (oldest {})",
+                    audit.outbox_backlog,
+                    age(audit.outbox_backlog_oldest_age)
+                ),
+            ),
+            (
+                "outbox dead",
+                format!(
+                    "{} ({} new, oldest {})",
+                    audit.outbox_dead,
+                    audit.outbox_dead_new,
+                    age(audit.outbox_dead_oldest_age)
+                ),
+            ),
             ("ordering ties new", audit.ordering_ties_new.to_string()),
             (
                 "oldest key",

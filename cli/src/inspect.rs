@@ -137,7 +137,45 @@ fn summary(detail: &EventDetail) -> String {
             }
         }
     }
+    if detail.outbox.is_empty() {
+        text.push_str(&format!("  {:<17} -\n", "outbox"));
+    } else {
+        text.push_str("  outbox:\n");
+        for message in &detail.outbox {
+            text.push_str(&format!("    {}\n", message_line(message)));
+        }
+    }
     text
+}
+
+/// One outbox message on one line: `stripe:evt_1:1 -> billing delivered (1 attempt, HTTP 200)`
+/// or `... dead (8 attempts, HTTP 400: fatal: ...)`.
+fn message_line(message: &shared::ledger::MessageDetail) -> String {
+    let attempts = match message.attempts {
+        1 => "1 attempt".to_owned(),
+        n => format!("{n} attempts"),
+    };
+    let mut facts = vec![attempts];
+    if let Some(status) = message.last_status {
+        facts.push(format!("HTTP {status}"));
+    }
+    let when = match message.status.as_str() {
+        "delivered" => format!(" at {}", or_dash(message.delivered_at)),
+        "dead" => format!(" at {}", or_dash(message.dead_at)),
+        "pending" => format!(", next at {}", rfc3339(message.next_attempt_at)),
+        _ => String::new(),
+    };
+    let error = match (&message.last_error, message.status.as_str()) {
+        (Some(error), "pending" | "dead") => format!(": {}", error.replace('\n', " ")),
+        _ => String::new(),
+    };
+    format!(
+        "{} -> {} {}{when} ({}){error}",
+        message.idempotency_key,
+        message.target,
+        message.status,
+        facts.join(", ")
+    )
 }
 
 #[cfg(test)]

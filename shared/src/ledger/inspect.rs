@@ -1,5 +1,5 @@
 //! One ledger row in full, for the operator (`hookledger inspect`, the replay function's
-//! `inspect`): everything but the payload's bytes.
+//! `inspect`): everything but the payload's bytes, and the event's outbox messages.
 
 use std::time::SystemTime;
 
@@ -47,6 +47,62 @@ pub struct EventDetail {
     /// What operators did to the row, oldest first (see migration V12): a JSON array, empty when
     /// nothing was done.
     pub history: serde_json::Value,
+    /// The event's outbox messages, by `n`.
+    pub outbox: Vec<MessageDetail>,
+}
+
+/// One outbox message as an operator reads it (everything but the payload's bytes).
+#[derive(Debug, Clone, PartialEq)]
+pub struct MessageDetail {
+    /// Its number within the event (1-based).
+    pub n: i32,
+    /// `{source}:{event_id}:{n}`.
+    pub idempotency_key: String,
+    /// The target's name.
+    pub target: String,
+    /// `pending`, `processing`, `delivered` or `dead`.
+    pub status: String,
+    /// Dispatch attempts since it was committed or last re-driven.
+    pub attempts: i32,
+    /// The last attempt's error.
+    pub last_error: Option<String>,
+    /// The target's last status code (HTTP).
+    pub last_status: Option<i16>,
+    /// The payload's length, bytes.
+    pub payload_bytes: i32,
+    /// When it was committed (with its event's claim).
+    pub created_at: SystemTime,
+    /// When the worker may dispatch it next (`pending`), or its lease's end (`processing`).
+    pub next_attempt_at: SystemTime,
+    /// When the target accepted it.
+    pub delivered_at: Option<SystemTime>,
+    /// When it went dead.
+    pub dead_at: Option<SystemTime>,
+    /// Operator actions, oldest first (a JSON array, empty when none).
+    pub history: serde_json::Value,
+}
+
+impl MessageDetail {
+    /// `{"n", "idempotency_key", "target", "status", "attempts", "last_error", "last_status",
+    /// "payload_bytes", "created_at", "next_attempt_at", "delivered_at", "dead_at", "history"}`.
+    pub fn to_json(&self) -> serde_json::Value {
+        let time = |at: Option<SystemTime>| at.map(rfc3339);
+        serde_json::json!({
+            "n": self.n,
+            "idempotency_key": self.idempotency_key,
+            "target": self.target,
+            "status": self.status,
+            "attempts": self.attempts,
+            "last_error": self.last_error,
+            "last_status": self.last_status,
+            "payload_bytes": self.payload_bytes,
+            "created_at": rfc3339(self.created_at),
+            "next_attempt_at": rfc3339(self.next_attempt_at),
+            "delivered_at": time(self.delivered_at),
+            "dead_at": time(self.dead_at),
+            "history": self.history,
+        })
+    }
 }
 
 impl EventDetail {
@@ -54,7 +110,8 @@ impl EventDetail {
     /// `{"source", "event_id", "event_type", "status", "attempts", "last_error",
     /// "response_status", "response_body", "payload_digest", "payload_bytes", "claimed_at",
     /// "completed_at", "dead_at", "next_attempt_at", "lease_expires_at", "replayed",
-    /// "replayed_at", "history"}`, times in RFC 3339 (UTC, milliseconds) or `null`.
+    /// "replayed_at", "history", "outbox"}`, times in RFC 3339 (UTC, milliseconds) or `null`;
+    /// `outbox` is a list of [`MessageDetail::to_json`].
     pub fn to_json(&self) -> serde_json::Value {
         let time = |at: Option<SystemTime>| at.map(rfc3339);
         serde_json::json!({
@@ -76,9 +133,21 @@ impl EventDetail {
             "replayed": self.replayed_at.is_some(),
             "replayed_at": time(self.replayed_at),
             "history": self.history,
+            "outbox": self.outbox.iter().map(MessageDetail::to_json).collect::<Vec<_>>(),
         })
     }
 }
+
+static OUTBOX_OF_EVENT: Sql = Sql {
+    text: "\
+SELECT n, target, status::text, attempts, last_error, last_status, octet_length(payload),
+       created_at, next_attempt_at, delivered_at, dead_at, coalesce(history, '[]'::jsonb)
+FROM outbox
+WHERE source = $1
+  AND event_id = $2
+ORDER BY n",
+    types: &[Type::TEXT, Type::TEXT],
+};
 
 static INSPECT: Sql = Sql {
     text: "\
@@ -106,6 +175,27 @@ pub async fn inspect(
     let Some(row) = conn.query_opt(&statement, &[&source, &event_id]).await? else {
         return Ok(None);
     };
+    let outbox_statement = conn.prepare(&OUTBOX_OF_EVENT).await?;
+    let mut outbox = Vec::new();
+    for message in conn.query(&outbox_statement, &[&source, &event_id]).await? {
+        let n: i32 = message.try_get(0)?;
+        let history: Json<serde_json::Value> = message.try_get(11)?;
+        outbox.push(MessageDetail {
+            n,
+            idempotency_key: crate::outbox::idempotency_key(source, event_id, n),
+            target: message.try_get(1)?,
+            status: message.try_get(2)?,
+            attempts: message.try_get(3)?,
+            last_error: message.try_get(4)?,
+            last_status: message.try_get(5)?,
+            payload_bytes: message.try_get(6)?,
+            created_at: message.try_get(7)?,
+            next_attempt_at: message.try_get(8)?,
+            delivered_at: message.try_get(9)?,
+            dead_at: message.try_get(10)?,
+            history: history.0,
+        });
+    }
     let response_body: Option<Json<serde_json::Value>> = row.try_get(7)?;
     let history: Json<serde_json::Value> = row.try_get(16)?;
     Ok(Some(EventDetail {
@@ -126,5 +216,6 @@ pub async fn inspect(
         lease_expires_at: row.try_get(14)?,
         replayed_at: row.try_get(15)?,
         history: history.0,
+        outbox,
     }))
 }

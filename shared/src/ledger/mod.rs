@@ -27,7 +27,7 @@ pub use claim::{
     claim, lookup, lookup_many, record_dead, Claim, EventRow, Expiry, NewEvent, StoredResponse,
 };
 pub use deferred::{accept, Accept};
-pub use inspect::{inspect, EventDetail};
+pub use inspect::{inspect, EventDetail, MessageDetail};
 pub use lease::{fail, lease_due, release, start, Failure, Leased};
 pub use status::Status;
 pub use tx::{begin_shadow, CompleteError, Tx};

@@ -942,3 +942,29 @@ async fn an_outbox_redrive_of_ignored_events_is_refused() {
         "{error}"
     );
 }
+
+#[tokio::test]
+async fn inspect_lists_the_events_outbox_messages_with_their_keys_and_errors() {
+    let app = spawn_app().await;
+    seed_dead(&app, "evt_i", 1, "timestamptz '2026-11-30 10:00:00Z'").await;
+    seed_dead_messages(&app, "stripe-deferred", "evt_i0", 2, "2026-11-30T10:00:00Z").await;
+    let detail = shared::redrive::inspect(&app.receiver().pool, "stripe-deferred", "evt_i0")
+        .await
+        .unwrap()
+        .expect("the event");
+    let keys: Vec<&str> = detail
+        .outbox
+        .iter()
+        .map(|m| m.idempotency_key.as_str())
+        .collect();
+    assert_eq!(
+        keys,
+        ["stripe-deferred:evt_i0:1", "stripe-deferred:evt_i0:2"]
+    );
+    let json = detail.to_json();
+    assert_eq!(json["outbox"][1]["status"], "dead");
+    assert_eq!(json["outbox"][1]["last_status"], 400);
+    assert_eq!(json["outbox"][1]["last_error"], "fatal: HTTP 400");
+    assert_eq!(json["outbox"][0]["payload_bytes"], 2);
+    assert_eq!(json["outbox"][0]["target"], "billing");
+}
