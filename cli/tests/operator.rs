@@ -438,3 +438,93 @@ async fn a_time_that_is_not_rfc_3339_is_a_usage_error_with_exit_status_2() {
         assert!(line.contains("RFC 3339"), "{line}");
     }
 }
+
+#[tokio::test]
+async fn hookledger_redrive_outbox_sends_dead_messages_again_and_inspect_shows_them() {
+    let db = TestDb::new().await.unwrap();
+    seed_dead(&db, &[("evt_o", true)]).await;
+    let client = db.connect().await.unwrap();
+    client
+        .execute(
+            "INSERT INTO outbox (source, event_id, n, event_type, target, payload, content_type,
+                                 status, attempts, last_error, last_status, dead_at)
+             VALUES ('stripe-deferred', 'evt_o', 1, 'payment_intent.succeeded', 'billing',
+                     '\\x7b7d', 'application/json', 'dead', 8,
+                     'fatal: HTTP 400: {\"error\": \"unknown customer\"}', 400,
+                     now() - interval '10 minutes')",
+            &[],
+        )
+        .await
+        .unwrap();
+    let text = stdout(
+        &hookledger(
+            &db.url,
+            &["inspect", "--source", "stripe-deferred", "evt_o"],
+        )
+        .await,
+    );
+    assert!(
+        text.contains("stripe-deferred:evt_o:1 -> billing dead at ")
+            && text.contains("(8 attempts, HTTP 400): fatal: HTTP 400"),
+        "{text}"
+    );
+    let output = hookledger(
+        &db.url,
+        &[
+            "redrive",
+            "--source",
+            "stripe-deferred",
+            "--outbox",
+            "--event-id",
+            "evt_o",
+            "--json",
+        ],
+    )
+    .await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(report["status"], "outbox");
+    assert_eq!(report["redriven"], 1);
+    assert_eq!(
+        report["event_ids"],
+        serde_json::json!(["stripe-deferred:evt_o:1"])
+    );
+    let row = client
+        .query_one(
+            "SELECT status::text, attempts FROM outbox WHERE event_id = 'evt_o'",
+            &[],
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        (row.get::<_, String>(0), row.get::<_, i32>(1)),
+        ("pending".to_owned(), 0)
+    );
+    // The event itself stays dead: only its message moved.
+    let status: String = client
+        .query_one(
+            "SELECT status::text FROM webhook_event WHERE event_id = 'evt_o'",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(status, "dead");
+    // --outbox and --ignored are two different things.
+    let output = hookledger(
+        &db.url,
+        &[
+            "redrive",
+            "--source",
+            "stripe-deferred",
+            "--outbox",
+            "--ignored",
+            "--event-type",
+            "x",
+            "--since",
+            "2026-12-01T00:00:00Z",
+        ],
+    )
+    .await;
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+}
