@@ -175,7 +175,15 @@ LIMIT $3",
     types: &[Type::TEXT, Type::TEXT_ARRAY, Type::INT8],
 };
 
-fn keys(source: &str, rows: &[tokio_postgres::Row]) -> Result<Vec<String>, LedgerError> {
+/// Runs `sql` (committed on its own) and returns the idempotency keys of the `(event_id, n)`
+/// rows it returns.
+async fn keys(
+    conn: &Connection,
+    source: &str,
+    sql: &'static Sql,
+    params: &[&(dyn tokio_postgres::types::ToSql + Sync)],
+) -> Result<Vec<String>, LedgerError> {
+    let rows = conn.autocommit(sql, params).await?;
     rows.iter()
         .map(|row| {
             let event_id: String = row.try_get(0)?;
@@ -196,10 +204,7 @@ pub async fn redrive_ids(
     event_ids: &[String],
     limit: i64,
 ) -> Result<Vec<String>, LedgerError> {
-    let rows = conn
-        .autocommit(&REDRIVE_IDS, &[&source, &event_ids, &limit])
-        .await?;
-    keys(source, &rows)
+    keys(conn, source, &REDRIVE_IDS, &[&source, &event_ids, &limit]).await
 }
 
 /// Moves at most `limit` of `source`'s messages that went dead in `[since, until)` back to
@@ -214,10 +219,13 @@ pub async fn redrive_between(
     until: SystemTime,
     limit: i64,
 ) -> Result<Vec<String>, LedgerError> {
-    let rows = conn
-        .autocommit(&REDRIVE_BETWEEN, &[&source, &since, &until, &limit])
-        .await?;
-    keys(source, &rows)
+    keys(
+        conn,
+        source,
+        &REDRIVE_BETWEEN,
+        &[&source, &since, &until, &limit],
+    )
+    .await
 }
 
 /// How many of `source`'s messages went dead in `[since, until)`.
@@ -251,10 +259,13 @@ pub async fn list_between(
     until: SystemTime,
     limit: i64,
 ) -> Result<Vec<String>, LedgerError> {
-    let rows = conn
-        .autocommit(&LIST_BETWEEN, &[&source, &since, &until, &limit])
-        .await?;
-    keys(source, &rows)
+    keys(
+        conn,
+        source,
+        &LIST_BETWEEN,
+        &[&source, &since, &until, &limit],
+    )
+    .await
 }
 
 /// The idempotency keys of the first `limit` messages [`redrive_ids`] would move (a dry run).
@@ -267,8 +278,5 @@ pub async fn list_ids(
     event_ids: &[String],
     limit: i64,
 ) -> Result<Vec<String>, LedgerError> {
-    let rows = conn
-        .autocommit(&LIST_IDS, &[&source, &event_ids, &limit])
-        .await?;
-    keys(source, &rows)
+    keys(conn, source, &LIST_IDS, &[&source, &event_ids, &limit]).await
 }
