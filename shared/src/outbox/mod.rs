@@ -19,8 +19,10 @@
 //! Built-in target kinds ([`TargetKind`]): `forward` (HTTP POST re-signed as a Standard Webhooks
 //! delivery), `sqs` (FIFO queues deduplicate on the key) and `eventbridge` (`PutEvents`).
 
+mod aws;
 mod dispatch;
 pub mod eventbridge;
+mod excerpt;
 pub mod forward;
 pub mod sqs;
 
