@@ -310,7 +310,14 @@ mod tests {
             .iter()
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
-        standard_webhooks::verify(&[key.clone()], &http, &m.payload, 1_700_000_000, 300).unwrap();
+        standard_webhooks::verify(
+            std::slice::from_ref(&key),
+            &http,
+            &m.payload,
+            1_700_000_000,
+            300,
+        )
+        .unwrap();
         // Tampering with the body or the id breaks it.
         assert!(standard_webhooks::verify(&[key], &http, b"{}", 1_700_000_000, 300).is_err());
         // Nothing secret in the headers.
