@@ -61,3 +61,56 @@ demo_env_file() {
     printf "%s='%s'\n" "$name" "$value" >>"$out"
   done
 }
+
+# demo_forward_target SOURCES_FILE: prints "PORT SECRET" of the first `forward` target in the
+# sources whose URL is on this machine (127.0.0.1 or localhost: the demo's acme-forward source),
+# for the local endpoint the demo starts; prints nothing when there is none.
+demo_forward_target() {
+  python3 - "$1" <<'PY'
+import json, sys, urllib.parse
+for source in json.load(open(sys.argv[1], encoding="utf-8")):
+    for target in source.get("targets") or []:
+        if target.get("type") != "forward":
+            continue
+        url = urllib.parse.urlsplit(target["url"])
+        if url.hostname in ("127.0.0.1", "localhost"):
+            print(url.port or 80, target["secret"])
+            sys.exit(0)
+PY
+}
+
+# demo_forward_endpoint PORT SECRET LOG: starts tests/interop/forward_server.py (the official
+# Standard Webhooks library verifies every request; python3 must be the tools venv's, as under
+# make) on 127.0.0.1:PORT in its own process group, its output in LOG (one line per request:
+# "verified webhook-id=..." or "NOT VERIFIED webhook-id=..."), and prints its pid once it
+# listens. Fails when it does not start.
+demo_forward_endpoint() {
+  local port=$1 secret=$2 log=$3 pid
+  HOOKLEDGER_FORWARD_SECRET="$secret" setsid python3 tests/interop/forward_server.py \
+    --port "$port" >"$log" 2>&1 &
+  pid=$!
+  for _ in $(seq 1 100); do
+    if grep -q '"port"' "$log" 2>/dev/null; then
+      echo "$pid"
+      return 0
+    fi
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  cat "$log" >&2
+  echo "the forward endpoint did not start on port $port (run through make: it needs the tools venv's standardwebhooks)" >&2
+  kill "$pid" 2>/dev/null || true
+  return 1
+}
+
+# demo_forward_report LOG: prints what the forward endpoint received, one indented line per
+# request (its first line, the port, left out), or says that nothing arrived.
+demo_forward_report() {
+  local lines
+  lines=$(grep -v '^{"port"' "$1" || true)
+  if [ -z "$lines" ]; then
+    echo "  (nothing received: the worker dispatches outbox messages after commit; see its log)"
+  else
+    printf '%s\n' "$lines" | sed 's/^/  /'
+  fi
+}

@@ -16,6 +16,7 @@ port=${PORT:-9000}
 
 cluster=""
 watch_pid=""
+forward_pid=""
 log=""
 scratch=""
 cleaned=0
@@ -27,6 +28,10 @@ cleanup() {
   if [ -n "$watch_pid" ]; then
     kill -TERM -- "-$watch_pid" 2>/dev/null || kill -TERM "$watch_pid" 2>/dev/null || true
     wait "$watch_pid" 2>/dev/null || true
+  fi
+  if [ -n "$forward_pid" ]; then
+    kill -TERM -- "-$forward_pid" 2>/dev/null || kill -TERM "$forward_pid" 2>/dev/null || true
+    wait "$forward_pid" 2>/dev/null || true
   fi
   if [ -n "$cluster" ]; then scripts/postgres.sh stop "$cluster"; fi
   if [ -n "$log" ]; then rm -f "$log"; fi
@@ -68,6 +73,20 @@ if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
   exit 1
 fi
 
+# The forward target's endpoint (the acme-forward source in events/sources.local.json): a local
+# service that verifies each delivery's Standard Webhooks signature with the official library.
+forward_log="$scratch/forward.log"
+read -r forward_port forward_secret < <(demo_forward_target "$sources_file") || true
+if [ -n "${forward_port:-}" ]; then
+  if (exec 3<>"/dev/tcp/127.0.0.1/$forward_port") 2>/dev/null; then
+    echo "port $forward_port (the forward target's endpoint in $sources_file) is in use" >&2
+    exit 1
+  fi
+  forward_pid=$(demo_forward_endpoint "$forward_port" "$forward_secret" "$forward_log")
+  echo "== forward endpoint on 127.0.0.1:$forward_port (verifies the Standard Webhooks signature)"
+fi
+unset forward_secret
+
 echo "== starting the receiver: cargo lambda watch on 127.0.0.1:$port"
 log=$(mktemp /tmp/hookledger-watch.XXXXXX.log)
 # Both functions run under the emulator. The receiver's doorbell rings the worker through the
@@ -92,7 +111,7 @@ base="http://127.0.0.1:$port/lambda-url/receiver"
 if [ "$mode" = run ]; then
   echo "== serving $base/webhooks/{source}   (log: $log; Ctrl-C stops)"
   # --pid: the tail ends with the emulator (a background job ignores Ctrl-C's SIGINT).
-  tail --pid="$watch_pid" -f "$log" &
+  tail --pid="$watch_pid" -f "$log" ${forward_pid:+"$forward_log"} &
   wait "$watch_pid"
   exit 0
 fi
@@ -110,6 +129,11 @@ echo
 echo "== worker runs (one log line per drain)"
 grep '"message":"drain"' "$log" | sed 's/^/  /' || true
 echo
+if [ -n "$forward_pid" ]; then
+  echo "== the forward endpoint (one line per request: verified or not, with its webhook-id)"
+  demo_forward_report "$forward_log"
+  echo
+fi
 echo "== the sweeper's scheduled run (keys expire after their source's retention: none is that old yet)"
 cargo lambda invoke sweeper -A 127.0.0.1 -P "$port" --data-file events/sweeper/schedule.json
 echo

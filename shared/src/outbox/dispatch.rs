@@ -9,10 +9,25 @@ use super::{DispatchError, Dispatched, Message, Target, TargetKind};
 
 /// Sends outbox messages to their targets. Cheap to clone; the HTTP client and the AWS clients
 /// (loaded from the environment's AWS configuration on first use) are shared.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct Dispatcher {
     http: reqwest::Client,
     aws: std::sync::Arc<OnceCell<aws_config::SdkConfig>>,
+}
+
+/// Longest one `SendMessage` / `PutEvents` attempt may take (the SDK retries a timed-out
+/// attempt within [`AWS_OPERATION_TIMEOUT`]; its default has no limit).
+pub const AWS_ATTEMPT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Longest one `SendMessage` / `PutEvents` call may take, the SDK's own retries included; then
+/// the message is retryable.
+pub const AWS_OPERATION_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(25);
+
+impl Default for Dispatcher {
+    /// [`Dispatcher::new`]: the default client must not follow redirects either.
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 impl Dispatcher {
@@ -31,7 +46,16 @@ impl Dispatcher {
 
     async fn aws(&self) -> &aws_config::SdkConfig {
         self.aws
-            .get_or_init(|| aws_config::load_defaults(aws_config::BehaviorVersion::latest()))
+            .get_or_init(|| {
+                aws_config::defaults(aws_config::BehaviorVersion::latest())
+                    .timeout_config(
+                        aws_config::timeout::TimeoutConfig::builder()
+                            .operation_attempt_timeout(AWS_ATTEMPT_TIMEOUT)
+                            .operation_timeout(AWS_OPERATION_TIMEOUT)
+                            .build(),
+                    )
+                    .load()
+            })
             .await
     }
 

@@ -300,6 +300,7 @@ async fn audit_figures_on_a_seeded_ledger_equal_hand_computed_values() {
         names,
         [
             "acme",
+            "acme-forward",
             "github",
             "legacy",
             "paddle",

@@ -17,4 +17,5 @@ mod replay;
 mod robustness;
 mod scripts;
 mod sweep;
+mod targets;
 mod worker_robustness;
