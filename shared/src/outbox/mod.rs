@@ -224,8 +224,6 @@ pub struct Target {
 // not matter, and boxing it would only add an indirection to every signature.
 #[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone)]
-// A handful per source, built once at start-up: the forward key's size does not matter.
-#[allow(clippy::large_enum_variant)]
 pub enum TargetKind {
     /// HTTP POST to `url`, re-signed with `key` as a Standard Webhooks delivery.
     Forward {
