@@ -20,11 +20,13 @@
 //! delivery), `sqs` (FIFO queues deduplicate on the key) and `eventbridge` (`PutEvents`).
 
 mod dispatch;
+pub mod drain;
 pub mod eventbridge;
 pub mod forward;
 pub mod sqs;
 
 pub use dispatch::Dispatcher;
+pub use drain::OutboxSummary;
 
 use std::time::{Duration, SystemTime};
 
@@ -219,6 +221,8 @@ pub struct Target {
 
 /// Where a target's messages go.
 #[derive(Debug, Clone)]
+// Built once per source at start-up and never moved in bulk: the key's size does not matter.
+#[allow(clippy::large_enum_variant)]
 pub enum TargetKind {
     /// HTTP POST to `url`, re-signed with `key` as a Standard Webhooks delivery.
     Forward {
@@ -245,6 +249,24 @@ pub enum TargetKind {
         /// The events' `Source` (`None`: `hookledger.{source}`).
         detail_source: Option<String>,
     },
+}
+
+/// Longest an `sqs` or `eventbridge` dispatch may take, milliseconds (the SDK's own retries
+/// included); past it the attempt is a retryable timeout.
+pub const AWS_DISPATCH_TIMEOUT_MS: u64 = 10_000;
+
+impl Target {
+    /// The longest one dispatch to this target may take: a `forward` target's `timeout_ms`,
+    /// [`AWS_DISPATCH_TIMEOUT_MS`] for the others. The worker starts no dispatch with less
+    /// invocation time left than this plus its margin.
+    pub fn timeout(&self) -> Duration {
+        match &self.kind {
+            TargetKind::Forward { timeout, .. } => *timeout,
+            TargetKind::Sqs { .. } | TargetKind::EventBridge { .. } => {
+                Duration::from_millis(AWS_DISPATCH_TIMEOUT_MS)
+            }
+        }
+    }
 }
 
 /// Longest target name, characters.
