@@ -21,7 +21,8 @@
 //! | database unavailable | 503 | `{"error":"service unavailable"}` |
 //!
 //! Nothing is written for any 4xx, and a 5xx leaves no row behind, so the provider's retry
-//! starts clean. A fatal handler error (the payload can never be processed) rolls back the
+//! starts clean. An inline event whose commit queued outbox messages rings the worker's doorbell
+//! after the commit (as a deferred accept does), so they are forwarded at once. A fatal handler error (the payload can never be processed) rolls back the
 //! handler's writes and keeps the event as `dead`: the provider stops retrying (a 2xx, so it
 //! does not disable the endpoint either), the operator is told by the `handler_fatal` metric and
 //! an error log line, and re-drives it once the cause is fixed.
@@ -430,7 +431,9 @@ impl Receiver {
             // Replay: the event is in the ledger already, whatever its status or bytes.
             Claim::Known(_) => return Ok(dry_run_reply("duplicate")),
         };
-        match apply(&self.handlers, config, tx, event).await {
+        // Boxed: the handler's and the completion's futures are large, and this one sits inside
+        // every delivery's (and every replayed page's) future.
+        match Box::pin(apply(&self.handlers, config, tx, event)).await {
             Ok(applied) => {
                 if applied.queued > 0 {
                     // Committed outbox messages: the worker forwards them now rather than at
@@ -519,7 +522,9 @@ impl Receiver {
     /// Rings the worker after a commit it has work from (a deferred accept, or inline outbox
     /// messages): best effort, since the worker's schedule drains whatever is due anyway.
     async fn ring(&self, event: &Event<'_>) {
-        if let Err(error) = self.doorbell.ring(event.source, event.event_id).await {
+        // Boxed: the SDK's invoke future is large, and this sits inside every delivery's future.
+        let ring = Box::pin(self.doorbell.ring(event.source, event.event_id));
+        if let Err(error) = ring.await {
             tracing::warn!(
                 source = event.source,
                 event_id = event.event_id,
@@ -534,8 +539,20 @@ impl Receiver {
     /// alone, and count what enforcement would have skipped. Its outbox messages were queued by
     /// the first run under the same keys, so it queues none. A failure is logged, never
     /// answered.
-    async fn shadow_run(&self, conn: &ledger::Connection, config: &SourceConfig, event: &Event<'_>) {
-        match apply(&self.handlers, config, ledger::begin_shadow(conn), event).await {
+    async fn shadow_run(
+        &self,
+        conn: &ledger::Connection,
+        config: &SourceConfig,
+        event: &Event<'_>,
+    ) {
+        match Box::pin(apply(
+            &self.handlers,
+            config,
+            ledger::begin_shadow(conn),
+            event,
+        ))
+        .await
+        {
             Ok(_) => {
                 tracing::warn!(
                     source = event.source,

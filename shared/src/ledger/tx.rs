@@ -374,7 +374,11 @@ impl<'c> Tx<'c> {
     /// # Errors
     /// [`HandlerError::Fatal`] when `target` is not one of the event's source's configured
     /// targets (`"targets"` in its configuration): the same event always fails the same way.
-    pub fn outbox(&mut self, target: &str, payload: &serde_json::Value) -> Result<(), HandlerError> {
+    pub fn outbox(
+        &mut self,
+        target: &str,
+        payload: &serde_json::Value,
+    ) -> Result<(), HandlerError> {
         if !self.targets.iter().any(|t| t.name == target) {
             let known: Vec<&str> = self.targets.iter().map(|t| t.name.as_str()).collect();
             return Err(HandlerError::fatal(format!(

@@ -11,8 +11,8 @@
 //!    the worker's margin; the others are given back unstarted, their attempt undone. A message
 //!    whose source or target is no longer configured is a retryable failure with a clear
 //!    `last_error` (the configuration may be fixed), dead after `max_attempts` like any other.
-//! 3. All dispatches run at once ([`super::Dispatcher::dispatch`], each bounded by its target's
-//!    timeout), then [`ledger::outbox::record`] (one statement) records every outcome fenced by
+//! 3. All dispatches of the batch run at once (so `outbox_concurrency` bounds them;
+//!    [`super::Dispatcher::dispatch`], each bounded by its target's timeout), then [`ledger::outbox::record`] (one statement) records every outcome fenced by
 //!    its lease token: `delivered`; `pending` again at `now + max(backoff(attempt), min(the
 //!    target's Retry-After, the backoff cap))`; or `dead` (a fatal answer, or `attempt` reached
 //!    the source's `max_attempts`).
@@ -30,7 +30,7 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime};
 
-use futures_util::stream::{self, StreamExt};
+use futures_util::future::join_all;
 use serde::Serialize;
 
 use super::{DispatchError, Dispatched, Target};
@@ -123,24 +123,21 @@ impl Worker {
         if batch.is_empty() {
             return Ok((summary, false));
         }
+        // Every plan is decided before any dispatch starts, then all run at once: the batch is
+        // at most `outbox_concurrency` messages, which is the bound on concurrent dispatches.
         let mut out_of_time = false;
-        let plans: Vec<(&Leased, Plan<'_>)> = batch
+        let mut runs = Vec::with_capacity(batch.len());
+        for leased in &batch {
+            let plan = self.plan(leased, margin, remaining);
+            out_of_time |= matches!(plan, Plan::Release);
+            runs.push(self.run(leased, plan, now));
+        }
+        let ran = join_all(runs).await;
+        let outcomes: Vec<(&Leased, Outcome, Option<Duration>)> = batch
             .iter()
-            .map(|leased| {
-                let plan = self.plan(leased, margin, remaining);
-                out_of_time |= matches!(plan, Plan::Release);
-                (leased, plan)
-            })
+            .zip(ran)
+            .map(|(leased, (outcome, latency))| (leased, outcome, latency))
             .collect();
-        let concurrency = usize::try_from(self.settings.outbox_concurrency.max(1)).unwrap_or(1);
-        let outcomes: Vec<(&Leased, Outcome, Option<Duration>)> = stream::iter(plans)
-            .map(|(leased, plan)| async move {
-                let (outcome, latency) = self.run(leased, plan, now).await;
-                (leased, outcome, latency)
-            })
-            .buffer_unordered(concurrency)
-            .collect()
-            .await;
         let to_record: Vec<(&Leased, Outcome)> = outcomes
             .iter()
             .map(|(leased, outcome, _)| (*leased, outcome.clone()))
