@@ -13,6 +13,12 @@
 //! time are released unstarted. The clock and the remaining time are parameters, so tests never
 //! sleep.
 //!
+//! After every batch of events the drain runs one outbox step ([`Worker::outbox_step`], in
+//! `crate::outbox::drain`): it leases due outbox messages, dispatches them concurrently through
+//! the [`Dispatcher`] built once per worker, and records each outcome fenced by its lease token.
+//! A handler's messages are due at the worker's clock, so the drain that applies an event also
+//! dispatches what it queued. [`Summary::outbox`] counts what the outbox step did.
+//!
 //! The worker's transactions take the larger of the handler timeout and the configured
 //! `idle_in_transaction_session_timeout` as their idle limit (the handler timeout already bounds them), so no
 //! session limit shorter than a handler's own deadline cuts its transaction.

@@ -23,9 +23,8 @@
 //! worker whose lease expired and was taken over records nothing, and the message is counted as
 //! lost rather than overwriting the new owner's state.
 //!
-//! Statements and round trips per message, for a batch of `B` messages (measured in the
-//! `outbox` end-to-end tests with `pg_stat_statements`-free counting: each function below is one
-//! statement in one round trip):
+//! Statements and round trips (each function below is one statement in its own transaction,
+//! `BEGIN`, the statement and `COMMIT` pipelined: one round trip):
 //!
 //! - queueing: no round trip of its own, one statement per **event** whatever its number of
 //!   messages (pipelined with the completion and `COMMIT`);
