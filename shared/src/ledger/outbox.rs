@@ -30,7 +30,11 @@
 //!   messages (pipelined with the completion and `COMMIT`);
 //! - dispatching: [`lease_due`] once per batch plus [`record`] once per batch: 2 statements and
 //!   2 round trips per batch, `2 / B` per message (`B` is the worker's `outbox_concurrency`,
-//!   16 by default: 0.125 of each per message).
+//!   16 by default: 0.125 of each per message), plus one empty [`lease_due`] that ends the drain.
+//!
+//! Measured with `log_statement = 'all'` (2026-12): 8 inline events with 2 messages each logged
+//! 8 `INSERT INTO outbox` (one per event, between the claim and the completion); the drain that
+//! then delivered all 16 logged 2 outbox leases (16 messages, then none) and 1 record.
 
 use std::time::SystemTime;
 

@@ -371,6 +371,9 @@ impl<'c> Tx<'c> {
     /// `{source}:{event_id}:{n}` (`crate::outbox::idempotency_key`); a re-run of the same event
     /// (re-drive, shadow mode) queues no second copy. The worker dispatches it after commit.
     ///
+    /// The targets are the source's as `crate::handlers::apply` passes them; a `Tx` used outside
+    /// `apply` knows none.
+    ///
     /// # Errors
     /// [`HandlerError::Fatal`] when `target` is not one of the event's source's configured
     /// targets (`"targets"` in its configuration): the same event always fails the same way.
