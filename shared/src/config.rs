@@ -21,6 +21,7 @@
 //! | `HOOKLEDGER_WORKER_BATCH` | events leased per statement (batch x handler timeout must fit in the lease) | 3 |
 //! | `HOOKLEDGER_WORKER_MARGIN_MS` | the worker starts no event with less than this plus the handler timeout left, milliseconds | 10000 |
 //! | `HOOKLEDGER_HANDLER_TIMEOUT_MS` | a deferred handler's deadline, milliseconds | 30000 |
+//! | `HOOKLEDGER_OUTBOX_CONCURRENCY` | outbox messages the worker leases per statement and dispatches at once, 1 to 1000 | 16 |
 //! | `HOOKLEDGER_BACKOFF_BASE_SECS` | first retry delay, seconds (doubles per attempt) | 30 |
 //! | `HOOKLEDGER_BACKOFF_CAP_SECS` | longest retry delay, seconds | 3600 |
 //! | `HOOKLEDGER_SOURCES_REFRESH_SECS` | receiver: least time between two re-reads of the sources secret or file, seconds (1 to 86400) | 60 |
@@ -573,6 +574,9 @@ pub struct WorkerSettings {
     pub handler_timeout_ms: u64,
     /// Retry delays: `base_secs * 2^(attempt - 1)`, capped at `cap_secs`, with jitter.
     pub backoff: Backoff,
+    /// Outbox messages leased per statement and dispatched at once (default 16): a batch's
+    /// dispatches all run together, so the batch takes about its slowest target's time.
+    pub outbox_concurrency: u32,
 }
 
 impl Default for WorkerSettings {
@@ -583,6 +587,7 @@ impl Default for WorkerSettings {
             margin_ms: 10_000,
             handler_timeout_ms: 30_000,
             backoff: Backoff::default(),
+            outbox_concurrency: 16,
         }
     }
 }
@@ -870,6 +875,11 @@ impl Settings {
             worker.handler_timeout_ms,
             900_000,
         )?;
+        worker.outbox_concurrency = bounded(
+            "HOOKLEDGER_OUTBOX_CONCURRENCY",
+            u64::from(worker.outbox_concurrency),
+            1_000,
+        )? as u32;
         worker.backoff.base_secs = bounded(
             "HOOKLEDGER_BACKOFF_BASE_SECS",
             worker.backoff.base_secs,

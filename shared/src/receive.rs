@@ -21,7 +21,8 @@
 //! | database unavailable | 503 | `{"error":"service unavailable"}` |
 //!
 //! Nothing is written for any 4xx, and a 5xx leaves no row behind, so the provider's retry
-//! starts clean. A fatal handler error (the payload can never be processed) rolls back the
+//! starts clean. An inline event whose commit queued outbox messages rings the worker's doorbell
+//! after the commit (as a deferred accept does), so they are forwarded at once. A fatal handler error (the payload can never be processed) rolls back the
 //! handler's writes and keeps the event as `dead`: the provider stops retrying (a 2xx, so it
 //! does not disable the endpoint either), the operator is told by the `handler_fatal` metric and
 //! an error log line, and re-drives it once the cause is fixed.
@@ -362,10 +363,13 @@ impl Receiver {
         };
         let decided = match config.mode {
             Mode::Inline => {
-                self.claim_and_apply(&event, &new_event, &expiry, shadow)
+                self.claim_and_apply(config, &event, &new_event, &expiry, shadow)
                     .await
             }
-            Mode::Deferred => self.accept(&event, &new_event, &expiry, shadow).await,
+            Mode::Deferred => {
+                self.accept(config, &event, &new_event, &expiry, shadow)
+                    .await
+            }
         };
         match decided {
             Ok(reply) => {
@@ -395,6 +399,7 @@ impl Receiver {
 
     async fn claim_and_apply(
         &self,
+        config: &SourceConfig,
         event: &Event<'_>,
         new_event: &NewEvent<'_>,
         expiry: &Expiry,
@@ -414,11 +419,11 @@ impl Receiver {
             // what enforcement answers (a shadow run's failure is only logged: shadow mode must
             // not turn duplicates into 5xx in front of a live endpoint).
             Claim::Completed(stored) if shadow => {
-                self.shadow_run(&conn, event).await;
+                self.shadow_run(&conn, config, event).await;
                 return Ok(replayed(stored, "shadow_duplicate"));
             }
             Claim::InFlight if shadow => {
-                self.shadow_run(&conn, event).await;
+                self.shadow_run(&conn, config, event).await;
                 return Ok(in_flight());
             }
             Claim::Completed(stored) => return Ok(replayed(stored, "replayed")),
@@ -426,14 +431,24 @@ impl Receiver {
             // Replay: the event is in the ledger already, whatever its status or bytes.
             Claim::Known(_) => return Ok(dry_run_reply("duplicate")),
         };
-        match apply(&self.handlers, tx, event).await {
-            Ok(applied) => Ok(Reply {
-                status: applied.response.status,
-                body: applied.response.body,
-                replayed: false,
-                retry_after: None,
-                outcome: applied.outcome,
-            }),
+        // Boxed: the handler's and the completion's futures are large, and this one sits inside
+        // every delivery's (and every replayed page's) future.
+        match Box::pin(apply(&self.handlers, config, tx, event)).await {
+            Ok(applied) => {
+                if applied.queued > 0 {
+                    // Committed outbox messages: the worker forwards them now rather than at
+                    // its next schedule tick.
+                    drop(conn);
+                    self.ring(event).await;
+                }
+                Ok(Reply {
+                    status: applied.response.status,
+                    body: applied.response.body,
+                    replayed: false,
+                    retry_after: None,
+                    outcome: applied.outcome,
+                })
+            }
             Err(ApplyError::Fatal(error)) => self.keep_dead(&conn, new_event, &error, expiry).await,
             Err(error) => Err(Failed::Apply(error)),
         }
@@ -475,6 +490,7 @@ impl Receiver {
     /// Deferred mode: store durably, ring the worker, answer 202.
     async fn accept(
         &self,
+        config: &SourceConfig,
         event: &Event<'_>,
         new_event: &NewEvent<'_>,
         expiry: &Expiry,
@@ -485,24 +501,12 @@ impl Receiver {
         match accepted {
             Accept::Accepted => {
                 drop(conn);
-                match self.doorbell.ring(event.source, event.event_id).await {
-                    Ok(_) => {}
-                    Err(error) => {
-                        // The worker's schedule picks the event up anyway.
-                        tracing::warn!(
-                            source = event.source,
-                            event_id = event.event_id,
-                            %error,
-                            "doorbell failed; the worker's schedule will drain the event"
-                        );
-                        crate::telemetry::count("doorbell_failed", event.source, 1);
-                    }
-                }
+                self.ring(event).await;
                 Ok(accepted_reply(false, "accepted"))
             }
             Accept::Duplicate(_) if shadow => {
                 // The answer is what enforcement gives (the event is durable either way).
-                self.shadow_run(&conn, event).await;
+                self.shadow_run(&conn, config, event).await;
                 Ok(accepted_reply(true, "shadow_duplicate"))
             }
             Accept::Duplicate(_) => Ok(accepted_reply(true, "duplicate")),
@@ -515,11 +519,40 @@ impl Receiver {
         }
     }
 
+    /// Rings the worker after a commit it has work from (a deferred accept, or inline outbox
+    /// messages): best effort, since the worker's schedule drains whatever is due anyway.
+    async fn ring(&self, event: &Event<'_>) {
+        // Boxed: the SDK's invoke future is large, and this sits inside every delivery's future.
+        let ring = Box::pin(self.doorbell.ring(event.source, event.event_id));
+        if let Err(error) = ring.await {
+            tracing::warn!(
+                source = event.source,
+                event_id = event.event_id,
+                %error,
+                "doorbell failed; the worker's schedule will drain the event"
+            );
+            crate::telemetry::count("doorbell_failed", event.source, 1);
+        }
+    }
+
     /// Shadow mode: run the handler for a duplicate in its own transaction, leaving the ledger
-    /// alone, and count what enforcement would have skipped. A failure is logged, never
+    /// alone, and count what enforcement would have skipped. Its outbox messages were queued by
+    /// the first run under the same keys, so it queues none. A failure is logged, never
     /// answered.
-    async fn shadow_run(&self, conn: &ledger::Connection, event: &Event<'_>) {
-        match apply(&self.handlers, ledger::begin_shadow(conn), event).await {
+    async fn shadow_run(
+        &self,
+        conn: &ledger::Connection,
+        config: &SourceConfig,
+        event: &Event<'_>,
+    ) {
+        match Box::pin(apply(
+            &self.handlers,
+            config,
+            ledger::begin_shadow(conn),
+            event,
+        ))
+        .await
+        {
             Ok(_) => {
                 tracing::warn!(
                     source = event.source,

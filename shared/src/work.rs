@@ -13,6 +13,12 @@
 //! time are released unstarted. The clock and the remaining time are parameters, so tests never
 //! sleep.
 //!
+//! After every batch of events the drain runs one outbox step ([`Worker::outbox_step`], in
+//! `crate::outbox::drain`): it leases due outbox messages, dispatches them concurrently through
+//! the [`Dispatcher`] built once per worker, and records each outcome fenced by its lease token.
+//! A handler's messages are due at the worker's clock, so the drain that applies an event also
+//! dispatches what it queued. [`Summary::outbox`] counts what the outbox step did.
+//!
 //! The worker's transactions take the larger of the handler timeout and the configured
 //! `idle_in_transaction_session_timeout` as their idle limit (the handler timeout already bounds them), so no
 //! session limit shorter than a handler's own deadline cuts its transaction.
@@ -34,6 +40,7 @@ use crate::db::{Pool, Session};
 use crate::extract::document_of;
 use crate::handlers::{apply, ApplyError, Event, Registry};
 use crate::ledger::{self, Failure, Leased, LedgerError};
+use crate::outbox::{Dispatcher, OutboxSummary};
 
 /// What one drain did; the worker function returns it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
@@ -53,6 +60,8 @@ pub struct Summary {
     pub lost: u64,
     /// Whether the drain stopped because the remaining time fell under the margin.
     pub out_of_time: bool,
+    /// What the drain did with the outbox (see [`crate::outbox::drain`]).
+    pub outbox: OutboxSummary,
 }
 
 impl Summary {
@@ -64,6 +73,7 @@ impl Summary {
         self.released += other.released;
         self.lost += other.lost;
         self.out_of_time |= other.out_of_time;
+        self.outbox.add(other.outbox);
     }
 }
 
@@ -92,6 +102,8 @@ pub struct Worker {
     /// TLS for cancel requests (a timed-out handler's statement is cancelled server-side);
     /// `None` sends them without TLS.
     pub tls: Option<postgres_native_tls::MakeTlsConnector>,
+    /// Sends outbox messages to their targets (clients built once).
+    pub dispatcher: Dispatcher,
 }
 
 impl std::fmt::Debug for Worker {
@@ -146,12 +158,16 @@ impl Worker {
             sources: settings.sources.clone(),
             settings: settings.worker.clone(),
             tls: crate::db::tls_connector(database).ok(),
+            dispatcher: Dispatcher::new(),
         }
     }
 
-    /// Drains due events: lease a batch, process it, repeat, until nothing is due or
-    /// `remaining()` (the invocation's time left) no longer covers a handler's full timeout plus
-    /// the margin. `now()` is the clock.
+    /// Drains due events and outbox messages: lease a batch of events and process it, then
+    /// lease a batch of messages and dispatch it ([`Worker::outbox_step`], so the messages the
+    /// batch's handlers committed go out in the same drain), repeat, until neither is due or
+    /// `remaining()` (the invocation's time left) no longer covers a handler's full timeout
+    /// plus the margin (events) or a target's timeout plus the margin (messages). `now()` is
+    /// the clock.
     ///
     /// # Errors
     /// [`WorkError`] when the database fails outside a single event's processing; what was done
@@ -163,16 +179,18 @@ impl Worker {
     ) -> Result<Summary, WorkError> {
         let mut summary = Summary::default();
         loop {
+            let mut events = 0;
             if remaining() < self.needed() {
                 summary.out_of_time = true;
-                break;
+            } else {
+                let step = self.step(&now, &remaining).await?;
+                events = step.leased;
+                summary.add(step);
             }
-            let step = self.step(&now, &remaining).await?;
-            if step.leased == 0 {
-                break;
-            }
-            summary.add(step);
-            if step.out_of_time {
+            let (outbox, out_of_time) = self.outbox_step(&now, &remaining).await?;
+            summary.outbox.add(outbox);
+            summary.out_of_time |= out_of_time;
+            if (events == 0 && outbox.leased == 0) || summary.out_of_time {
                 break;
             }
         }
@@ -319,7 +337,10 @@ impl Worker {
             return Ok(Processed::Lost);
         };
         let timeout = Duration::from_millis(self.settings.handler_timeout_ms);
-        let run = apply(&self.handlers, leased.tx(&conn), &event);
+        // Messages the handler queues are due at this worker's clock, so this drain's outbox
+        // step dispatches them.
+        let tx = leased.tx(&conn).messages_due_at(now);
+        let run = apply(&self.handlers, source, tx, &event);
         // A panicking handler fails its own attempt, not the whole drain (and so not the
         // attempts of the other events in the batch).
         let attempt_outcome =
@@ -426,7 +447,7 @@ impl Worker {
         })
     }
 
-    async fn connection(&self) -> Result<crate::db::Connection, WorkError> {
+    pub(crate) async fn connection(&self) -> Result<crate::db::Connection, WorkError> {
         self.pool
             .get()
             .await

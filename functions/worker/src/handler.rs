@@ -26,7 +26,8 @@ impl AppState {
     }
 }
 
-/// Drains due events until none is due or the invocation is about to time out.
+/// Drains due events and outbox messages until none is due or the invocation is about to time
+/// out.
 ///
 /// # Errors
 /// When the database fails outside an event's own processing (the invocation fails and the
@@ -57,6 +58,13 @@ pub async fn function_handler(
         released = summary.released,
         lost = summary.lost,
         out_of_time = summary.out_of_time,
+        outbox_leased = summary.outbox.leased,
+        outbox_dispatched = summary.outbox.dispatched,
+        outbox_delivered = summary.outbox.delivered,
+        outbox_retried = summary.outbox.retried,
+        outbox_dead = summary.outbox.dead,
+        outbox_released = summary.outbox.released,
+        outbox_lost = summary.outbox.lost,
         "drain"
     );
     Ok(summary)

@@ -1,16 +1,19 @@
-//! `worker`: drains deferred events from the ledger.
+//! `worker`: drains deferred events from the ledger and dispatches outbox messages.
 //!
 //! - Triggers: the receiver's doorbell (asynchronous invoke, `{"reason": "doorbell", "source",
-//!   "event_id"}`) and a schedule (every minute, an EventBridge event); `WorkerFunction` in
-//!   template.yaml. The input is only logged: every invocation drains whatever is due.
+//!   "event_id"}`, after a deferred accept or an inline commit that queued outbox messages) and
+//!   a schedule (every minute, an EventBridge event); `WorkerFunction` in template.yaml. The
+//!   input is only logged: every invocation drains whatever is due.
 //! - Output: the summary `{"leased", "completed", "failed", "dead", "released", "lost",
-//!   "out_of_time"}`.
+//!   "out_of_time", "outbox": {"leased", "dispatched", "delivered", "retried", "dead",
+//!   "released", "lost"}}`.
 //! - Environment: as the receiver (`DATABASE_URL` or `HOOKLEDGER_DB_SECRET_ARN`, the sources),
 //!   plus `HOOKLEDGER_LEASE_SECS`, `HOOKLEDGER_WORKER_BATCH`, `HOOKLEDGER_WORKER_MARGIN_MS`,
 //!   `HOOKLEDGER_HANDLER_TIMEOUT_MS`, `HOOKLEDGER_BACKOFF_BASE_SECS`,
-//!   `HOOKLEDGER_BACKOFF_CAP_SECS` (see `shared::config`).
+//!   `HOOKLEDGER_BACKOFF_CAP_SECS`, `HOOKLEDGER_OUTBOX_CONCURRENCY` (see `shared::config`).
 //! - Side effects: leases, completes, fails and dead-letters `webhook_event` rows; the
-//!   handlers' business rows.
+//!   handlers' business rows; leases and records `outbox` rows, and sends their messages to
+//!   the sources' targets (HTTP, SQS, EventBridge).
 
 use lambda_runtime::{run, service_fn, Error, LambdaEvent};
 use shared::Settings;

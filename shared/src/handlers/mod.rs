@@ -32,7 +32,7 @@ pub mod stripe_subscriptions;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use crate::config::Sources;
+use crate::config::{SourceConfig, Sources};
 use crate::ledger::{CompleteError, LedgerError, StoredResponse, Tx};
 use crate::verify::Scheme;
 
@@ -334,19 +334,48 @@ pub struct Applied {
     pub response: StoredResponse,
     /// `processed` when a handler ran, `ignored` when the event type has none.
     pub outcome: &'static str,
+    /// Outbox messages the commit added (built-in targets' and the handler's; none for a re-run
+    /// whose messages were queued before): the worker has something to dispatch.
+    pub queued: u64,
 }
+
+/// The media type of a built-in target's message whose payload is a form body (GitHub's
+/// `payload=`, Slack interactivity and slash commands).
+pub const FORM: &str = "application/x-www-form-urlencoded";
 
 /// Runs the handler for `event` (or the recorded no-op) in `tx`, then completes and commits:
 /// the one place where an effect is applied, for the receiver's inline mode, shadow mode and
 /// the worker. On any error the transaction is rolled back and nothing is written.
 ///
+/// Outbox messages come first from `source`'s built-in targets (`source.targets`) whose
+/// `event_types` match the event's type, in configuration order (messages 1, 2, ...), each
+/// with the raw body exactly as verified ([`Event::body`]) as its payload: media type
+/// `application/json` when the body is the JSON document itself, [`FORM`] when it is a form
+/// that carries it. They are queued for events without a handler too (the recorded no-op stays
+/// as it is). Then come the handler's own ([`Tx::outbox`], which accepts only `source`'s target
+/// names). All are committed with the completion, or not at all.
+///
 /// # Errors
 /// [`ApplyError`], classified as documented there.
-pub async fn apply(
+pub async fn apply<'c>(
     registry: &Registry,
-    mut tx: Tx<'_>,
-    event: &Event<'_>,
+    source: &'c SourceConfig,
+    tx: Tx<'c>,
+    event: &Event<'c>,
 ) -> Result<Applied, ApplyError> {
+    let mut tx = tx.for_event(&source.targets, event.event_type);
+    let content_type = if event.body == event.document {
+        crate::outbox::JSON
+    } else {
+        FORM
+    };
+    for target in source
+        .targets
+        .iter()
+        .filter(|t| t.event_types.matches(event.event_type))
+    {
+        tx.queue(&target.name, event.body.to_vec(), content_type);
+    }
     let (effect, outcome) = match registry.get(event.source, event.event_type) {
         Some(handler) => match handler.handle(&mut tx, event).await {
             Ok(effect) => (effect, "processed"),
@@ -359,8 +388,8 @@ pub async fn apply(
         },
         None => (ignored_effect(event), "ignored"),
     };
-    let response = tx
-        .complete(
+    let (response, queued) = tx
+        .complete_counting(
             (event.source, event.event_id),
             effect.status.code(),
             &effect.body,
@@ -372,5 +401,9 @@ pub async fn apply(
             CompleteError::Lost => ApplyError::Lost,
             CompleteError::Ledger(e) => ApplyError::Ledger(e),
         })?;
-    Ok(Applied { response, outcome })
+    Ok(Applied {
+        response,
+        outcome,
+        queued,
+    })
 }

@@ -2,7 +2,9 @@
 //! handler runs in and its completion ([`tx`]), deferred mode's accept ([`deferred`]), the
 //! worker's lease, start, failure and release ([`lease`]), the sweep ([`sweep`]), the auditor's
 //! reads ([`audit`]), the operator's re-drive and re-run ([`redrive`]) and full read
-//! ([`inspect`]), with pipelining from `crate::db`.
+//! ([`inspect`]), with pipelining from `crate::db`; and every statement on `outbox`: queue an
+//! event's messages with its completion, lease due messages, record their outcome
+//! ([`outbox`]).
 //!
 //! The claim is one `INSERT ... ON CONFLICT (source, event_id) DO NOTHING RETURNING` and nothing
 //! is read before it: the primary key is the concurrency control. A second claim of the same key
@@ -10,13 +12,15 @@
 //! once the first commits; if the first rolls back, the second wins.
 //!
 //! Round trips for a new event (inline mode): `BEGIN` (with its `SET LOCAL` limits) + claim
-//! pipelined; then the handler's deferred writes + completion + `COMMIT` pipelined.
+//! pipelined; then the handler's deferred writes + its outbox messages (one statement) +
+//! completion + `COMMIT` pipelined.
 
 pub mod audit;
 pub mod claim;
 pub mod deferred;
 pub mod inspect;
 pub mod lease;
+pub mod outbox;
 pub mod redrive;
 pub mod redrive_outbox;
 pub mod status;

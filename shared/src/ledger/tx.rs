@@ -13,6 +13,13 @@
 //! The completion statement fails (and so aborts the transaction, and the pipelined `COMMIT`
 //! rolls back) when it matches no row: the handler's writes never commit beside an unfinished
 //! claim or a lease that was lost.
+//!
+//! Outbox messages ([`Tx::outbox`], and the source's built-in targets queued by
+//! `handlers::apply`) are held here until [`Tx::complete`], then written by one statement
+//! (`ledger::outbox`'s `ENQUEUE`) pipelined between the deferred writes and the completion: no
+//! round trip of their own, committed with the claim and the business writes or not at all.
+
+use std::time::SystemTime;
 
 use futures_util::FutureExt;
 use tokio_postgres::types::{Json, ToSql, Type};
@@ -22,6 +29,7 @@ use super::{Connection, LedgerError, StoredResponse};
 use crate::db::pipeline::{all_in_order, in_order};
 use crate::db::{Prepared, Sql};
 use crate::handlers::HandlerError;
+use crate::outbox::Target;
 
 /// What entitles a transaction to complete its row.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,6 +48,14 @@ struct Deferred {
     params: Vec<Box<dyn ToSql + Sync + Send>>,
 }
 
+/// One outbox message queued in a [`Tx`], written at completion as number `n` = its position
+/// (1-based) in the queue.
+struct Queued {
+    target: String,
+    payload: Vec<u8>,
+    content_type: &'static str,
+}
+
 /// The open (or, for a worker, not yet begun) transaction that owns an event. Dropping it
 /// without [`Tx::complete`] rolls it back (the `ROLLBACK` is queued on the connection at once),
 /// so a retry starts clean.
@@ -51,6 +67,14 @@ pub struct Tx<'c> {
     /// A transaction is open on the connection and must be ended.
     open: bool,
     deferred: Vec<Deferred>,
+    /// The event's source's built-in targets: the names [`Tx::outbox`] accepts.
+    targets: &'c [Target],
+    /// The event's type, stored with its messages.
+    event_type: &'c str,
+    /// Outbox messages, in order (message `n` is `queued[n - 1]`).
+    queued: Vec<Queued>,
+    /// When the messages are due (`None`: the transaction's `now()`).
+    due_at: Option<SystemTime>,
 }
 
 impl std::fmt::Debug for Tx<'_> {
@@ -59,6 +83,7 @@ impl std::fmt::Debug for Tx<'_> {
             .field("guard", &self.guard)
             .field("begun", &self.begun)
             .field("deferred", &self.deferred.len())
+            .field("outbox", &self.queued.len())
             .finish()
     }
 }
@@ -255,6 +280,10 @@ impl<'c> Tx<'c> {
             begun: true,
             open: true,
             deferred: Vec::new(),
+            targets: &[],
+            event_type: "",
+            queued: Vec::new(),
+            due_at: None,
         }
     }
 
@@ -266,6 +295,10 @@ impl<'c> Tx<'c> {
             begun: false,
             open: false,
             deferred: Vec::new(),
+            targets: &[],
+            event_type: "",
+            queued: Vec::new(),
+            due_at: None,
         }
     }
 
@@ -330,6 +363,63 @@ impl<'c> Tx<'c> {
         Ok(())
     }
 
+    /// Queues an outbox message for `target` with `payload` (sent as `application/json`): a row
+    /// in `outbox`, written with the completion and committed with the claim and the business
+    /// writes, or not at all (a handler error, a lost lease, a failed deferred write). No round
+    /// trip of its own. The message is number `n` of the event, after the source's built-in
+    /// messages and the handler's earlier ones, so its idempotency key is
+    /// `{source}:{event_id}:{n}` (`crate::outbox::idempotency_key`); a re-run of the same event
+    /// (re-drive, shadow mode) queues no second copy. The worker dispatches it after commit.
+    ///
+    /// The targets are the source's as `crate::handlers::apply` passes them; a `Tx` used outside
+    /// `apply` knows none.
+    ///
+    /// # Errors
+    /// [`HandlerError::Fatal`] when `target` is not one of the event's source's configured
+    /// targets (`"targets"` in its configuration): the same event always fails the same way.
+    pub fn outbox(
+        &mut self,
+        target: &str,
+        payload: &serde_json::Value,
+    ) -> Result<(), HandlerError> {
+        if !self.targets.iter().any(|t| t.name == target) {
+            let known: Vec<&str> = self.targets.iter().map(|t| t.name.as_str()).collect();
+            return Err(HandlerError::fatal(format!(
+                "outbox target {target:?} is not configured for this event's source (its \
+                 targets: {known:?})"
+            )));
+        }
+        let payload = serde_json::to_vec(payload)
+            .map_err(|e| HandlerError::fatal(format!("outbox payload: {e}")))?;
+        self.queue(target, payload, crate::outbox::JSON);
+        Ok(())
+    }
+
+    /// The event this transaction applies, for its outbox messages: the targets
+    /// [`Tx::outbox`] accepts (the event's source's) and the event's type.
+    pub(crate) fn for_event(mut self, targets: &'c [Target], event_type: &'c str) -> Self {
+        self.targets = targets;
+        self.event_type = event_type;
+        self
+    }
+
+    /// Messages this transaction queues are due at `at` rather than at the transaction's
+    /// `now()` (the worker's clock, so its own drain dispatches them).
+    pub(crate) fn messages_due_at(mut self, at: SystemTime) -> Self {
+        self.due_at = Some(at);
+        self
+    }
+
+    /// Queues a message without checking its target (a built-in target's, from the
+    /// configuration itself).
+    pub(crate) fn queue(&mut self, target: &str, payload: Vec<u8>, content_type: &'static str) {
+        self.queued.push(Queued {
+            target: target.to_owned(),
+            payload,
+            content_type,
+        });
+    }
+
     async fn send(
         &mut self,
         sql: &'static Sql,
@@ -365,13 +455,48 @@ impl<'c> Tx<'c> {
     /// completion matched no row, [`CompleteError::Ledger`] when the completion or the commit
     /// fails. Nothing is committed in any of these cases.
     pub async fn complete(
-        mut self,
+        self,
         key: (&str, &str),
         status: u16,
         body: &serde_json::Value,
     ) -> Result<StoredResponse, CompleteError> {
+        Ok(self.complete_counting(key, status, body).await?.0)
+    }
+
+    /// [`Tx::complete`], also returning how many outbox messages the commit added (messages
+    /// already queued by an earlier run of the event are not counted).
+    pub(crate) async fn complete_counting(
+        mut self,
+        key: (&str, &str),
+        status: u16,
+        body: &serde_json::Value,
+    ) -> Result<(StoredResponse, u64), CompleteError> {
         let conn = self.conn;
         let deferred = std::mem::take(&mut self.deferred);
+        let queued = std::mem::take(&mut self.queued);
+        let enqueue: Option<Prepared> = if queued.is_empty() {
+            None
+        } else {
+            Some(
+                conn.prepare(&super::outbox::ENQUEUE)
+                    .await
+                    .map_err(LedgerError::from)?,
+            )
+        };
+        let ns: Vec<i32> = (1..=queued.len() as i32).collect();
+        let targets: Vec<&str> = queued.iter().map(|m| m.target.as_str()).collect();
+        let payloads: Vec<&[u8]> = queued.iter().map(|m| m.payload.as_slice()).collect();
+        let content_types: Vec<&str> = queued.iter().map(|m| m.content_type).collect();
+        let enqueue_params: [&(dyn ToSql + Sync); 8] = [
+            &key.0,
+            &key.1,
+            &self.event_type,
+            &ns,
+            &targets,
+            &payloads,
+            &content_types,
+            &self.due_at,
+        ];
         let mut statements = Vec::with_capacity(deferred.len());
         for write in &deferred {
             statements.push(conn.prepare(write.sql).await.map_err(LedgerError::from)?);
@@ -418,6 +543,12 @@ impl<'c> Tx<'c> {
                 Ok(())
             }
         };
+        let enqueued = async {
+            match &enqueue {
+                Some(statement) => conn.execute(statement, &enqueue_params).await,
+                None => Ok(0),
+            }
+        };
         let completed = async {
             match &completion {
                 Some(statement) => conn.query_opt(statement, &completion_params).await,
@@ -429,9 +560,13 @@ impl<'c> Tx<'c> {
         self.open = false;
         let commit = conn.batch_execute("COMMIT");
 
-        // BEGIN if needed, every write, the completion, then COMMIT, before awaiting any answer.
-        let ((begun, (written, completed)), committed) = in_order(
-            in_order(begin, in_order(all_in_order(writes), completed)),
+        // BEGIN if needed, every write, the outbox messages, the completion, then COMMIT, before
+        // awaiting any answer.
+        let ((begun, (written, (enqueued, completed))), committed) = in_order(
+            in_order(
+                begin,
+                in_order(all_in_order(writes), in_order(enqueued, completed)),
+            ),
             commit,
         )
         .await;
@@ -442,6 +577,7 @@ impl<'c> Tx<'c> {
         for result in written {
             result.map_err(CompleteError::Write)?;
         }
+        let enqueued = enqueued.map_err(LedgerError::from)?;
         let row = match completed {
             Ok(row) => row,
             Err(error)
@@ -457,17 +593,18 @@ impl<'c> Tx<'c> {
             Err(error) => return Err(LedgerError::from(error).into()),
         };
         committed.map_err(LedgerError::from)?;
-        match row {
-            Some(row) => Ok(StoredResponse {
+        let response = match row {
+            Some(row) => StoredResponse {
                 status,
                 body: row.try_get(0).map_err(LedgerError::from)?,
-            }),
+            },
             // Shadow mode: the handler's response as it returned it.
-            None => Ok(StoredResponse {
+            None => StoredResponse {
                 status,
                 body: body.to_string(),
-            }),
-        }
+            },
+        };
+        Ok((response, enqueued))
     }
 
     /// Rolls the transaction back: a claim disappears as if the delivery never arrived; a

@@ -18,15 +18,32 @@
 //!
 //! Built-in target kinds ([`TargetKind`]): `forward` (HTTP POST re-signed as a Standard Webhooks
 //! delivery), `sqs` (FIFO queues deduplicate on the key) and `eventbridge` (`PutEvents`).
+//!
+//! How the pieces fit:
+//!
+//! - **Queueing** (in the claim's transaction): `crate::handlers::apply` queues the built-in
+//!   targets' messages (payload = the raw body as verified; `application/json`, or
+//!   `application/x-www-form-urlencoded` for a form body), then the handler adds its own with
+//!   `crate::ledger::Tx::outbox` (JSON; the target must be one of the source's, else the event
+//!   fails fatally). `Tx::complete` writes them all with one statement pipelined with the
+//!   completion and `COMMIT` (`crate::ledger::outbox`), `ON CONFLICT (source, event_id, n) DO
+//!   NOTHING`: a re-run of the event (re-drive, shadow mode) never queues a second copy, and a
+//!   message already delivered stays delivered. Numbering follows the configuration: reordering
+//!   or adding matching targets between two runs of one event renumbers its built-in messages.
+//! - **Dispatching** (the worker, after commit): [`drain`] leases a batch, dispatches it with
+//!   [`Dispatcher`], records the outcomes; see there for retries, `Retry-After`, dead letters and
+//!   the statements per message.
 
 mod aws;
 mod dispatch;
+pub mod drain;
 pub mod eventbridge;
 mod excerpt;
 pub mod forward;
 pub mod sqs;
 
-pub use dispatch::Dispatcher;
+pub use dispatch::{Dispatcher, AWS_ATTEMPT_TIMEOUT, AWS_OPERATION_TIMEOUT};
+pub use drain::OutboxSummary;
 
 use std::time::{Duration, SystemTime};
 
@@ -250,6 +267,20 @@ pub enum TargetKind {
         /// The events' `Source` (`None`: `hookledger.{source}`).
         detail_source: Option<String>,
     },
+}
+
+impl Target {
+    /// The longest one dispatch to this target may take: a `forward` target's `timeout_ms`,
+    /// [`AWS_OPERATION_TIMEOUT`] for the others (the SDK's own retries included). The worker starts no dispatch with less
+    /// invocation time left than this plus its margin.
+    pub fn timeout(&self) -> Duration {
+        match &self.kind {
+            TargetKind::Forward { timeout, .. } => *timeout,
+            TargetKind::Sqs { .. } | TargetKind::EventBridge { .. } => {
+                AWS_OPERATION_TIMEOUT
+            }
+        }
+    }
 }
 
 /// Longest target name, characters.

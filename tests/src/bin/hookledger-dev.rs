@@ -10,6 +10,10 @@
 //! - `sign-events`: re-sign every event file in `events/receiver/` at the timestamp it carries
 //!   (after editing a body), except files named `*bad-signature*` and `*invalid-base64*`.
 //! - `lease-and-hang`: lease due events and hang (the crash-recovery test kills it).
+//! - `lease-outbox-and-hang`: lease due outbox messages and hang without dispatching them (the
+//!   outbox's crash test kills it between commit and dispatch).
+//! - `drain`: one worker drain as the worker function runs it, settings from the environment
+//!   (the outbox's crash test kills it in the middle of a dispatch).
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -58,6 +62,18 @@ enum Command {
         #[arg(long, default_value_t = 0)]
         start: usize,
     },
+    /// Lease due outbox messages, print "leased N", then hang without dispatching them (the
+    /// outbox crash test kills this process with SIGKILL).
+    LeaseOutboxAndHang {
+        #[arg(long, env = "DATABASE_URL", hide_env_values = true)]
+        database_url: String,
+        /// Lease length, seconds.
+        #[arg(long, default_value_t = 60)]
+        lease_secs: u64,
+    },
+    /// Run one worker drain with no handlers (settings from the environment, as the worker
+    /// function reads them) and print its summary as JSON.
+    Drain,
 }
 
 #[derive(Deserialize)]
@@ -104,6 +120,34 @@ async fn main() -> Result<()> {
             }
             println!("leased {}, started {started}", leased.len());
             std::future::pending::<()>().await;
+        }
+        Command::LeaseOutboxAndHang {
+            database_url,
+            lease_secs,
+        } => {
+            let pool = shared::db::pool(&DatabaseSettings::with_url(database_url))?;
+            let conn = pool.get().await?;
+            let now = SystemTime::now();
+            let leased = shared::ledger::outbox::lease_due(
+                &conn,
+                now,
+                now + std::time::Duration::from_secs(lease_secs),
+                100,
+            )
+            .await?;
+            println!("leased {}", leased.len());
+            std::future::pending::<()>().await;
+        }
+        Command::Drain => {
+            let settings = shared::Settings::from_lookup(|name| std::env::var(name).ok())
+                .map_err(|e| anyhow!("{e}"))?;
+            let pool = shared::db::pool(&settings.database)?;
+            let worker =
+                shared::work::Worker::new(&settings, pool, shared::handlers::Registry::new());
+            let summary = worker
+                .drain(SystemTime::now, || std::time::Duration::from_secs(600))
+                .await?;
+            println!("{}", serde_json::to_string(&summary)?);
         }
     }
     Ok(())

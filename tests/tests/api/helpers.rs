@@ -88,6 +88,30 @@ pub async fn spawn_app_behind_pooler(
 
 /// A receiver over `db` with `database` as its connection settings.
 pub fn spawn_app_over(db: TestDb, database: DatabaseSettings) -> TestApp {
+    spawn_app_over_sources(db, database, &local_sources_json().unwrap())
+}
+
+/// A receiver over a fresh database (8 connections) whose sources are the local development
+/// ones plus `extra` (a JSON array of source objects, e.g. with outbox targets pointed at a
+/// local server). Returns the app and the full sources JSON (for a child process's
+/// `HOOKLEDGER_SOURCES`).
+pub async fn spawn_app_with_sources(extra: serde_json::Value) -> (TestApp, String) {
+    let mut sources: Vec<serde_json::Value> =
+        serde_json::from_str(&local_sources_json().unwrap()).unwrap();
+    sources.extend(extra.as_array().expect("a JSON array of sources").clone());
+    let json = serde_json::to_string(&sources).unwrap();
+    let db = TestDb::new().await.expect("test database");
+    let database = db.settings(8);
+    (spawn_app_over_sources(db, database, &json), json)
+}
+
+/// A receiver over `db` with `database` as its connection settings and `sources_json` as its
+/// sources.
+pub fn spawn_app_over_sources(
+    db: TestDb,
+    database: DatabaseSettings,
+    sources_json: &str,
+) -> TestApp {
     // Logs go through libtest's capture (shown for failing tests only).
     let _ = tracing_subscriber::fmt()
         .json()
@@ -96,7 +120,7 @@ pub fn spawn_app_over(db: TestDb, database: DatabaseSettings) -> TestApp {
         .try_init();
     let settings = Settings {
         database,
-        sources: Sources::from_json(&local_sources_json().unwrap()).unwrap(),
+        sources: Sources::from_json(sources_json).unwrap(),
         sources_reload: Default::default(),
         worker: Default::default(),
         worker_function: None,

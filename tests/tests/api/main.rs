@@ -10,6 +10,7 @@ mod events;
 mod hardening;
 mod helpers;
 mod interop;
+mod outbox;
 mod pooler;
 mod receive;
 mod redrive;
