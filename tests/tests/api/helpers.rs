@@ -53,7 +53,7 @@ impl TestApp {
 
 /// A receiver over a fresh database, `pool_size` connections, with `lock_timeout_ms`.
 pub async fn spawn_app_with(pool_size: usize, lock_timeout_ms: u64) -> TestApp {
-    let db = TestDb::new().await.expect("test database");
+    let db = hookledger_tests::test_db().await.expect("test database");
     let mut database: DatabaseSettings = db.settings(pool_size);
     database.lock_timeout_ms = lock_timeout_ms;
     spawn_app_over(db, database)
@@ -69,8 +69,9 @@ pub async fn spawn_app_behind_pooler(
     lock_timeout_ms: u64,
     statement_cache: bool,
 ) -> TestApp {
-    let db = TestDb::new().await.expect("test database");
-    let mut database = DatabaseSettings::with_url(db.pooler_url().expect("the pooler's URL"));
+    let db = hookledger_tests::test_db().await.expect("test database");
+    let mut database =
+        DatabaseSettings::with_url(hookledger_tests::db_pooler_url(&db).expect("the pooler's URL"));
     database.pool_size = pool_size;
     database.lock_timeout_ms = lock_timeout_ms;
     database.statement_cache = statement_cache;
@@ -104,7 +105,7 @@ pub fn spawn_app_over(db: TestDb, database: DatabaseSettings) -> TestApp {
         audit: Default::default(),
     };
     let pool = shared::db::pool(&settings.database).unwrap();
-    let state = AppState::new(&settings, pool);
+    let state = AppState::new(&settings, pool, handlers::registry(&settings.sources));
     TestApp {
         db,
         state,
@@ -215,7 +216,7 @@ impl Handler for FlakyHandler {
         if self.failing.load(Ordering::SeqCst) {
             return Err(HandlerError::retryable("downstream is down".to_owned()));
         }
-        shared::handlers::stripe_orders::PaymentIntentSucceeded
+        handlers::examples::stripe_orders::PaymentIntentSucceeded
             .handle(tx, event)
             .await
     }
@@ -279,7 +280,7 @@ impl Handler for GatedHandler {
             self.entered.notify_one();
             self.release.notified().await;
         }
-        shared::handlers::stripe_orders::PaymentIntentSucceeded
+        handlers::examples::stripe_orders::PaymentIntentSucceeded
             .handle(tx, event)
             .await
     }
@@ -364,7 +365,11 @@ pub fn deferred(body: Vec<u8>) -> Delivery {
 
 /// The worker function's state over the app's settings and pool.
 pub fn worker_for(app: &TestApp) -> worker::handler::AppState {
-    worker::handler::AppState::new(&app.settings, app.receiver().pool.clone())
+    worker::handler::AppState::new(
+        &app.settings,
+        app.receiver().pool.clone(),
+        handlers::registry(&app.settings.sources),
+    )
 }
 
 /// Plenty of invocation time left.
