@@ -59,8 +59,11 @@ else
 fi
 export DATABASE_URL
 
+# The demo runs the example handlers and migrates their tables (a plain build has neither).
+features=hookledger-handlers/examples
 echo "== building (the first build takes a few minutes on 2 cores; later runs take seconds)"
-cargo build --bin receiver --bin worker --bin sweeper --bin auditor --bin hookledger --bin hookledger-dev
+cargo build --features "$features" \
+  --bin receiver --bin worker --bin sweeper --bin auditor --bin hookledger --bin hookledger-dev
 hookledger=$(demo_target_dir)/debug/hookledger
 dev=$(demo_target_dir)/debug/hookledger-dev
 "$hookledger" migrate
@@ -99,7 +102,7 @@ demo_env_file "$scratch/emulator.env" \
 # RUST_LOG reaches the functions through the env file only: cargo lambda itself would turn
 # verbose with it and print the functions' environment (the database URL) and its metadata.
 setsid env -u RUST_LOG cargo lambda watch --quiet --ignore-changes -A 127.0.0.1 -P "$port" \
-  --env-file "$scratch/emulator.env" >"$log" 2>&1 &
+  --features "$features" --env-file "$scratch/emulator.env" >"$log" 2>&1 &
 watch_pid=$!
 for _ in $(seq 1 600); do
   if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then break; fi

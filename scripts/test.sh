@@ -3,6 +3,8 @@
 # pooler tests reach it through a pgbouncer in transaction mode started in front of it).
 # Fails when any step fails, when any test is ignored, when no test ran at all, and when the
 # end-to-end binary ran fewer tests than tests/minimum-e2e-tests (scripts/check-test-log.sh).
+# Then the handlers crate alone, without its `examples` feature (a workspace run unifies it on
+# through the tests crate): neither the example handlers nor their tables may exist.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TERM_COLOR=${CARGO_TERM_COLOR:-never}
@@ -30,3 +32,23 @@ if [ "$status" != 0 ]; then
   exit 1
 fi
 scripts/check-test-log.sh "$log"
+
+echo "== cargo test -p hookledger-handlers alone (no examples feature; throwaway PostgreSQL)"
+set +e
+scripts/with-postgres.sh cargo test -p hookledger-handlers --locked --no-fail-fast 2>&1 | tee "$log"
+status=${PIPESTATUS[0]}
+set -e
+read -r passed failed ignored < <(awk '
+  function count(word,   i, n) {
+    n = 0
+    for (i = 1; i < NF; i++) if ($(i + 1) ~ ("^" word)) n += $i
+    return n
+  }
+  /^test result:/ { passed += count("passed"); failed += count("failed"); ignored += count("ignored") }
+  END { print passed + 0, failed + 0, ignored + 0 }
+' "$log")
+echo "== hookledger-handlers without examples: $passed passed, $failed failed, $ignored ignored"
+if [ "$status" != 0 ] || [ "$failed" != 0 ] || [ "$ignored" != 0 ] || [ "$passed" = 0 ]; then
+  echo "the handlers crate without the examples feature: tests failed, were ignored or none ran (exit $status)" >&2
+  exit 1
+fi

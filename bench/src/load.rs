@@ -48,7 +48,9 @@ async fn main() -> Result<()> {
     database.pool_size = args.concurrency;
     database.transaction_limits = args.transaction_limits;
     database.statement_cache = args.statement_cache;
-    shared::db::migrate(&database).await.context("migrating")?;
+    shared::db::migrate_with(&database, &handlers::migrations())
+        .await
+        .context("migrating")?;
     load(database, args.n, args.concurrency).await
 }
 
@@ -78,7 +80,11 @@ async fn load(database: DatabaseSettings, n: usize, concurrency: usize) -> Resul
         audit: Default::default(),
     };
     let pool = shared::db::pool(&settings.database)?;
-    let receiver = std::sync::Arc::new(shared::Receiver::new(&settings, pool));
+    let receiver = std::sync::Arc::new(shared::Receiver::new(
+        &settings,
+        pool,
+        handlers::registry(&settings.sources),
+    ));
     let stripe = settings
         .sources
         .get("stripe")

@@ -28,15 +28,18 @@ async fn database_settings() -> anyhow::Result<DatabaseSettings> {
     Ok(settings.database)
 }
 
-/// Applies the pending migrations (`shared::db::migrate`) and prints their names, or that the
-/// database is up to date.
+/// Applies the pending migrations, the ledger's then the handlers' sets for the features this
+/// build has (`shared::db::migrate_with` with `handlers::migrations()`), and prints their names,
+/// or that the database is up to date.
 ///
 /// # Errors
 /// When the database settings are missing or invalid, the database is unreachable, or a
 /// migration fails.
 pub async fn run(args: Args) -> anyhow::Result<()> {
     let database = database_settings().await?;
-    let applied = shared::db::migrate(&database).await.context("migrating")?;
+    let applied = shared::db::migrate_with(&database, &handlers::migrations())
+        .await
+        .context("migrating")?;
     if args.json {
         println!("{}", serde_json::json!({ "applied": applied }));
     } else if applied.is_empty() {

@@ -6,7 +6,6 @@ use std::time::Duration;
 
 use shared::db::Pool;
 use shared::doorbell::Doorbell;
-use shared::handlers::Registry;
 use shared::redrive::{RedriveReport, RedriveSpec, Which};
 use shared::Settings;
 
@@ -81,7 +80,7 @@ impl Args {
 /// ignored events, or a database failure (batches moved before it stay moved).
 pub async fn run(settings: &Settings, pool: &Pool, args: Args) -> anyhow::Result<()> {
     let selection = args.spec().selection()?;
-    let handlers = Registry::with_examples(&settings.sources);
+    let handlers = handlers::registry(&settings.sources);
     // A dry run rings nothing: no AWS client (and none of its region lookups) for it.
     let doorbell = if args.dry_run {
         Doorbell::off()

@@ -55,8 +55,12 @@ pub async fn run(settings: &Settings, pool: &Pool, args: Args) -> anyhow::Result
         starting_after: args.starting_after.clone(),
         delivery_success: args.failed_only.then_some(false),
     };
-    let receiver = Receiver::new(settings, pool.clone())
-        .with_doorbell(Doorbell::new(settings.worker_function.as_deref()).await);
+    let receiver = Receiver::new(
+        settings,
+        pool.clone(),
+        handlers::registry(&settings.sources),
+    )
+    .with_doorbell(Doorbell::new(settings.worker_function.as_deref()).await);
     let replayer = Replayer::new(ReplayOptions::default())?;
     let what = if args.dry_run {
         "events read (dry run)"

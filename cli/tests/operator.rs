@@ -149,7 +149,7 @@ async fn hookledger_check_config_reports_a_bad_sources_configuration_before_the_
 
 #[tokio::test]
 async fn hookledger_redrive_dry_run_json_reports_what_would_move_and_writes_nothing() {
-    let db = TestDb::new().await.unwrap();
+    let db = hookledger_tests::test_db().await.unwrap();
     seed_dead(
         &db,
         &[("evt_a", true), ("evt_b", true), ("evt_lean", false)],
@@ -214,7 +214,7 @@ async fn hookledger_redrive_dry_run_json_reports_what_would_move_and_writes_noth
 
 #[tokio::test]
 async fn hookledger_redrive_moves_dead_letters_and_names_the_ids_it_left() {
-    let db = TestDb::new().await.unwrap();
+    let db = hookledger_tests::test_db().await.unwrap();
     seed_dead(&db, &[("evt_a", true), ("evt_lean", false)]).await;
     let output = hookledger(
         &db.url,
@@ -292,7 +292,7 @@ async fn hookledger_redrive_moves_dead_letters_and_names_the_ids_it_left() {
 
 #[tokio::test]
 async fn hookledger_inspect_of_a_missing_id_exits_1_with_one_line() {
-    let db = TestDb::new().await.unwrap();
+    let db = hookledger_tests::test_db().await.unwrap();
     let output = hookledger(&db.url, &["inspect", "--source", "stripe", "evt_missing"]).await;
     assert_eq!(output.status.code(), Some(1));
     let line = one_line_failure(&output);
@@ -305,7 +305,7 @@ async fn hookledger_inspect_of_a_missing_id_exits_1_with_one_line() {
 
 #[tokio::test]
 async fn hookledger_stuck_json_lists_the_stuck_claims_oldest_first() {
-    let db = TestDb::new().await.unwrap();
+    let db = hookledger_tests::test_db().await.unwrap();
     let client = db.connect().await.unwrap();
     client
         .batch_execute(
@@ -344,7 +344,7 @@ async fn hookledger_stuck_json_lists_the_stuck_claims_oldest_first() {
 
 #[tokio::test]
 async fn hookledger_refuses_with_one_line_and_a_non_zero_exit() {
-    let db = TestDb::new().await.unwrap();
+    let db = hookledger_tests::test_db().await.unwrap();
     seed_dead(&db, &[("evt_a", true)]).await;
     let before = snapshot(&db).await;
     let cases: [(&[&str], &str); 5] = [
@@ -422,7 +422,7 @@ async fn hookledger_refuses_with_one_line_and_a_non_zero_exit() {
 
 #[tokio::test]
 async fn a_time_that_is_not_rfc_3339_is_a_usage_error_with_exit_status_2() {
-    let db = TestDb::new().await.unwrap();
+    let db = hookledger_tests::test_db().await.unwrap();
     for args in [
         &["redrive", "--source", "stripe", "--since", "yesterday"][..],
         &["replay", "--source", "stripe", "--since", "2026-12-01"][..],
@@ -441,7 +441,7 @@ async fn a_time_that_is_not_rfc_3339_is_a_usage_error_with_exit_status_2() {
 
 #[tokio::test]
 async fn hookledger_redrive_outbox_sends_dead_messages_again_and_inspect_shows_them() {
-    let db = TestDb::new().await.unwrap();
+    let db = hookledger_tests::test_db().await.unwrap();
     seed_dead(&db, &[("evt_o", true)]).await;
     let client = db.connect().await.unwrap();
     client

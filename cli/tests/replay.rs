@@ -82,7 +82,7 @@ async fn count(db: &TestDb, sql: &str) -> i64 {
 
 #[tokio::test]
 async fn hookledger_replay_claims_the_missing_events_once_and_a_dry_run_writes_nothing() {
-    let db = TestDb::new().await.unwrap();
+    let db = hookledger_tests::test_db().await.unwrap();
     let (events, since) = events(150);
     let fixture = StripeEvents::new(KEY, events);
     let fake = serve_fixture(move |r| fixture.answer(r), None)
@@ -161,7 +161,7 @@ async fn hookledger_replay_claims_the_missing_events_once_and_a_dry_run_writes_n
 
 #[tokio::test]
 async fn hookledger_replay_with_a_refused_key_fails_in_one_line_without_the_key() {
-    let db = TestDb::new().await.unwrap();
+    let db = hookledger_tests::test_db().await.unwrap();
     let (events, since) = events(3);
     let fixture = StripeEvents::new(KEY, events);
     let fake = serve_fixture(move |r| fixture.answer(r), None)

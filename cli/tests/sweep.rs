@@ -25,7 +25,7 @@ async fn hookledger_sweep(db: &TestDb, args: &[&str]) -> std::process::Output {
 
 #[tokio::test]
 async fn hookledger_sweep_json_prints_the_report_of_what_it_deleted() {
-    let db = TestDb::new().await.unwrap();
+    let db = hookledger_tests::test_db().await.unwrap();
     let client = db.connect().await.unwrap();
     // Three expired keys of `stripe`, one of `gone` (no longer configured: 30 days still
     // apply), and one of `stripe` claimed yesterday.
@@ -83,7 +83,7 @@ async fn hookledger_sweep_json_prints_the_report_of_what_it_deleted() {
 
 #[tokio::test]
 async fn hookledger_sweep_refuses_a_non_positive_batch_size() {
-    let db = TestDb::new().await.unwrap();
+    let db = hookledger_tests::test_db().await.unwrap();
     for bad in ["0", "1000000000"] {
         let output = hookledger_sweep(&db, &["--batch-size", bad]).await;
         assert!(!output.status.success(), "--batch-size {bad} was accepted");

@@ -14,9 +14,11 @@ use secrecy::ExposeSecret;
 
 use crate::config::DatabaseSettings;
 
+pub mod migrations;
 pub(crate) mod pipeline;
 pub mod session;
 
+pub use migrations::{migrate_with, MigrationSet};
 pub use session::{Connection, Pool, Prepared, Session, Sql};
 
 /// Embedded forward-only migrations from `migrations/` (refinery naming `V<n>__<verb>_<object>.sql`).
@@ -142,22 +144,14 @@ pub async fn connect(settings: &DatabaseSettings) -> Result<tokio_postgres::Clie
     Ok(client)
 }
 
-/// Applies every pending migration (forward-only; refinery records them in
-/// `refinery_schema_history`). Safe to run repeatedly; returns the names applied this time.
+/// Applies every pending migration of the ledger's own set (forward-only; refinery records
+/// them in `refinery_schema_history`): [`migrate_with`] with no other set. Safe to run
+/// repeatedly; returns the names applied this time.
 ///
 /// # Errors
-/// [`DbError::Connect`] when the database is unreachable, [`DbError::Migrate`] when a
-/// migration fails or the applied history diverges from the embedded files.
+/// As [`migrate_with`].
 pub async fn migrate(settings: &DatabaseSettings) -> Result<Vec<String>, DbError> {
-    let mut client = connect(settings).await?;
-    let report = embedded::migrations::runner()
-        .run_async(&mut client)
-        .await?;
-    Ok(report
-        .applied_migrations()
-        .iter()
-        .map(|m| m.to_string())
-        .collect())
+    migrate_with(settings, &[]).await
 }
 
 /// The embedded migrations' names and versions, e.g. `V1__create_webhook_event`.

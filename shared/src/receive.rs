@@ -98,10 +98,11 @@ struct Trace<'a> {
 }
 
 impl Receiver {
-    /// A receiver over `settings`' sources with the example handlers registered.
-    pub fn new(settings: &Settings, pool: Pool) -> Self {
+    /// A receiver over `settings`' sources running `handlers` (the registry the user owns:
+    /// `handlers::registry(&settings.sources)` in the functions).
+    pub fn new(settings: &Settings, pool: Pool, handlers: Registry) -> Self {
         Self {
-            handlers: Registry::with_examples(&settings.sources),
+            handlers,
             sources: LiveSources::fixed(settings.sources.clone()),
             pool,
             doorbell: Doorbell::off(),

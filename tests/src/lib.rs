@@ -1,20 +1,20 @@
 //! Test harness and local tooling shared by the end-to-end tests and `hookledger-dev`.
 //!
-//! - [`TestDb`]: a fresh PostgreSQL database per test, created from a migrated template
-//!   database (`CREATE DATABASE ... TEMPLATE`, fast), on the server named by `DATABASE_URL`.
+//! - [`test_db`]: a fresh PostgreSQL database per test ([`TestDb`], from `hookledger-testing`,
+//!   the helper users copy), migrated with the ledger's and the handlers' sets, examples on.
 //! - [`EventFile`]: a Lambda event from `events/` (API Gateway v1/v2, Function URL), with its
 //!   headers and raw body, re-signable with the local development secrets.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::str::FromStr;
 
 use anyhow::{anyhow, Context, Result};
 use base64::Engine;
 use serde_json::Value;
-use shared::config::{DatabaseSettings, SourceConfig, Sources};
+use shared::config::{SourceConfig, Sources};
 use shared::verify::Verifier;
-use tokio::sync::OnceCell;
+
+pub use hookledger_testing::{server_url, url_with_database, TestDb};
 
 pub mod fake_providers;
 
@@ -44,14 +44,6 @@ pub fn local_sources_json() -> Result<String> {
     std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))
 }
 
-/// The server URL the tests use: `DATABASE_URL`. Tests fail (never skip) without it: run them
-/// through `make test`, which starts a throwaway PostgreSQL.
-pub fn server_url() -> Result<String> {
-    std::env::var("DATABASE_URL").map_err(|_| {
-        anyhow!("DATABASE_URL is not set: run the tests with `make test` (it starts PostgreSQL)")
-    })
-}
-
 /// The same server through a transaction-mode pgbouncer: `HOOKLEDGER_TEST_POOLER_URL`, which
 /// `make test` sets (scripts/with-pgbouncer.sh). Tests fail (never skip) without it.
 pub fn pooler_url() -> Result<String> {
@@ -63,187 +55,15 @@ pub fn pooler_url() -> Result<String> {
     })
 }
 
-/// Replaces the database name in a `postgres://` URL.
-pub fn url_with_database(url: &str, database: &str) -> Result<String> {
-    let (base, query) = match url.split_once('?') {
-        Some((base, query)) => (base, Some(query)),
-        None => (url, None),
-    };
-    let scheme_end = base.find("://").map(|i| i + 3).unwrap_or(0);
-    let path_start = base[scheme_end..]
-        .find('/')
-        .map(|i| i + scheme_end)
-        .unwrap_or(base.len());
-    let mut out = format!("{}/{}", &base[..path_start], database);
-    if let Some(query) = query {
-        out.push('?');
-        out.push_str(query);
-    }
-    Ok(out)
+/// A fresh database migrated with the ledger's migrations and the handlers' sets with the
+/// examples (`handlers::migrations()`: this crate turns the `examples` feature on).
+pub async fn test_db() -> Result<TestDb> {
+    TestDb::new(&handlers::migrations()).await
 }
 
-static TEMPLATE: OnceCell<String> = OnceCell::const_new();
-
-/// A fresh, migrated database for one test.
-#[derive(Debug, Clone)]
-pub struct TestDb {
-    /// The database's name.
-    pub name: String,
-    /// Its URL.
-    pub url: String,
-}
-
-impl TestDb {
-    /// Creates a fresh database from the migrated template (made once per test binary, named by
-    /// a digest of the migrations so concurrent binaries and stale runs never mix schemas).
-    pub async fn new() -> Result<Self> {
-        let server = server_url()?;
-        let template = TEMPLATE
-            .get_or_try_init(|| make_template(server.clone()))
-            .await?
-            .clone();
-        let name = format!(
-            "hookledger_test_{}_{}",
-            std::process::id(),
-            NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-        );
-        let admin = admin_connect(&server).await?;
-        // Several binaries may clone the template at once; PostgreSQL refuses while another
-        // session is connected to the template, which only happens during its creation.
-        let mut tries = 0;
-        loop {
-            match admin
-                .batch_execute(&format!(
-                    "CREATE DATABASE \"{name}\" TEMPLATE \"{template}\""
-                ))
-                .await
-            {
-                Ok(()) => break,
-                Err(e) if tries < 50 => {
-                    tries += 1;
-                    let _ = e;
-                    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-                }
-                Err(e) => return Err(e).context("creating the test database"),
-            }
-        }
-        Ok(Self {
-            url: url_with_database(&server, &name)?,
-            name,
-        })
-    }
-
-    /// Creates a fresh database with no schema at all (for testing the migration itself).
-    pub async fn empty() -> Result<Self> {
-        let server = server_url()?;
-        let name = format!(
-            "hookledger_test_empty_{}_{}",
-            std::process::id(),
-            NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-        );
-        admin_connect(&server)
-            .await?
-            .batch_execute(&format!("CREATE DATABASE \"{name}\""))
-            .await
-            .context("creating the empty test database")?;
-        Ok(Self {
-            url: url_with_database(&server, &name)?,
-            name,
-        })
-    }
-
-    /// Settings pointing at this database, with a pool of `pool_size` connections.
-    pub fn settings(&self, pool_size: usize) -> DatabaseSettings {
-        let mut settings = DatabaseSettings::with_url(self.url.clone());
-        settings.pool_size = pool_size;
-        settings
-    }
-
-    /// This database's URL through the transaction-mode pgbouncer ([`pooler_url`]).
-    pub fn pooler_url(&self) -> Result<String> {
-        url_with_database(&pooler_url()?, &self.name)
-    }
-
-    /// A plain connection to this database (for assertions and setting up state).
-    pub async fn connect(&self) -> Result<tokio_postgres::Client> {
-        Ok(shared::db::connect(&self.settings(1)).await?)
-    }
-}
-
-static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-
-async fn admin_connect(server: &str) -> Result<tokio_postgres::Client> {
-    let config = tokio_postgres::Config::from_str(server)?;
-    let (client, connection) = config.connect(tokio_postgres::NoTls).await?;
-    tokio::spawn(async move {
-        let _ = connection.await;
-    });
-    Ok(client)
-}
-
-async fn make_template(server: String) -> Result<String> {
-    use sha2::Digest;
-    let mut hasher = sha2::Sha256::new();
-    let mut names = Vec::new();
-    for entry in std::fs::read_dir(repo_root().join("migrations"))? {
-        names.push(entry?.path());
-    }
-    names.sort();
-    for path in &names {
-        hasher.update(
-            path.file_name()
-                .map(|n| n.as_encoded_bytes())
-                .unwrap_or(b""),
-        );
-        hasher.update(std::fs::read(path)?);
-    }
-    let digest = hex::encode(hasher.finalize());
-    let template = format!("hookledger_template_{}", &digest[..16]);
-    let admin = admin_connect(&server).await?;
-    // One creator at a time across test binaries.
-    admin
-        .batch_execute("SELECT pg_advisory_lock(727274)")
-        .await?;
-    let exists = admin
-        .query_opt("SELECT 1 FROM pg_database WHERE datname = $1", &[&template])
-        .await?
-        .is_some();
-    if !exists {
-        let building = format!("{template}_building");
-        admin
-            .batch_execute(&format!("DROP DATABASE IF EXISTS \"{building}\""))
-            .await?;
-        admin
-            .batch_execute(&format!("CREATE DATABASE \"{building}\""))
-            .await?;
-        let settings = DatabaseSettings::with_url(url_with_database(&server, &building)?);
-        shared::db::migrate(&settings)
-            .await
-            .context("migrating the template database")?;
-        // Wait for the migration connection to go away before renaming.
-        for _ in 0..100 {
-            let others: i64 = admin
-                .query_one(
-                    "SELECT count(*) FROM pg_stat_activity WHERE datname = $1",
-                    &[&building],
-                )
-                .await?
-                .get(0);
-            if others == 0 {
-                break;
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-        }
-        admin
-            .batch_execute(&format!(
-                "ALTER DATABASE \"{building}\" RENAME TO \"{template}\""
-            ))
-            .await?;
-    }
-    admin
-        .batch_execute("SELECT pg_advisory_unlock(727274)")
-        .await?;
-    Ok(template)
+/// `db`'s URL through the transaction-mode pgbouncer ([`pooler_url`]).
+pub fn db_pooler_url(db: &TestDb) -> Result<String> {
+    db.url_on(&pooler_url()?)
 }
 
 /// One Lambda event file from `events/`, as JSON, with accessors for what a provider sent.

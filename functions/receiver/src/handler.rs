@@ -9,6 +9,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use lambda_http::http::{header, Method, StatusCode};
 use lambda_http::{Body, Error, Request, Response};
 use shared::db::Pool;
+use shared::handlers::Registry;
 use shared::{Receiver, Reply, Settings};
 
 /// Everything built once per execution environment and borrowed by every invocation.
@@ -19,10 +20,10 @@ pub struct AppState {
 }
 
 impl AppState {
-    /// State for `settings` with the example handlers registered.
-    pub fn new(settings: &Settings, pool: Pool) -> Self {
+    /// State for `settings` running `handlers` (`handlers::registry`).
+    pub fn new(settings: &Settings, pool: Pool, handlers: Registry) -> Self {
         Self {
-            receiver: Receiver::new(settings, pool),
+            receiver: Receiver::new(settings, pool, handlers),
         }
     }
 }

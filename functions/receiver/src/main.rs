@@ -24,8 +24,9 @@ async fn main() -> Result<(), Error> {
     // Display, not Debug: the message names the problem ("set only one of ...").
     let settings = Settings::from_env().await.map_err(|e| e.to_string())?;
     let pool = shared::db::pool(&settings.database).map_err(|e| e.to_string())?;
-    // Lives for the whole execution environment.
-    let mut state = AppState::new(&settings, pool);
+    // Lives for the whole execution environment. The handlers: handlers/src/registry.rs.
+    let registry = handlers::registry(&settings.sources);
+    let mut state = AppState::new(&settings, pool, registry);
     state.receiver = state
         .receiver
         .with_doorbell(Doorbell::new(settings.worker_function.as_deref()).await);

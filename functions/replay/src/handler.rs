@@ -7,6 +7,7 @@ use lambda_runtime::{Error, LambdaEvent};
 use serde::Deserialize;
 use serde_json::Value;
 use shared::db::Pool;
+use shared::handlers::Registry;
 use shared::invocation::{deadline, remaining};
 use shared::redrive::RedriveSpec;
 use shared::replay::{ReplayError, ReplayOptions, ReplayRequest, Replayer};
@@ -15,21 +16,22 @@ use shared::{Receiver, Settings};
 /// Built once per execution environment.
 #[derive(Debug, Clone)]
 pub struct AppState {
-    /// The claim path (sources, pool, example handlers, doorbell), exactly as the receiver's.
+    /// The claim path (sources, pool, handlers, doorbell), exactly as the receiver's.
     pub receiver: Receiver,
     /// The provider APIs' client and limits.
     pub replayer: Replayer,
 }
 
 impl AppState {
-    /// State for `settings` over `pool`, with the example handlers registered
-    /// (`Registry::with_examples`) and the default replay limits.
+    /// State for `settings` over `pool`, running `handlers` (`handlers::registry`: replayed
+    /// events go through the claim path and its handlers; a re-drive of ignored events checks
+    /// that a handler exists), with the default replay limits.
     ///
     /// # Errors
     /// When the HTTP client cannot be built.
-    pub fn new(settings: &Settings, pool: Pool) -> Result<Self, ReplayError> {
+    pub fn new(settings: &Settings, pool: Pool, handlers: Registry) -> Result<Self, ReplayError> {
         Ok(Self {
-            receiver: Receiver::new(settings, pool),
+            receiver: Receiver::new(settings, pool, handlers),
             replayer: Replayer::new(ReplayOptions::default())?,
         })
     }

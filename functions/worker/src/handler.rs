@@ -18,10 +18,10 @@ pub struct AppState {
 }
 
 impl AppState {
-    /// State for `settings` with the example handlers registered.
-    pub fn new(settings: &Settings, pool: Pool) -> Self {
+    /// State for `settings` running `handlers` (`handlers::registry`).
+    pub fn new(settings: &Settings, pool: Pool, handlers: Registry) -> Self {
         Self {
-            worker: Worker::new(settings, pool, Registry::with_examples(&settings.sources)),
+            worker: Worker::new(settings, pool, handlers),
         }
     }
 }

@@ -25,7 +25,9 @@ async fn main() -> Result<(), Error> {
     // Display, not Debug: the message names the problem ("set only one of ...").
     let settings = Settings::from_env().await.map_err(|e| e.to_string())?;
     let pool = shared::db::pool(&settings.database).map_err(|e| e.to_string())?;
-    let state: &'static AppState = Box::leak(Box::new(AppState::new(&settings, pool)));
+    // The handlers: handlers/src/registry.rs.
+    let registry = handlers::registry(&settings.sources);
+    let state: &'static AppState = Box::leak(Box::new(AppState::new(&settings, pool, registry)));
     run(service_fn(move |event: LambdaEvent<serde_json::Value>| {
         function_handler(state, event)
     }))

@@ -1,8 +1,17 @@
-//! Business handlers, keyed by `(source, event_type)`, and the registry that finds them.
+//! The handler API: the [`Handler`] trait, the [`Event`] it sees, the [`Effect`] it returns,
+//! [`HandlerError`], the [`Registry`] that finds a handler by `(source, event_type)`, and
+//! [`apply`], the one place an effect is applied.
+//!
+//! The user's handlers live outside this crate, in the `handlers` crate the user owns: each in
+//! its own file, registered in one function (`handlers::registry`, `handlers/src/registry.rs`)
+//! whose [`Registry`] is handed to every function that runs handlers (the receiver, the worker,
+//! replay and re-drive). The example Stripe handlers are there too, behind its `examples`
+//! feature.
 //!
 //! The handler contract:
 //!
-//! - A handler runs with a [`Tx`]: it can run statements ([`Tx::query`], [`Tx::execute`]) and
+//! - A handler runs with a [`Tx`]: inside the claim's transaction (inline mode) or the
+//!   worker's (deferred mode). It can run statements ([`Tx::query`], [`Tx::execute`]) and
 //!   queue writes to be pipelined with the completion ([`Tx::defer`], no round trip of its own),
 //!   but cannot end the transaction or set session state. Only the ledger commits, together with
 //!   the completion of the event's row.
@@ -11,7 +20,7 @@
 //!   database part short. The completion is fenced by the lease token: if the lease was lost
 //!   meanwhile (expired and taken over), nothing the handler wrote commits. External work may
 //!   therefore run more than once for one event; give downstream calls an idempotency key such
-//!   as `{source}:{event_id}`.
+//!   as `{source}:{event_id}`, or better, send them through the outbox (below).
 //! - It returns an [`Effect`]: a 2xx [`Success`] status and a JSON body, stored and sent to
 //!   every retry verbatim. "Try later" is not an effect, it is [`HandlerError::Retryable`].
 //! - Errors are [`HandlerError::Retryable`] (the database or a downstream is unavailable: the
@@ -21,20 +30,21 @@
 //!   violations (class 23) are fatal, everything else retryable. A fatal event is kept `dead`
 //!   with its payload and error for an operator (inline mode answers the provider
 //!   [`FATAL_STATUS`] so it stops retrying), and is counted as `handler_fatal`.
-//! - State goes through the ordering guard (`crate::ordering`).
+//! - State goes through the ordering guard ([`crate::ordering::advance`]) in the same
+//!   transaction, so a late older event completes as a no-op.
+//! - Effects that cannot roll back (an email, a third-party API call, handing the event to the
+//!   user's own service) go through the outbox (`tx.outbox(target, payload)`): the message is
+//!   committed with the claim and dispatched by the worker after commit, with the idempotency
+//!   key `{source}:{event_id}:{n}` ([`crate::outbox::idempotency_key`]).
 //!
 //! Event types without a handler complete as no-ops with a recorded response
 //! ([`ignored_effect`]): the provider stops retrying and the ledger still shows the event.
 
-pub mod stripe_orders;
-pub mod stripe_subscriptions;
-
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use crate::config::{SourceConfig, Sources};
+use crate::config::SourceConfig;
 use crate::ledger::{CompleteError, LedgerError, StoredResponse, Tx};
-use crate::verify::Scheme;
 
 /// The event a handler sees: already verified and claimed.
 #[derive(Debug, Clone, Copy)]
@@ -229,34 +239,6 @@ impl Registry {
     /// An empty registry: every event completes as a no-op.
     pub fn new() -> Self {
         Self::default()
-    }
-
-    /// The example handlers for every configured source they fit: for each Stripe source,
-    /// `payment_intent.succeeded` records an `orders` row ([`stripe_orders`]) and
-    /// `customer.subscription.*` maintain `subscriptions` through the ordering guard
-    /// ([`stripe_subscriptions`]; ordering ties are resolved through the source's `api_key`
-    /// when it has one).
-    pub fn with_examples(sources: &Sources) -> Self {
-        let mut registry = Self::new();
-        for source in sources.iter() {
-            if source.scheme == Scheme::Stripe {
-                registry.register(
-                    &source.name,
-                    stripe_orders::EVENT_TYPE,
-                    Arc::new(stripe_orders::PaymentIntentSucceeded),
-                );
-                for event_type in stripe_subscriptions::EVENT_TYPES {
-                    registry.register(
-                        &source.name,
-                        event_type,
-                        Arc::new(stripe_subscriptions::SubscriptionChanged::new(
-                            source.api.clone(),
-                        )),
-                    );
-                }
-            }
-        }
-        registry
     }
 
     /// Registers `handler` for `(source, event_type)`, replacing any earlier one.

@@ -276,9 +276,7 @@ impl Target {
     pub fn timeout(&self) -> Duration {
         match &self.kind {
             TargetKind::Forward { timeout, .. } => *timeout,
-            TargetKind::Sqs { .. } | TargetKind::EventBridge { .. } => {
-                AWS_OPERATION_TIMEOUT
-            }
+            TargetKind::Sqs { .. } | TargetKind::EventBridge { .. } => AWS_OPERATION_TIMEOUT,
         }
     }
 }

@@ -476,7 +476,7 @@ async fn an_unreachable_database_is_a_503_service_unavailable() {
         ..app.settings.clone()
     };
     let pool = shared::db::pool(&settings.database).unwrap();
-    let state = AppState::new(&settings, pool);
+    let state = AppState::new(&settings, pool, handlers::registry(&settings.sources));
     let event = load(STRIPE);
     let answer = send(&state, event.request().unwrap(), event.signed_at().unwrap()).await;
     assert_eq!(

@@ -38,7 +38,7 @@ impl Handler for Controlled {
                 "downstream answered 502".to_owned(),
             ));
         }
-        shared::handlers::stripe_orders::PaymentIntentSucceeded
+        handlers::examples::stripe_orders::PaymentIntentSucceeded
             .handle(tx, event)
             .await
     }
@@ -496,7 +496,11 @@ async fn exhausted_attempts_end_dead_with_the_last_error() {
     let json = r#"[{"name": "stripe-deferred", "scheme": "stripe", "mode": "deferred",
                     "max_attempts": 3, "secrets": ["whsec_hookledger_local_deferred_secret"]}]"#;
     app.settings.sources = Sources::from_json(json).unwrap();
-    app.state = receiver::handler::AppState::new(&app.settings, app.receiver().pool.clone());
+    app.state = receiver::handler::AppState::new(
+        &app.settings,
+        app.receiver().pool.clone(),
+        handlers::registry(&app.settings.sources),
+    );
     let mut worker = worker_for(&app);
     let handler = control(&mut app, &mut worker, "stripe-deferred");
     handler.failing.store(true, Ordering::SeqCst);
@@ -591,7 +595,11 @@ async fn shadow_mode_processes_duplicates_and_counts_them() {
                  "secrets": ["whsec_hookledger_local_development_secret"]}}]"#
         );
         app.settings.sources = Sources::from_json(&json).unwrap();
-        app.state = receiver::handler::AppState::new(&app.settings, app.receiver().pool.clone());
+        app.state = receiver::handler::AppState::new(
+            &app.settings,
+            app.receiver().pool.clone(),
+            handlers::registry(&app.settings.sources),
+        );
         let mut worker = worker_for(&app);
         let handler = control(&mut app, &mut worker, "stripe");
         let delivery = stripe_payment("evt_shadow", "ord_shadow", 5, NOW);

@@ -5,10 +5,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
+use handlers::examples::stripe_subscriptions::SubscriptionChanged;
 use hookledger_tests::fake_providers::{Answer, FakeServer};
 use shared::config::ProviderApi;
 use shared::db::Sql;
-use shared::handlers::stripe_subscriptions::SubscriptionChanged;
 use shared::handlers::{Effect, Event, Handler, HandlerError, Success};
 use shared::ledger::{self, CompleteError, Tx};
 use tokio::sync::Notify;
@@ -359,7 +359,7 @@ struct Committer(&'static Sql);
 #[async_trait::async_trait]
 impl Handler for Committer {
     async fn handle(&self, tx: &mut Tx<'_>, event: &Event<'_>) -> Result<Effect, HandlerError> {
-        let effect = shared::handlers::stripe_orders::PaymentIntentSucceeded
+        let effect = handlers::examples::stripe_orders::PaymentIntentSucceeded
             .handle(tx, event)
             .await?;
         tx.execute(self.0, &[]).await?;
@@ -781,7 +781,7 @@ impl Handler for FatalUntilFixed {
         if self.failing.load(Ordering::SeqCst) {
             return Err(HandlerError::fatal("handler bug: field missing"));
         }
-        shared::handlers::stripe_orders::PaymentIntentSucceeded
+        handlers::examples::stripe_orders::PaymentIntentSucceeded
             .handle(tx, event)
             .await
     }
@@ -876,7 +876,11 @@ async fn an_inline_shadow_duplicate_whose_run_fails_gets_the_stored_answer_not_a
     let json = r#"[{"name": "stripe", "scheme": "stripe", "shadow": true,
                     "secrets": ["whsec_hookledger_local_development_secret"]}]"#;
     app.settings.sources = shared::Sources::from_json(json).unwrap();
-    app.state = receiver::handler::AppState::new(&app.settings, app.receiver().pool.clone());
+    app.state = receiver::handler::AppState::new(
+        &app.settings,
+        app.receiver().pool.clone(),
+        handlers::registry(&app.settings.sources),
+    );
     app.state
         .receiver
         .handlers

@@ -53,7 +53,7 @@ impl TestApp {
 
 /// A receiver over a fresh database, `pool_size` connections, with `lock_timeout_ms`.
 pub async fn spawn_app_with(pool_size: usize, lock_timeout_ms: u64) -> TestApp {
-    let db = TestDb::new().await.expect("test database");
+    let db = hookledger_tests::test_db().await.expect("test database");
     let mut database: DatabaseSettings = db.settings(pool_size);
     database.lock_timeout_ms = lock_timeout_ms;
     spawn_app_over(db, database)
@@ -69,8 +69,9 @@ pub async fn spawn_app_behind_pooler(
     lock_timeout_ms: u64,
     statement_cache: bool,
 ) -> TestApp {
-    let db = TestDb::new().await.expect("test database");
-    let mut database = DatabaseSettings::with_url(db.pooler_url().expect("the pooler's URL"));
+    let db = hookledger_tests::test_db().await.expect("test database");
+    let mut database =
+        DatabaseSettings::with_url(hookledger_tests::db_pooler_url(&db).expect("the pooler's URL"));
     database.pool_size = pool_size;
     database.lock_timeout_ms = lock_timeout_ms;
     database.statement_cache = statement_cache;
@@ -100,7 +101,7 @@ pub async fn spawn_app_with_sources(extra: serde_json::Value) -> (TestApp, Strin
         serde_json::from_str(&local_sources_json().unwrap()).unwrap();
     sources.extend(extra.as_array().expect("a JSON array of sources").clone());
     let json = serde_json::to_string(&sources).unwrap();
-    let db = TestDb::new().await.expect("test database");
+    let db = hookledger_tests::test_db().await.expect("test database");
     let database = db.settings(8);
     (spawn_app_over_sources(db, database, &json), json)
 }
@@ -128,7 +129,7 @@ pub fn spawn_app_over_sources(
         audit: Default::default(),
     };
     let pool = shared::db::pool(&settings.database).unwrap();
-    let state = AppState::new(&settings, pool);
+    let state = AppState::new(&settings, pool, handlers::registry(&settings.sources));
     TestApp {
         db,
         state,
@@ -239,7 +240,7 @@ impl Handler for FlakyHandler {
         if self.failing.load(Ordering::SeqCst) {
             return Err(HandlerError::retryable("downstream is down".to_owned()));
         }
-        shared::handlers::stripe_orders::PaymentIntentSucceeded
+        handlers::examples::stripe_orders::PaymentIntentSucceeded
             .handle(tx, event)
             .await
     }
@@ -303,7 +304,7 @@ impl Handler for GatedHandler {
             self.entered.notify_one();
             self.release.notified().await;
         }
-        shared::handlers::stripe_orders::PaymentIntentSucceeded
+        handlers::examples::stripe_orders::PaymentIntentSucceeded
             .handle(tx, event)
             .await
     }
@@ -388,7 +389,11 @@ pub fn deferred(body: Vec<u8>) -> Delivery {
 
 /// The worker function's state over the app's settings and pool.
 pub fn worker_for(app: &TestApp) -> worker::handler::AppState {
-    worker::handler::AppState::new(&app.settings, app.receiver().pool.clone())
+    worker::handler::AppState::new(
+        &app.settings,
+        app.receiver().pool.clone(),
+        handlers::registry(&app.settings.sources),
+    )
 }
 
 /// Plenty of invocation time left.

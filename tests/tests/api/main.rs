@@ -7,6 +7,7 @@ mod aws;
 mod claim;
 mod deferred;
 mod events;
+mod handlers_crate;
 mod hardening;
 mod helpers;
 mod interop;

@@ -872,7 +872,11 @@ async fn two_concurrent_drains_never_dispatch_one_message_twice() {
     // Two workers with pools of their own: real concurrent connections.
     let first = worker_for(&shop.app);
     let second_pool = shared::db::pool(&shop.app.settings.database).unwrap();
-    let second = worker::handler::AppState::new(&shop.app.settings, second_pool);
+    let second = worker::handler::AppState::new(
+        &shop.app.settings,
+        second_pool,
+        handlers::registry(&shop.app.settings.sources),
+    );
     let at = soon();
     let (a, b) = tokio::join!(
         first.worker.drain(move || at, plenty),

@@ -36,7 +36,7 @@ async fn simple_rows(client: &tokio_postgres::Client, sql: &str) -> Vec<Vec<Stri
 
 /// A plain client of the pooler for the app's database, with no start-up options.
 async fn pooler_client(app: &TestApp) -> tokio_postgres::Client {
-    let url = app.db.pooler_url().unwrap();
+    let url = hookledger_tests::db_pooler_url(&app.db).unwrap();
     let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
         .await
         .unwrap();
@@ -125,7 +125,7 @@ impl Handler for ShowTimeouts {
             .map(|row| vec![row.get::<_, String>(0), row.get::<_, String>(1)])
             .collect();
         *self.seen.lock().unwrap() = rows;
-        shared::handlers::stripe_orders::PaymentIntentSucceeded
+        handlers::examples::stripe_orders::PaymentIntentSucceeded
             .handle(tx, event)
             .await
     }
@@ -142,7 +142,11 @@ async fn the_configured_timeouts_hold_inside_the_claim_and_do_not_leak_to_other_
     database.idle_in_transaction_timeout_ms = 9_876;
     app.settings.database = database;
     let pool = shared::db::pool(&app.settings.database).unwrap();
-    app.state = receiver::handler::AppState::new(&app.settings, pool);
+    app.state = receiver::handler::AppState::new(
+        &app.settings,
+        pool,
+        handlers::registry(&app.settings.sources),
+    );
     let handler = Arc::new(ShowTimeouts::default());
     app.state.receiver.handlers.register(
         "stripe",
@@ -198,7 +202,7 @@ impl Handler for Gate {
         self.calls.fetch_add(1, Ordering::SeqCst);
         self.entered.notify_one();
         self.release.notified().await;
-        shared::handlers::stripe_orders::PaymentIntentSucceeded
+        handlers::examples::stripe_orders::PaymentIntentSucceeded
             .handle(tx, event)
             .await
     }

@@ -35,7 +35,7 @@ impl Handler for Broken {
                 HandlerError::retryable("downstream answered 502".to_owned())
             });
         }
-        shared::handlers::stripe_orders::PaymentIntentSucceeded
+        handlers::examples::stripe_orders::PaymentIntentSucceeded
             .handle(tx, event)
             .await
     }
@@ -84,7 +84,7 @@ async fn redrive(
 ) -> Result<RedriveReport, RedriveError> {
     redrive_with(
         app,
-        &Registry::with_examples(&app.settings.sources),
+        &handlers::registry(&app.settings.sources),
         source,
         selection,
         dry_run,
@@ -175,7 +175,11 @@ fn with_max_attempts(app: &mut TestApp, max_attempts: u32) {
         }
     }
     app.settings.sources = Sources::from_json(&serde_json::to_string(&specs).unwrap()).unwrap();
-    app.state = receiver::handler::AppState::new(&app.settings, app.receiver().pool.clone());
+    app.state = receiver::handler::AppState::new(
+        &app.settings,
+        app.receiver().pool.clone(),
+        handlers::registry(&app.settings.sources),
+    );
 }
 
 #[tokio::test]
@@ -298,7 +302,11 @@ async fn a_dead_letter_without_a_payload_is_refused_and_nothing_moves() {
               "store_payload": false}}]"#
     );
     app.settings.sources = Sources::from_json(&json).unwrap();
-    app.state = receiver::handler::AppState::new(&app.settings, app.receiver().pool.clone());
+    app.state = receiver::handler::AppState::new(
+        &app.settings,
+        app.receiver().pool.clone(),
+        handlers::registry(&app.settings.sources),
+    );
     let handler = Arc::new(Broken::default());
     handler.failing.store(true, Ordering::SeqCst);
     handler.fatal.store(true, Ordering::SeqCst);

@@ -1171,8 +1171,12 @@ async fn the_replay_function_takes_a_replay_a_redrive_or_an_inspect_and_refuses_
     let events = stripe_events(4);
     let (server, _) = stripe_fake(events.clone()).await;
     let app = stripe_app(&server, STRIPE_KEY).await;
-    let state =
-        ::replay::handler::AppState::new(&app.settings, app.receiver().pool.clone()).unwrap();
+    let state = ::replay::handler::AppState::new(
+        &app.settings,
+        app.receiver().pool.clone(),
+        handlers::registry(&app.settings.sources),
+    )
+    .unwrap();
     let since = at(now_unix() - 7_200);
 
     let report = ::replay::handler::handle(

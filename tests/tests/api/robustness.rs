@@ -26,7 +26,7 @@ impl Handler for GatedThenMaybeFail {
             self.release.notified().await;
             return Err(HandlerError::retryable("downstream is down".to_owned()));
         }
-        shared::handlers::stripe_orders::PaymentIntentSucceeded
+        handlers::examples::stripe_orders::PaymentIntentSucceeded
             .handle(tx, event)
             .await
     }
@@ -176,7 +176,11 @@ async fn a_refused_connection_is_logged_with_the_servers_reason() {
     let url = hookledger_tests::url_with_database(&app.db.url, "no_such_database").unwrap();
     app.settings.database = shared::config::DatabaseSettings::with_url(url);
     let pool = shared::db::pool(&app.settings.database).unwrap();
-    app.state = receiver::handler::AppState::new(&app.settings, pool);
+    app.state = receiver::handler::AppState::new(
+        &app.settings,
+        pool,
+        handlers::registry(&app.settings.sources),
+    );
     let (logs, _guard) = capture_logs();
     let reply = app
         .receive("stripe", &stripe_payment("evt_nodb", "ord_nodb", 5, NOW))

@@ -490,7 +490,7 @@ struct Counting {
 impl Handler for Counting {
     async fn handle(&self, tx: &mut Tx<'_>, event: &Event<'_>) -> Result<Effect, HandlerError> {
         self.calls.fetch_add(1, Ordering::SeqCst);
-        shared::handlers::stripe_orders::PaymentIntentSucceeded
+        handlers::examples::stripe_orders::PaymentIntentSucceeded
             .handle(tx, event)
             .await
     }
@@ -863,7 +863,7 @@ impl Handler for FatalFirst {
         if self.calls.fetch_add(1, Ordering::SeqCst) == 0 {
             return Err(HandlerError::fatal("not yet supported"));
         }
-        shared::handlers::stripe_orders::PaymentIntentSucceeded
+        handlers::examples::stripe_orders::PaymentIntentSucceeded
             .handle(tx, event)
             .await
     }

@@ -22,7 +22,11 @@ fn deferred_only(max_attempts: u32, shadow: bool) -> String {
 
 fn with_sources(app: &mut TestApp, json: &str) {
     app.settings.sources = Sources::from_json(json).unwrap();
-    app.state = receiver::handler::AppState::new(&app.settings, app.receiver().pool.clone());
+    app.state = receiver::handler::AppState::new(
+        &app.settings,
+        app.receiver().pool.clone(),
+        handlers::registry(&app.settings.sources),
+    );
 }
 
 async fn accept(app: &TestApp, id: &str) {
@@ -70,7 +74,7 @@ impl Handler for Scripted {
         if self.fail.contains(&event.event_id) {
             return Err(HandlerError::retryable("scripted failure".to_owned()));
         }
-        shared::handlers::stripe_orders::PaymentIntentSucceeded
+        handlers::examples::stripe_orders::PaymentIntentSucceeded
             .handle(tx, event)
             .await
     }
@@ -110,7 +114,11 @@ async fn a_source_unknown_to_a_warm_worker_is_released_not_dead_lettered() {
     stale.sources =
         Sources::from_json(r#"[{"name": "stripe", "scheme": "stripe", "secrets": ["whsec_x"]}]"#)
             .unwrap();
-    let old_worker = WorkerState::new(&stale, app.receiver().pool.clone());
+    let old_worker = WorkerState::new(
+        &stale,
+        app.receiver().pool.clone(),
+        handlers::registry(&stale.sources),
+    );
     let summary = old_worker
         .worker
         .drain(SystemTime::now, plenty)

@@ -21,11 +21,11 @@ use secrecy::ExposeSecret;
 use serde::Deserialize;
 use tokio_postgres::types::Type;
 
-use super::{Effect, Event, Handler, HandlerError};
-use crate::config::ProviderApi;
-use crate::db::Sql;
-use crate::ledger::Tx;
-use crate::ordering::{advance, resolved, Advance, Entity};
+use shared::config::ProviderApi;
+use shared::db::Sql;
+use shared::handlers::{Effect, Event, Handler, HandlerError};
+use shared::ledger::Tx;
+use shared::ordering::{advance, resolved, Advance, Entity};
 
 /// The Stripe event types this handler serves.
 pub const EVENT_TYPES: [&str; 3] = [
@@ -194,7 +194,7 @@ impl Handler for SubscriptionChanged {
         let parsed: StripeEvent = serde_json::from_slice(event.document).map_err(|e| {
             HandlerError::fatal(format!(
                 "not a subscription event: {}",
-                crate::extract::json_error(&e)
+                shared::extract::json_error(&e)
             ))
         })?;
         let subscription = parsed.data.object;

@@ -8,9 +8,9 @@
 use serde::Deserialize;
 use tokio_postgres::types::Type;
 
-use super::{Effect, Event, Handler, HandlerError};
-use crate::db::Sql;
-use crate::ledger::Tx;
+use shared::db::Sql;
+use shared::handlers::{Effect, Event, Handler, HandlerError};
+use shared::ledger::Tx;
 
 /// The Stripe event type this handler serves.
 pub const EVENT_TYPE: &str = "payment_intent.succeeded";
@@ -67,7 +67,7 @@ impl Handler for PaymentIntentSucceeded {
         let parsed: StripeEvent<'_> = serde_json::from_slice(event.document).map_err(|e| {
             HandlerError::fatal(format!(
                 "not a payment_intent event: {}",
-                crate::extract::json_error(&e)
+                shared::extract::json_error(&e)
             ))
         })?;
         let intent = parsed.data.object;

@@ -1,0 +1,50 @@
+//! Your business logic behind the ledger: the handlers, the one registry that lists them
+//! ([`registry()`], in `src/registry.rs`, the file you edit) and their tables
+//! ([`migrations()`], from `migrations/`).
+//!
+//! The contract (the README's "Write your own handler" has it in full): a handler implements
+//! [`Handler`] for one `(source, event_type)`; it runs inside the claim's transaction (inline
+//! mode) or the worker's (deferred mode) through a [`Tx`] that can run statements but cannot
+//! end the transaction; it returns an [`Effect`] (always a 2xx) or a [`HandlerError`]
+//! (`Retryable` or `Fatal`); state goes through the ordering guard
+//! (`shared::ordering::advance`); anything that cannot roll back (an email, a third-party
+//! call) goes through the outbox (`tx.outbox(target, payload)`), dispatched after commit.
+//!
+//! The example Stripe handlers and their tables are behind the cargo feature `examples` (off
+//! by default; the demo and the tests turn it on).
+#![forbid(unsafe_code)]
+
+#[cfg(feature = "examples")]
+pub mod examples;
+mod registry;
+
+pub use registry::registry;
+pub use shared::handlers::{Effect, Event, Handler, HandlerError, Registry, Success};
+pub use shared::ledger::Tx;
+
+use shared::db::MigrationSet;
+
+mod embedded {
+    refinery::embed_migrations!("migrations");
+}
+
+/// The migration sets to apply after the ledger's, for the enabled features: your handlers'
+/// tables (`migrations/`, history table `hookledger_handlers_schema_history`), then with
+/// `examples` the examples' `orders` and `subscriptions` (`hookledger_examples_schema_history`).
+/// Each set is versioned on its own. `hookledger migrate` applies them
+/// (`shared::db::migrate_with`).
+pub fn migrations() -> Vec<MigrationSet> {
+    let sets = vec![MigrationSet::new(
+        "handlers",
+        embedded::migrations::runner(),
+    )];
+    #[cfg(feature = "examples")]
+    let sets = [sets, vec![examples::migrations()]].concat();
+    sets
+}
+
+/// Without the `examples` feature: no example handler, no example table.
+#[cfg(not(feature = "examples"))]
+mod examples {
+    pub(crate) fn register(_: &mut shared::handlers::Registry, _: &shared::Sources) {}
+}

@@ -1,0 +1,24 @@
+//! **Your file.** The one place handlers are registered: every function that runs handlers
+//! (receiver, worker, replay, `hookledger redrive --ignored`) is handed what [`registry`]
+//! returns.
+//!
+//! To add a handler: write it in its own file next to this one (`src/refunds.rs`, with
+//! `mod refunds;` in `lib.rs`), then add one `registry.register(...)` line below. Its tables go
+//! in `migrations/`.
+
+use shared::handlers::Registry;
+use shared::Sources;
+
+/// The handlers by `(source, event_type)` for the configured `sources`. An event type with no
+/// handler completes as a recorded no-op (`{"status": "ignored", ...}`).
+pub fn registry(sources: &Sources) -> Registry {
+    let mut registry = Registry::new();
+    // The example Stripe handlers: nothing without the `examples` feature.
+    crate::examples::register(&mut registry, sources);
+
+    // Your handlers, one line each: source name (as configured), event type, handler. E.g.
+    // registry.register("stripe", "charge.refunded", Arc::new(crate::refunds::ChargeRefunded));
+    // (with `use std::sync::Arc;` above).
+
+    registry
+}
