@@ -1000,3 +1000,74 @@ fn the_readme_quotes_the_tested_receivers_verbatim() {
         );
     }
 }
+
+#[tokio::test]
+async fn a_thousand_events_of_a_forward_source_reach_the_service_once_each_verified() {
+    use crate::helpers::{
+        plenty, spawn_app_with_sources, stripe_body, worker_for, NOW, STRIPE_SECRET,
+    };
+
+    let record = scratch("thousand-events");
+    let server = forward_server(&record);
+    let (app, _) = spawn_app_with_sources(json!([{
+        "name": "forwarded", "scheme": "stripe", "secrets": [STRIPE_SECRET],
+        "targets": [{"name": "service", "type": "forward",
+                     "url": format!("http://127.0.0.1:{}/hooks", server.port),
+                     "secret": SECRET, "timeout_ms": 10_000}],
+    }]))
+    .await;
+    let body = |i: usize| {
+        json!({"id": format!("evt_fw_{i:04}"), "object": "event", "type": "invoice.paid",
+               "created": NOW, "data": {"object": {"id": format!("in_{i}"), "amount_paid": i}}})
+        .to_string()
+        .into_bytes()
+    };
+    // 1,000 events, and the provider's retries of the first 200 of them.
+    let deliveries: Vec<_> = (0..1000)
+        .chain(0..200)
+        .map(|i| stripe_body(body(i), NOW))
+        .collect();
+    let replies: Vec<_> = stream::iter(deliveries.iter())
+        .map(|d| app.receive("forwarded", d))
+        .buffer_unordered(16)
+        .collect()
+        .await;
+    assert!(
+        replies.iter().all(|r| r.status == 200),
+        "every delivery answered 200"
+    );
+    assert_eq!(app.count("SELECT count(*) FROM outbox").await, 1000);
+
+    let worker = worker_for(&app);
+    let at = SystemTime::now() + Duration::from_secs(1);
+    let summary = worker.worker.drain(move || at, plenty).await.unwrap();
+    assert_eq!(summary.outbox.delivered, 1000, "{summary:?}");
+    drop(server);
+
+    let requests = recorded(&record);
+    assert_eq!(requests.len(), 1000, "one request per event, no more");
+    let mut seen = HashSet::new();
+    for request in &requests {
+        assert_eq!(request["verified"], true, "{}", request["error"]);
+        let id = request["webhook_id"].as_str().unwrap();
+        assert!(seen.insert(id.to_owned()), "{id} arrived twice");
+        let i: usize = id
+            .strip_prefix("forwarded:evt_fw_")
+            .and_then(|rest| rest.strip_suffix(":1"))
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("unexpected webhook-id {id}"));
+        let sent = base64::engine::general_purpose::STANDARD
+            .decode(request["body_b64"].as_str().unwrap())
+            .unwrap();
+        assert!(
+            sent == body(i),
+            "{id}: the provider's body changed on the way"
+        );
+        assert_eq!(request["headers"]["hookledger-event-type"], "invoice.paid");
+    }
+    assert_eq!(
+        app.count("SELECT count(*) FROM outbox WHERE status = 'delivered' AND attempts = 1")
+            .await,
+        1000
+    );
+}
