@@ -921,11 +921,13 @@ impl Settings {
             DAY_SECS,
         )?;
         check_compatible(&database, &worker)?;
+        let sources = Sources::from_json(&json)?;
+        check_dispatch_fits_lease(&sources, &worker)?;
         Ok(Self {
             sweep,
             audit,
             database,
-            sources: Sources::from_json(&json)?,
+            sources,
             sources_reload,
             worker,
             worker_function: lookup("HOOKLEDGER_WORKER_FUNCTION").filter(|v| !v.is_empty()),
@@ -971,6 +973,40 @@ fn redacted_json_error(error: &serde_json::Error) -> String {
 ///
 /// # Errors
 /// [`ConfigError::Incompatible`] naming the two settings.
+/// Every outbox target's longest dispatch (its timeout, plus the worker's one second of grace)
+/// must end before the lease on its message does (`HOOKLEDGER_LEASE_SECS`): otherwise another
+/// worker could lease the message again while the first is still sending it, and the target
+/// would get it twice (with the same idempotency key, but needlessly).
+///
+/// # Errors
+/// [`ConfigError::Incompatible`] naming the lease and the source's target.
+pub fn check_dispatch_fits_lease(
+    sources: &Sources,
+    worker: &WorkerSettings,
+) -> Result<(), ConfigError> {
+    let lease = std::time::Duration::from_secs(worker.lease_secs);
+    for source in sources.iter() {
+        for target in &source.targets {
+            let longest = target.timeout() + std::time::Duration::from_secs(1);
+            if longest >= lease {
+                return Err(ConfigError::Incompatible {
+                    first: "HOOKLEDGER_LEASE_SECS",
+                    second: "a target's timeout_ms",
+                    rule: format!(
+                        "the lease ({} s) must be longer than source {:?}'s target {:?}: its \
+                         timeout ({} ms) plus 1 s",
+                        worker.lease_secs,
+                        source.name,
+                        target.name,
+                        target.timeout().as_millis()
+                    ),
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
 pub fn check_compatible(
     database: &DatabaseSettings,
     worker: &WorkerSettings,
@@ -1187,6 +1223,36 @@ mod tests {
                 .database
                 .statement_cache
         );
+    }
+
+    #[test]
+    fn a_forward_target_whose_dispatch_can_outlive_the_lease_is_refused() {
+        let sources = |timeout_ms: u64| {
+            format!(
+                r#"[{{"name": "a", "scheme": "github", "secrets": ["x"], "targets": [
+                    {{"name": "svc", "type": "forward", "url": "https://svc.example/h",
+                      "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+                      "timeout_ms": {timeout_ms}}}]}}]"#
+            )
+        };
+        let with = |timeout_ms: u64, lease: &str| {
+            let json = sources(timeout_ms);
+            Settings::from_lookup(env(&[
+                ("DATABASE_URL", "postgres://localhost/x"),
+                ("HOOKLEDGER_SOURCES", json.as_str()),
+                ("HOOKLEDGER_LEASE_SECS", lease),
+                ("HOOKLEDGER_WORKER_BATCH", "1"),
+                ("HOOKLEDGER_HANDLER_TIMEOUT_MS", "1000"),
+            ]))
+        };
+        assert!(with(60_000, "120").is_ok());
+        let e = with(60_000, "61").unwrap_err().to_string();
+        assert!(
+            e.contains("HOOKLEDGER_LEASE_SECS") && e.contains("\"svc\"") && e.contains("60000"),
+            "{e}"
+        );
+        let e = with(60_001, "600").unwrap_err().to_string();
+        assert!(e.contains("timeout_ms must be 1 to 60000"), "{e}");
     }
 
     #[test]

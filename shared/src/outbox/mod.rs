@@ -167,6 +167,11 @@ impl EventTypes {
 /// Default time a `forward` request may take, milliseconds.
 pub const DEFAULT_FORWARD_TIMEOUT_MS: u64 = 10_000;
 
+/// Longest a `forward` request may be allowed to take, milliseconds: a webhook receiver should
+/// answer in seconds, and the dispatch must end well inside the worker's lease
+/// (`crate::config::check_dispatch_fits_lease`).
+pub const MAX_FORWARD_TIMEOUT_MS: u64 = 60_000;
+
 /// A built-in target as written in a source's `"targets"` list:
 ///
 /// ```json
@@ -188,7 +193,8 @@ pub enum TargetSpec {
         /// The Standard Webhooks secret the receiving service verifies with, `whsec_` and
         /// base64 (at least 24 bytes decoded, as the Standard Webhooks libraries generate).
         secret: String,
-        /// Time a request may take, milliseconds; [`DEFAULT_FORWARD_TIMEOUT_MS`] when absent.
+        /// Time a request may take, milliseconds (at most [`MAX_FORWARD_TIMEOUT_MS`]);
+        /// [`DEFAULT_FORWARD_TIMEOUT_MS`] when absent.
         #[serde(default)]
         timeout_ms: Option<u64>,
         /// Which events go to it automatically; every event when absent.
@@ -319,8 +325,10 @@ impl Target {
                 let key = SigningKey::new(Scheme::StandardWebhooks, &secret)
                     .map_err(|e| format!("target {name:?}: secret: {e}"))?;
                 let timeout_ms = timeout_ms.unwrap_or(DEFAULT_FORWARD_TIMEOUT_MS);
-                if timeout_ms == 0 {
-                    return Err(format!("target {name:?}: timeout_ms must be positive"));
+                if timeout_ms == 0 || timeout_ms > MAX_FORWARD_TIMEOUT_MS {
+                    return Err(format!(
+                        "target {name:?}: timeout_ms must be 1 to {MAX_FORWARD_TIMEOUT_MS}"
+                    ));
                 }
                 (
                     name,
