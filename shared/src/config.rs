@@ -956,23 +956,6 @@ fn redacted_json_error(error: &serde_json::Error) -> String {
     out
 }
 
-/// Refuses settings that cannot work together, naming both.
-///
-/// - Every event of a batch must be able to run its full handler timeout before the batch's
-///   lease expires (`HOOKLEDGER_WORKER_BATCH` x `HOOKLEDGER_HANDLER_TIMEOUT_MS` <
-///   `HOOKLEDGER_LEASE_SECS`), or a later event's lease lapses before it starts and another
-///   worker takes it over.
-/// - `HOOKLEDGER_LOCK_TIMEOUT_MS` must be shorter than `HOOKLEDGER_STATEMENT_TIMEOUT_MS`: a
-///   duplicate waiting on an in-flight claim must get its 409 from the lock timeout before the
-///   statement timeout turns it into a 503.
-/// - The receiver's transactions are bounded by `HOOKLEDGER_IDLE_IN_TRANSACTION_TIMEOUT_MS`, and
-///   it must be at least `HOOKLEDGER_STATEMENT_TIMEOUT_MS`, or a pipelined transaction waiting
-///   on its own statement's answer could be cut. The worker's transactions take
-///   `HOOKLEDGER_HANDLER_TIMEOUT_MS` as their idle limit instead (see `shared::work`), so a
-///   handler's transaction is never killed by a session limit shorter than its own deadline.
-///
-/// # Errors
-/// [`ConfigError::Incompatible`] naming the two settings.
 /// Every outbox target's longest dispatch (its timeout, plus the worker's one second of grace)
 /// must end before the lease on its message does (`HOOKLEDGER_LEASE_SECS`): otherwise another
 /// worker could lease the message again while the first is still sending it, and the target
@@ -1007,6 +990,23 @@ pub fn check_dispatch_fits_lease(
     Ok(())
 }
 
+/// Refuses settings that cannot work together, naming both.
+///
+/// - Every event of a batch must be able to run its full handler timeout before the batch's
+///   lease expires (`HOOKLEDGER_WORKER_BATCH` x `HOOKLEDGER_HANDLER_TIMEOUT_MS` <
+///   `HOOKLEDGER_LEASE_SECS`), or a later event's lease lapses before it starts and another
+///   worker takes it over.
+/// - `HOOKLEDGER_LOCK_TIMEOUT_MS` must be shorter than `HOOKLEDGER_STATEMENT_TIMEOUT_MS`: a
+///   duplicate waiting on an in-flight claim must get its 409 from the lock timeout before the
+///   statement timeout turns it into a 503.
+/// - The receiver's transactions are bounded by `HOOKLEDGER_IDLE_IN_TRANSACTION_TIMEOUT_MS`, and
+///   it must be at least `HOOKLEDGER_STATEMENT_TIMEOUT_MS`, or a pipelined transaction waiting
+///   on its own statement's answer could be cut. The worker's transactions take
+///   `HOOKLEDGER_HANDLER_TIMEOUT_MS` as their idle limit instead (see `shared::work`), so a
+///   handler's transaction is never killed by a session limit shorter than its own deadline.
+///
+/// # Errors
+/// [`ConfigError::Incompatible`] naming the two settings.
 pub fn check_compatible(
     database: &DatabaseSettings,
     worker: &WorkerSettings,
