@@ -137,7 +137,9 @@ pub fn emit_metrics(source: &str, metrics: &[Metric<'_>]) {
 /// [`emit_metrics`]). Names used: `ordering_tie`, `shadow_duplicate`, `doorbell_failed`,
 /// `digest_mismatch`, `handler_fatal`, `lease_lost`, `signature_failed`, `swept`,
 /// `expired_key_reclaimed`, `secrets_refreshed` (one per re-read of the sources, see
-/// `crate::sources_refresh`); the auditor's are listed in `crate::audit`.
+/// `crate::sources_refresh`); the worker's outbox dispatch emits `outbox_delivered`,
+/// `outbox_retried`, `outbox_dead` and `outbox_lost` (`crate::outbox::drain`); the auditor's are
+/// listed in `crate::audit`.
 pub fn count(name: &str, source: &str, value: u64) {
     emit_metrics(source, &[Metric::count(name, value)]);
 }
