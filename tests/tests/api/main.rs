@@ -10,6 +10,7 @@ mod events;
 mod handlers_crate;
 mod hardening;
 mod helpers;
+mod hostile;
 mod interop;
 mod outbox;
 mod pooler;

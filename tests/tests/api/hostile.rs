@@ -1,0 +1,410 @@
+//! A hostile review of the outbox: each test here FAILS against the code as reviewed, and shows
+//! a loss, a duplicate, a hang or a validation hole. Real PostgreSQL, a real local HTTP target.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
+
+use shared::config::{Settings, SweepSettings};
+use shared::handlers::{Effect, Event, Handler, HandlerError};
+use shared::ledger::Tx;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpListener;
+
+use crate::helpers::*;
+
+const FORWARD_SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+
+/// One request the target received: `(path, webhook-id)`.
+type Seen = (String, String);
+
+/// A local HTTP target that answers 200 after `delay`, recording `(path, webhook-id)` of every
+/// request when it arrives (before answering).
+struct Target {
+    base_url: String,
+    seen: Arc<Mutex<Vec<Seen>>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for Target {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl Target {
+    async fn start(delay: Duration) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base_url = format!("http://{}", listener.local_addr().unwrap());
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let task = {
+            let seen = seen.clone();
+            tokio::spawn(async move {
+                while let Ok((mut socket, _)) = listener.accept().await {
+                    let seen = seen.clone();
+                    tokio::spawn(async move {
+                        let mut buf = Vec::new();
+                        let mut chunk = [0u8; 8192];
+                        loop {
+                            let head_end = loop {
+                                if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                                    break i;
+                                }
+                                match socket.read(&mut chunk).await {
+                                    Ok(0) | Err(_) => return,
+                                    Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                                }
+                            };
+                            let head = String::from_utf8_lossy(&buf[..head_end]).into_owned();
+                            let mut lines = head.split("\r\n");
+                            let path = lines
+                                .next()
+                                .unwrap_or("")
+                                .split(' ')
+                                .nth(1)
+                                .unwrap_or("")
+                                .to_owned();
+                            let headers: BTreeMap<String, String> = lines
+                                .filter_map(|l| l.split_once(':'))
+                                .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_owned()))
+                                .collect();
+                            let length: usize = headers
+                                .get("content-length")
+                                .and_then(|v| v.parse().ok())
+                                .unwrap_or(0);
+                            while buf.len() < head_end + 4 + length {
+                                match socket.read(&mut chunk).await {
+                                    Ok(0) | Err(_) => return,
+                                    Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                                }
+                            }
+                            buf.drain(..head_end + 4 + length);
+                            let id = headers.get("webhook-id").cloned().unwrap_or_default();
+                            seen.lock().unwrap().push((path, id));
+                            tokio::time::sleep(delay).await;
+                            let answer = "HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok";
+                            if socket.write_all(answer.as_bytes()).await.is_err() {
+                                return;
+                            }
+                        }
+                    });
+                }
+            })
+        };
+        Self {
+            base_url,
+            seen,
+            task,
+        }
+    }
+
+    fn seen(&self) -> Vec<Seen> {
+        self.seen.lock().unwrap().clone()
+    }
+}
+
+fn forward(name: &str, url: &str, timeout_ms: u64, event_types: serde_json::Value) -> serde_json::Value {
+    serde_json::json!({"name": name, "type": "forward", "url": url, "secret": FORWARD_SECRET,
+                       "timeout_ms": timeout_ms, "event_types": event_types})
+}
+
+fn source(name: &str, mode: &str, targets: serde_json::Value) -> serde_json::Value {
+    serde_json::json!({"name": name, "scheme": "standard-webhooks", "secrets": [ACME_SECRET],
+                       "mode": mode, "tolerance_secs": 300, "max_attempts": 5,
+                       "targets": targets})
+}
+
+fn body(kind: &str) -> String {
+    serde_json::json!({"type": kind, "data": {"order": 1}}).to_string()
+}
+
+fn soon() -> SystemTime {
+    SystemTime::now() + Duration::from_secs(1)
+}
+
+/// `(n, target, status, attempts, last_error)` of every message of `event_id`.
+async fn messages(app: &TestApp, event_id: &str) -> Vec<(i32, String, String, i32, Option<String>)> {
+    let client = app.db.connect().await.unwrap();
+    client
+        .query(
+            "SELECT n, target, status::text, attempts, last_error FROM outbox
+             WHERE event_id = $1 ORDER BY n",
+            &[&event_id],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), r.get(1), r.get(2), r.get(3), r.get(4)))
+        .collect()
+}
+
+/// Sources: `slowshop` (inline) whose only target has a 10-minute timeout (accepted by the
+/// configuration), and `lazyshop` (deferred, no target).
+async fn slow_target_app(server: &Target) -> TestApp {
+    let extra = serde_json::json!([
+        source(
+            "slowshop",
+            "inline",
+            serde_json::json!([forward("slow", &format!("{}/slow", server.base_url), 600_000, serde_json::json!(["*"]))])
+        ),
+        source("lazyshop", "deferred", serde_json::json!([])),
+    ]);
+    spawn_app_with_sources(extra).await.0
+}
+
+/// FINDING 1a: a `forward` target's `timeout_ms` has no upper bound. A message to a target
+/// whose timeout is longer than any invocation can give is released by every drain, and the
+/// release sets `out_of_time`, so EVERY drain stops after one batch of events: one message
+/// starves every deferred event of every source (3 events per invocation instead of all).
+#[tokio::test]
+async fn hostile_one_message_to_a_slow_target_starves_every_drain() {
+    let server = Target::start(Duration::ZERO).await;
+    let app = slow_target_app(&server).await;
+    assert_eq!(
+        app.receive("slowshop", &standard("msg_poison", &body("order.paid"), NOW))
+            .await
+            .status,
+        200
+    );
+    for i in 0..9 {
+        let id = format!("msg_lazy_{i}");
+        let reply = app.receive("lazyshop", &standard(&id, &body("order.paid"), NOW)).await;
+        assert_eq!(reply.status, 202, "{reply:?}");
+    }
+    let worker = worker_for(&app);
+    // Ten minutes of invocation time: plenty for nine no-op events.
+    let summary = worker.worker.drain(soon, plenty).await.unwrap();
+    assert_eq!(
+        summary.completed, 9,
+        "one undispatchable message stopped the drain after one batch of events: {summary:?}"
+    );
+}
+
+/// FINDING 1b: that message is never dispatched, never counted, never dead, and gets no
+/// `last_error`: it is silently pending forever (each release undoes the attempt).
+#[tokio::test]
+async fn hostile_a_message_whose_target_never_fits_an_invocation_is_stuck_forever_silently() {
+    let server = Target::start(Duration::ZERO).await;
+    let app = slow_target_app(&server).await;
+    app.receive("slowshop", &standard("msg_stuck", &body("order.paid"), NOW))
+        .await;
+    let worker = worker_for(&app);
+    for hour in 0..20u64 {
+        let at = soon() + Duration::from_secs(3600 * hour);
+        // The worker function's own timeout is 300 s (template.yaml): give it all of it.
+        worker
+            .worker
+            .drain(move || at, || Duration::from_secs(300))
+            .await
+            .unwrap();
+    }
+    let rows = messages(&app, "msg_stuck").await;
+    let (_, _, status, attempts, last_error) = rows[0].clone();
+    assert!(
+        !server.seen().is_empty() || status == "dead" || last_error.is_some(),
+        "after 20 drains over 20 hours: never sent, status {status}, attempts {attempts}, \
+         last_error {last_error:?}"
+    );
+}
+
+/// FINDING 2: the configuration accepts a `forward` timeout longer than the worker's lease
+/// (`HOOKLEDGER_LEASE_SECS`, 120 s): such a dispatch outlives its lease, so another worker
+/// re-leases and re-sends the message while the first request is still in flight (see the next
+/// test), and the first outcome is thrown away as `lost`. check_compatible guards
+/// batch x handler timeout < lease, but not a target's timeout.
+#[test]
+fn hostile_a_forward_timeout_longer_than_the_lease_is_refused_at_start_up() {
+    let sources = serde_json::json!([source(
+        "slowshop",
+        "inline",
+        serde_json::json!([forward("slow", "https://billing.example.com/h", 300_000, serde_json::json!(["*"]))])
+    )])
+    .to_string();
+    let lookup = |name: &str| match name {
+        "DATABASE_URL" => Some("postgres://hookledger@127.0.0.1:5432/hookledger".to_owned()),
+        "HOOKLEDGER_SOURCES" => Some(sources.clone()),
+        "HOOKLEDGER_LEASE_SECS" => Some("120".to_owned()),
+        _ => None,
+    };
+    let settings = Settings::from_lookup(lookup);
+    assert!(
+        settings.is_err(),
+        "a 300 s forward timeout under a 120 s lease was accepted"
+    );
+}
+
+/// FINDING 2, its consequence: a dispatch that takes longer than the lease is sent a second
+/// time by a concurrent worker while the first is still waiting for its answer (the clock of the
+/// second worker is injected 121 s later, as if the first request had taken that long).
+#[tokio::test]
+async fn hostile_a_dispatch_outliving_its_lease_is_sent_twice_at_once() {
+    let server = Target::start(Duration::from_secs(3)).await;
+    let extra = serde_json::json!([source(
+        "slowshop",
+        "inline",
+        serde_json::json!([forward("slow", &format!("{}/slow", server.base_url), 300_000, serde_json::json!(["*"]))])
+    )]);
+    let (app, _) = spawn_app_with_sources(extra).await;
+    app.receive("slowshop", &standard("msg_twice", &body("order.paid"), NOW))
+        .await;
+    let first = worker_for(&app);
+    let second = worker_for(&app);
+    let t0 = soon();
+    let later = t0 + Duration::from_secs(first.worker.settings.lease_secs + 1);
+    let (a, b) = tokio::join!(first.worker.drain(move || t0, plenty), async {
+        // The second worker starts while the first's request is in flight.
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        second.worker.drain(move || later, plenty).await
+    });
+    let (a, b) = (a.unwrap(), b.unwrap());
+    let ids: Vec<String> = server.seen().into_iter().map(|(_, id)| id).collect();
+    assert_eq!(
+        ids,
+        ["slowshop:msg_twice:1"],
+        "sent twice concurrently; outcomes {:?} / {:?}",
+        a.outbox,
+        b.outbox
+    );
+}
+
+/// A handler for `order.shipped` that does nothing but answer.
+struct Shipped;
+
+#[async_trait::async_trait]
+impl Handler for Shipped {
+    async fn handle(&self, _tx: &mut Tx<'_>, _event: &Event<'_>) -> Result<Effect, HandlerError> {
+        Ok(Effect::ok(serde_json::json!({"shipped": true})))
+    }
+}
+
+/// FINDING 3: message numbers are positions, not identities. An ignored event forwarded to
+/// `service` as message 1; the operator then adds an `audit` target (listed first) and a
+/// handler, and re-drives the ignored events, as the README says to. The re-run numbers `audit`
+/// 1 (dropped by ON CONFLICT: `audit` never gets the event) and `service` 2 (a second copy of
+/// the same body under a NEW idempotency key, which `service` cannot deduplicate).
+#[tokio::test]
+async fn hostile_a_target_added_before_another_loses_the_new_and_doubles_the_old_on_redrive() {
+    let server = Target::start(Duration::ZERO).await;
+    let service = forward("service", &format!("{}/service", server.base_url), 5000, serde_json::json!(["order.*"]));
+    let audit = forward("audit", &format!("{}/audit", server.base_url), 5000, serde_json::json!(["*"]));
+    let before = serde_json::json!([source("shop", "inline", serde_json::json!([service.clone()]))]);
+    let (app, json) = spawn_app_with_sources(before).await;
+    assert_eq!(
+        app.receive("shop", &standard("msg_shipped", &body("order.shipped"), NOW))
+            .await
+            .outcome,
+        "ignored"
+    );
+    worker_for(&app).worker.drain(soon, plenty).await.unwrap();
+    assert_eq!(server.seen(), [("/service".to_owned(), "shop:msg_shipped:1".to_owned())]);
+
+    // The new configuration: `audit` first, then `service` unchanged.
+    let mut all: Vec<serde_json::Value> = serde_json::from_str(&json).unwrap();
+    let shop = all.iter_mut().find(|s| s["name"] == "shop").unwrap();
+    shop["targets"] = serde_json::json!([audit, service]);
+    let sources = shared::config::Sources::from_json(&serde_json::to_string(&all).unwrap()).unwrap();
+    let mut worker = worker_for(&app);
+    worker.worker.sources = sources.clone();
+    let mut handlers = app.state.receiver.handlers.clone();
+    for registry in [&mut handlers, &mut worker.worker.handlers] {
+        registry.register("shop", "order.shipped", Arc::new(Shipped) as Arc<dyn Handler>);
+    }
+    let report = shared::redrive::run(
+        &app.receiver().pool,
+        &sources,
+        &handlers,
+        &shared::doorbell::Doorbell::off(),
+        "shop",
+        &shared::redrive::Selection::IgnoredBetween {
+            event_type: "order.shipped".to_owned(),
+            since: SystemTime::now() - Duration::from_secs(3600),
+            until: None,
+        },
+        false,
+        plenty,
+        |_| {},
+    )
+    .await
+    .unwrap();
+    assert_eq!(report.redriven, 1, "{report:?}");
+    let at = SystemTime::now() + Duration::from_secs(5);
+    worker.worker.drain(move || at, plenty).await.unwrap();
+    let mut seen = server.seen();
+    seen.sort();
+    assert_eq!(
+        seen,
+        [
+            ("/audit".to_owned(), "shop:msg_shipped:1".to_owned()),
+            ("/service".to_owned(), "shop:msg_shipped:1".to_owned()),
+        ],
+        "outbox rows now: {:?}",
+        messages(&app, "msg_shipped").await
+    );
+}
+
+/// FINDING 4: an `sqs` target's queue_url may be plain http:// to any host, though its own
+/// error says "queue_url must be an https:// URL" (and forward targets allow http:// only to
+/// the loopback host): SigV4-signed requests with the payloads in clear text to anyone on the
+/// path.
+#[test]
+fn hostile_an_sqs_queue_url_over_plain_http_to_a_remote_host_is_refused() {
+    let json = serde_json::json!([source(
+        "shop",
+        "inline",
+        serde_json::json!([{"name": "orders", "type": "sqs",
+                            "queue_url": "http://sqs.attacker.example/123456789012/orders.fifo"}])
+    )])
+    .to_string();
+    assert!(
+        shared::config::Sources::from_json(&json).is_err(),
+        "http:// queue_url to a non-loopback host accepted"
+    );
+}
+
+/// FINDING 5: the sweep plans outbox work only for sources with keys in the ledger or in the
+/// configuration. A source removed from the configuration whose keys were swept (completed keys
+/// go after 30 days, its messages live longer: delivered later, dead ones 90 days) keeps its
+/// outbox rows forever; the auditor does not see its dead messages either.
+#[tokio::test]
+async fn hostile_outbox_rows_of_a_retired_source_are_never_swept_nor_audited() {
+    let app = spawn_app().await;
+    let client = app.db.connect().await.unwrap();
+    client
+        .batch_execute(
+            "INSERT INTO outbox (source, event_id, n, event_type, target, payload, content_type,
+                                 status, delivered_at, dead_at)
+             VALUES ('retired', 'evt_old_1', 1, 't', 'q', '\\x7b7d', 'application/json',
+                     'delivered', now() - interval '400 days', NULL),
+                    ('retired', 'evt_old_2', 1, 't', 'q', '\\x7b7d', 'application/json',
+                     'dead', NULL, now() - interval '400 days')",
+        )
+        .await
+        .unwrap();
+    let audit = {
+        let conn = app.receiver().pool.get().await.unwrap();
+        shared::audit::run(
+            &conn,
+            &app.settings.sources,
+            &Default::default(),
+            SystemTime::now(),
+        )
+        .await
+        .unwrap()
+    };
+    let conn = app.receiver().pool.get().await.unwrap();
+    shared::sweep::run(
+        &conn,
+        &app.settings.sources,
+        &SweepSettings::default(),
+        SystemTime::now(),
+        plenty,
+    )
+    .await
+    .unwrap();
+    let left = app.count("SELECT count(*) FROM outbox WHERE source = 'retired'").await;
+    assert_eq!(
+        (left, audit.sources.get("retired").map(|a| a.outbox_dead)),
+        (0, Some(1)),
+        "400-day-old messages of an unconfigured source: kept, and unaudited"
+    );
+}
