@@ -28,7 +28,7 @@
 //! clock (pg_stat_activity cannot be judged against an injected one). A role that is neither a
 //! superuser nor a member of `pg_read_all_stats` (`pg_monitor`) sees only its own sessions.
 //!
-//! Sources: every source with keys in the ledger (configured or not; an unconfigured one is
+//! Sources: every source with keys in the ledger or messages in the outbox (configured or not; an unconfigured one is
 //! judged with the default retention and has no horizon or expected interval) and every
 //! configured source (one without keys reports zeros, and is quiet if it expects traffic).
 //!
@@ -55,7 +55,7 @@ use serde::Serialize;
 
 use crate::config::{AuditSettings, Sources};
 use crate::ledger::audit as sql;
-use crate::ledger::sweep::{oldest_key, sources_present};
+use crate::ledger::sweep::{oldest_key, outbox_sources_present, sources_present};
 use crate::ledger::{Connection, LedgerError};
 use crate::telemetry::{rfc3339, Metric};
 
@@ -376,7 +376,7 @@ async fn audit_in_transaction(
     let mut names: BTreeSet<String> = sources_present(conn).await?.into_iter().collect();
     names.extend(sources.iter().map(|source| source.name.clone()));
     // A source whose events were swept can still have messages in the outbox.
-    names.extend(outbox_backlog.keys().cloned());
+    names.extend(outbox_sources_present(conn).await?);
     let mut by_source = BTreeMap::new();
     for name in names {
         let configured = sources.get(&name);

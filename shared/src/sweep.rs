@@ -13,7 +13,7 @@
 //! still-kept event finds its messages and never queues them twice.
 //!
 //! A run plans the work once (every source with keys: completed and dead keys; every source with
-//! keys or configured: delivered and dead outbox messages), then runs
+//! keys or outbox messages: delivered and dead outbox messages), then runs
 //! batches: a batch deletes up to `batch_size` rows, taking the work items in order and
 //! continuing with the next when one runs dry, in one transaction. The run stops when a batch
 //! comes back short (nothing expired is left), after `max_batches`, or when less than the
@@ -27,7 +27,9 @@ use std::time::{Duration, Instant, SystemTime};
 use serde::Serialize;
 
 use crate::config::{Sources, SweepSettings};
-use crate::ledger::sweep::{delete_expired, oldest_key, sources_present, Expired};
+use crate::ledger::sweep::{
+    delete_expired, oldest_key, outbox_sources_present, sources_present, Expired,
+};
 use crate::ledger::{Connection, LedgerError};
 
 /// One source's expired keys of one kind, and how far the run has got through them.
@@ -65,9 +67,9 @@ impl<'c> Sweep<'c> {
         let mut items = Vec::new();
         let mut unconfigured = Vec::new();
         let present = sources_present(conn).await?;
-        // Configured sources too: their outbox messages can outlive their events' keys.
+        // Sources with outbox messages too: messages can outlive their events' keys.
         let mut names: std::collections::BTreeSet<String> = present.iter().cloned().collect();
-        names.extend(sources.iter().map(|source| source.name.clone()));
+        names.extend(outbox_sources_present(conn).await?);
         for source in names {
             if sources.get(&source).is_none() {
                 unconfigured.push(source.clone());

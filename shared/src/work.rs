@@ -178,19 +178,31 @@ impl Worker {
         remaining: impl Fn() -> Duration,
     ) -> Result<Summary, WorkError> {
         let mut summary = Summary::default();
+        // Events and outbox messages run out of time separately: a message whose target's
+        // timeout no longer fits stops the outbox part of this drain, not the events (whose
+        // handlers may need far less time), and the other way round.
+        let (mut events_out_of_time, mut outbox_out_of_time) = (false, false);
         loop {
             let mut events = 0;
-            if remaining() < self.needed() {
-                summary.out_of_time = true;
-            } else {
-                let step = self.step(&now, &remaining).await?;
-                events = step.leased;
-                summary.add(step);
+            if !events_out_of_time {
+                if remaining() < self.needed() {
+                    events_out_of_time = true;
+                } else {
+                    let step = self.step(&now, &remaining).await?;
+                    events = step.leased;
+                    events_out_of_time = step.out_of_time;
+                    summary.add(step);
+                }
             }
-            let (outbox, out_of_time) = self.outbox_step(&now, &remaining).await?;
-            summary.outbox.add(outbox);
-            summary.out_of_time |= out_of_time;
-            if (events == 0 && outbox.leased == 0) || summary.out_of_time {
+            let mut messages = 0;
+            if !outbox_out_of_time {
+                let (outbox, out_of_time) = self.outbox_step(&now, &remaining).await?;
+                messages = outbox.leased;
+                outbox_out_of_time = out_of_time;
+                summary.outbox.add(outbox);
+            }
+            summary.out_of_time = events_out_of_time || outbox_out_of_time;
+            if (events == 0 && messages == 0) || (events_out_of_time && outbox_out_of_time) {
                 break;
             }
         }

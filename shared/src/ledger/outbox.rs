@@ -45,20 +45,42 @@ use crate::db::Sql;
 use crate::outbox::Message;
 
 /// Queues an event's messages: one row per message, all in one statement, in the claim's
-/// transaction (pipelined with the completion by [`super::Tx`]). A message already there (a
-/// re-run of the same event: re-drive of an ignored event, shadow mode) is left alone, so no
-/// second copy is ever queued.
+/// transaction (pipelined with the completion by [`super::Tx`]).
+///
+/// A message is identified by its target and its rank among the event's messages to that
+/// target (the first to `billing`, the second to `billing`, ...), not by its position in the
+/// list: a re-run of the same event (re-drive of an ignored event, shadow mode) queues only the
+/// messages no earlier run queued, numbered after the existing ones, so a target added to the
+/// configuration since gets its message, and a target that already had one gets no second copy
+/// under a new key, whatever the order of the targets now. On an event's first run (the hot
+/// path) the look-up of earlier messages is one probe of the primary key that finds nothing.
 pub(crate) static ENQUEUE: Sql = Sql {
     text: "\
+WITH existing AS (
+    SELECT target, n, row_number() OVER (PARTITION BY target ORDER BY n) AS k
+    FROM outbox
+    WHERE source = $1 AND event_id = $2
+),
+incoming AS (
+    SELECT m.ord, m.target, m.payload, m.content_type,
+           row_number() OVER (PARTITION BY m.target ORDER BY m.ord) AS k
+    FROM unnest($4::int4[], $5::text[], $6::bytea[], $7::text[])
+        AS m (ord, target, payload, content_type)
+),
+fresh AS (
+    SELECT i.target, i.payload, i.content_type, row_number() OVER (ORDER BY i.ord) AS position
+    FROM incoming i
+    WHERE NOT EXISTS (SELECT 1 FROM existing e WHERE e.target = i.target AND e.k = i.k)
+)
 INSERT INTO outbox
     (source, event_id, n, event_type, target, payload, content_type, next_attempt_at)
-SELECT $1, $2, m.n, $3, m.target, m.payload, m.content_type,
+SELECT $1, $2, (SELECT coalesce(max(n), 0) FROM existing) + f.position, $3, f.target,
+       f.payload, f.content_type,
        -- Due at once: the worker passes its own clock (so its drain sees what it wrote), the
        -- receiver the transaction's.
        coalesce($8, now())
-FROM unnest($4::int4[], $5::text[], $6::bytea[], $7::text[])
-    AS m (n, target, payload, content_type)
--- The key is the idempotency key: a re-run of the event queues nothing twice.
+FROM fresh f
+-- Two re-runs at once (shadow duplicates) may pick the same number: the first stands.
 ON CONFLICT (source, event_id, n) DO NOTHING",
     types: &[
         Type::TEXT,

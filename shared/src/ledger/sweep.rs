@@ -205,6 +205,36 @@ pub async fn sources_present(conn: &Connection) -> Result<Vec<String>, LedgerErr
         .collect()
 }
 
+/// [`outbox_sources_present`]'s statement: the same skip scan over the outbox's primary key.
+pub static OUTBOX_SOURCES_PRESENT: Sql = Sql {
+    text: "\
+WITH RECURSIVE present(source) AS (
+    (SELECT source FROM outbox ORDER BY source LIMIT 1)
+    UNION ALL
+    SELECT (SELECT o.source FROM outbox o WHERE o.source > present.source
+            ORDER BY o.source LIMIT 1)
+    FROM present
+    WHERE present.source IS NOT NULL
+)
+SELECT source FROM present WHERE source IS NOT NULL",
+    types: &[],
+};
+
+/// Every source that has at least one outbox message, configured or not, in name order: a
+/// source removed from the configuration whose keys were swept can still have messages (they
+/// are delivered after their events are claimed, and dead ones are kept longer).
+///
+/// # Errors
+/// [`LedgerError::Db`] when PostgreSQL fails.
+pub async fn outbox_sources_present(conn: &Connection) -> Result<Vec<String>, LedgerError> {
+    let statement = conn.prepare(&OUTBOX_SOURCES_PRESENT).await?;
+    conn.query(&statement, &[])
+        .await?
+        .iter()
+        .map(|row| row.try_get(0).map_err(LedgerError::from))
+        .collect()
+}
+
 /// [`oldest_key`]'s statement (public so benchmarks and plan tests explain the real text).
 pub static OLDEST_KEY: Sql = Sql {
     text: "\

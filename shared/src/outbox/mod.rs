@@ -27,9 +27,11 @@
 //!   `crate::ledger::Tx::outbox` (JSON; the target must be one of the source's, else the event
 //!   fails fatally). `Tx::complete` writes them all with one statement pipelined with the
 //!   completion and `COMMIT` (`crate::ledger::outbox`), `ON CONFLICT (source, event_id, n) DO
-//!   NOTHING`: a re-run of the event (re-drive, shadow mode) never queues a second copy, and a
-//!   message already delivered stays delivered. Numbering follows the configuration: reordering
-//!   or adding matching targets between two runs of one event renumbers its built-in messages.
+//!   NOTHING`. A re-run of the event (re-drive of an ignored event, shadow mode) queues only
+//!   the messages no earlier run queued: a message is identified by its target and its rank
+//!   among the event's messages to that target, so a target added to the configuration since
+//!   gets its message (numbered after the existing ones), a target that had one gets no second
+//!   copy, and a message already delivered stays delivered, whatever the targets' order now.
 //! - **Dispatching** (the worker, after commit): [`drain`] leases a batch, dispatches it with
 //!   [`Dispatcher`], records the outcomes; see there for retries, `Retry-After`, dead letters and
 //!   the statements per message.
@@ -348,9 +350,12 @@ impl Target {
             } => {
                 let parsed = url::Url::parse(&queue_url)
                     .map_err(|_| format!("target {name:?}: bad queue_url"))?;
-                if !matches!(parsed.scheme(), "https" | "http") {
+                // SigV4 signs the request but does not hide the payload: plain http:// only to
+                // the loopback host (a local emulator).
+                if !crate::config::url_may_carry_credentials(&queue_url) {
                     return Err(format!(
-                        "target {name:?}: queue_url must be an https:// URL"
+                        "target {name:?}: queue_url must be an https:// URL (plain http:// only \
+                         to the loopback host)"
                     ));
                 }
                 let fifo = parsed.path().trim_end_matches('/').ends_with(".fifo");
