@@ -71,6 +71,11 @@ pub struct Answer {
     pub headers: Vec<(String, String)>,
     /// The body.
     pub body: Vec<u8>,
+    /// How long to wait before answering (a slow server).
+    pub delay: std::time::Duration,
+    /// Never answer: the connection stays open until the server is dropped (a server that
+    /// took the request and hangs).
+    pub hold: bool,
 }
 
 impl Answer {
@@ -80,6 +85,8 @@ impl Answer {
             status,
             headers: vec![("content-type".to_owned(), "application/json".to_owned())],
             body: body.to_string().into_bytes(),
+            delay: std::time::Duration::ZERO,
+            hold: false,
         }
     }
 
@@ -89,7 +96,23 @@ impl Answer {
             status,
             headers: Vec::new(),
             body: body.as_bytes().to_vec(),
+            delay: std::time::Duration::ZERO,
+            hold: false,
         }
+    }
+
+    /// Takes the request and never answers.
+    pub fn hold() -> Self {
+        Self {
+            hold: true,
+            ..Self::raw(200, "")
+        }
+    }
+
+    /// This answer, sent after `delay`.
+    pub fn after(mut self, delay: std::time::Duration) -> Self {
+        self.delay = delay;
+        self
     }
 
     /// This answer with one more header.
@@ -116,6 +139,7 @@ pub struct FakeServer {
     /// `http://127.0.0.1:PORT`.
     pub base_url: String,
     requests: Arc<Mutex<Vec<Request>>>,
+    arrived: Arc<tokio::sync::Notify>,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -135,15 +159,16 @@ impl FakeServer {
         let listener = TcpListener::bind("127.0.0.1:0").await?;
         let base_url = format!("http://{}", listener.local_addr()?);
         let requests = Arc::new(Mutex::new(Vec::new()));
+        let arrived = Arc::new(tokio::sync::Notify::new());
         let handler: Arc<Handler> = Arc::new(handler);
         let task = {
-            let requests = requests.clone();
+            let (requests, arrived) = (requests.clone(), arrived.clone());
             tokio::spawn(async move {
                 while let Ok((socket, _)) = listener.accept().await {
-                    let requests = requests.clone();
+                    let (requests, arrived) = (requests.clone(), arrived.clone());
                     let handler = handler.clone();
                     tokio::spawn(async move {
-                        let _ = serve(socket, &requests, &*handler).await;
+                        let _ = serve(socket, &requests, &arrived, &*handler).await;
                     });
                 }
             })
@@ -151,8 +176,15 @@ impl FakeServer {
         Ok(Self {
             base_url,
             requests,
+            arrived,
             task,
         })
+    }
+
+    /// Returns once a request has arrived (recorded, not yet answered) since the last call,
+    /// or at once if one arrived before this call and no earlier call took it.
+    pub async fn arrival(&self) {
+        self.arrived.notified().await;
     }
 
     /// Every request received so far, oldest first.
@@ -179,6 +211,7 @@ impl Drop for FakeServer {
 async fn serve(
     mut socket: tokio::net::TcpStream,
     requests: &Mutex<Vec<Request>>,
+    arrived: &tokio::sync::Notify,
     handler: &Handler,
 ) -> Result<()> {
     let mut buf: Vec<u8> = Vec::new();
@@ -236,6 +269,14 @@ async fn serve(
             seen.push(request.clone());
         }
         let answer = handler(&request);
+        arrived.notify_one();
+        if answer.hold {
+            // Took the request; never answers (the connection stays open until the drop).
+            std::future::pending::<()>().await;
+        }
+        if !answer.delay.is_zero() {
+            tokio::time::sleep(answer.delay).await;
+        }
         let mut response = format!(
             "HTTP/1.1 {} X\r\ncontent-length: {}\r\n",
             answer.status,

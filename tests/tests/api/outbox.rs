@@ -3,17 +3,16 @@
 //! them after commit to a local HTTP target that records every request's `webhook-id`. Clocks
 //! are injected: nothing sleeps for a backoff or a lease.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
+use hookledger_tests::fake_providers::{Answer as FakeAnswer, FakeServer};
 use shared::handlers::{Effect, Event, Handler, HandlerError};
 use shared::ledger::Tx;
 use shared::verify::{Scheme, Verifier};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpListener;
 
 use crate::helpers::*;
 
@@ -24,20 +23,11 @@ const FORWARD_SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
 const MAX_ATTEMPTS: i32 = 5;
 
 /// One request the target received.
-#[derive(Debug, Clone)]
-struct Received {
-    path: String,
-    headers: BTreeMap<String, String>,
-    body: Vec<u8>,
-}
+type Received = hookledger_tests::fake_providers::Request;
 
-impl Received {
-    fn id(&self) -> &str {
-        self.headers
-            .get("webhook-id")
-            .map(String::as_str)
-            .unwrap_or("")
-    }
+/// The request's `webhook-id` (empty when it has none).
+fn id_of(request: &Received) -> &str {
+    request.header("webhook-id").unwrap_or("")
 }
 
 /// What the target answers the next request with.
@@ -48,47 +38,33 @@ enum Answer {
     Hold,
 }
 
-/// A local HTTP target: answers from a script (200 once it is empty), records every request
-/// before answering, and notifies `arrived` on each.
+/// A local HTTP target (the test crate's `FakeServer`): answers from a script (200 once it is
+/// empty), records every request before answering.
 struct TargetServer {
     base_url: String,
-    received: Arc<Mutex<Vec<Received>>>,
+    server: FakeServer,
     script: Arc<Mutex<VecDeque<Answer>>>,
-    arrived: Arc<tokio::sync::Notify>,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl Drop for TargetServer {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
 }
 
 impl TargetServer {
     async fn start() -> Self {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let base_url = format!("http://{}", listener.local_addr().unwrap());
-        let received = Arc::new(Mutex::new(Vec::new()));
-        let script = Arc::new(Mutex::new(VecDeque::new()));
-        let arrived = Arc::new(tokio::sync::Notify::new());
-        let task = {
-            let (received, script, arrived) = (received.clone(), script.clone(), arrived.clone());
-            tokio::spawn(async move {
-                while let Ok((socket, _)) = listener.accept().await {
-                    let (received, script, arrived) =
-                        (received.clone(), script.clone(), arrived.clone());
-                    tokio::spawn(async move {
-                        let _ = serve(socket, &received, &script, &arrived).await;
-                    });
-                }
-            })
-        };
+        let script: Arc<Mutex<VecDeque<Answer>>> = Arc::new(Mutex::new(VecDeque::new()));
+        let next = script.clone();
+        let server = FakeServer::start(move |_| match next.lock().unwrap().pop_front() {
+            None => FakeAnswer::raw(200, "ok"),
+            Some(Answer::Hold) => FakeAnswer::hold(),
+            Some(Answer::Status(status, extra, text)) => extra
+                .into_iter()
+                .fold(FakeAnswer::raw(status, text), |a, (n, v)| {
+                    a.with_header(n, &v)
+                }),
+        })
+        .await
+        .unwrap();
         Self {
-            base_url,
-            received,
+            base_url: server.base_url.clone(),
+            server,
             script,
-            arrived,
-            task,
         }
     }
 
@@ -97,83 +73,14 @@ impl TargetServer {
     }
 
     fn received(&self) -> Vec<Received> {
-        self.received.lock().unwrap().clone()
+        self.server.requests()
     }
 
     fn ids(&self) -> Vec<String> {
-        self.received().iter().map(|r| r.id().to_owned()).collect()
-    }
-}
-
-async fn serve(
-    mut socket: tokio::net::TcpStream,
-    received: &Mutex<Vec<Received>>,
-    script: &Mutex<VecDeque<Answer>>,
-    arrived: &tokio::sync::Notify,
-) -> std::io::Result<()> {
-    let mut buf = Vec::new();
-    let mut chunk = [0u8; 8192];
-    loop {
-        let head_end = loop {
-            if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-                break i;
-            }
-            let n = socket.read(&mut chunk).await?;
-            if n == 0 {
-                return Ok(());
-            }
-            buf.extend_from_slice(&chunk[..n]);
-        };
-        let head = String::from_utf8_lossy(&buf[..head_end]).into_owned();
-        let mut lines = head.split("\r\n");
-        let path = lines
-            .next()
-            .unwrap_or("")
-            .split(' ')
-            .nth(1)
-            .unwrap_or("")
-            .to_owned();
-        let headers: BTreeMap<String, String> = lines
-            .filter_map(|line| line.split_once(':'))
-            .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_owned()))
-            .collect();
-        let length: usize = headers
-            .get("content-length")
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(0);
-        while buf.len() < head_end + 4 + length {
-            let n = socket.read(&mut chunk).await?;
-            if n == 0 {
-                return Ok(());
-            }
-            buf.extend_from_slice(&chunk[..n]);
-        }
-        let body = buf[head_end + 4..head_end + 4 + length].to_vec();
-        buf.drain(..head_end + 4 + length);
-        received.lock().unwrap().push(Received {
-            path,
-            headers,
-            body,
-        });
-        let answer =
-            script
-                .lock()
-                .unwrap()
-                .pop_front()
-                .unwrap_or(Answer::Status(200, vec![], "ok"));
-        arrived.notify_one();
-        let (status, extra, text) = match answer {
-            // Never answers: the connection stays open until the test ends.
-            Answer::Hold => std::future::pending().await,
-            Answer::Status(status, extra, text) => (status, extra, text),
-        };
-        let mut response = format!("HTTP/1.1 {status} X\r\ncontent-length: {}\r\n", text.len());
-        for (name, value) in extra {
-            response.push_str(&format!("{name}: {value}\r\n"));
-        }
-        response.push_str("\r\n");
-        response.push_str(text);
-        socket.write_all(response.as_bytes()).await?;
+        self.received()
+            .iter()
+            .map(|r| id_of(r).to_owned())
+            .collect()
     }
 }
 
@@ -395,11 +302,11 @@ async fn an_inline_message_commits_with_its_claim_and_is_dispatched_after_it() {
         "{summary:?}"
     );
     let mut received = shop.server.received();
-    received.sort_by(|a, b| a.id().cmp(b.id()));
+    received.sort_by(|a, b| id_of(a).cmp(id_of(b)));
     assert_eq!(
         received
             .iter()
-            .map(|r| (r.id(), r.path.as_str()))
+            .map(|r| (id_of(r), r.path.as_str()))
             .collect::<Vec<_>>(),
         [
             ("shop:msg_inline_1:1", "/service"),
@@ -600,7 +507,7 @@ async fn a_worker_killed_mid_dispatch_sends_the_message_again_with_the_same_key(
         .stdout(Stdio::null())
         .spawn()
         .unwrap();
-    if tokio::time::timeout(Duration::from_secs(30), shop.server.arrived.notified())
+    if tokio::time::timeout(Duration::from_secs(30), shop.server.server.arrival())
         .await
         .is_err()
     {
@@ -622,8 +529,8 @@ async fn a_worker_killed_mid_dispatch_sends_the_message_again_with_the_same_key(
     assert_eq!(summary.outbox.delivered, 1, "{summary:?}");
     let all = shop.server.received();
     assert_eq!(all.len(), 2);
-    assert_eq!(all[0].id(), "shop:msg_midway:1");
-    assert_eq!(all[1].id(), all[0].id());
+    assert_eq!(id_of(&all[0]), "shop:msg_midway:1");
+    assert_eq!(id_of(&all[1]), id_of(&all[0]));
     assert_eq!(all[1].body, all[0].body);
     let message = &shop.messages("msg_midway").await[0];
     assert_eq!(

@@ -3,15 +3,13 @@
 //! dispatch allowed to outlive its lease, plain http to a remote queue, a retired source's
 //! messages never swept nor audited). Real PostgreSQL, a real local HTTP target.
 
-use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
+use hookledger_tests::fake_providers::{Answer as FakeAnswer, FakeServer};
 use shared::config::{Settings, SweepSettings};
 use shared::handlers::{Effect, Event, Handler, HandlerError};
 use shared::ledger::Tx;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpListener;
 
 use crate::helpers::*;
 
@@ -20,88 +18,33 @@ const FORWARD_SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
 /// One request the target received: `(path, webhook-id)`.
 type Seen = (String, String);
 
-/// A local HTTP target that answers 200 after `delay`, recording `(path, webhook-id)` of every
-/// request when it arrives (before answering).
+/// A local HTTP target (the test crate's `FakeServer`) that answers 200 after `delay`.
 struct Target {
     base_url: String,
-    seen: Arc<Mutex<Vec<Seen>>>,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl Drop for Target {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
+    server: FakeServer,
 }
 
 impl Target {
     async fn start(delay: Duration) -> Self {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let base_url = format!("http://{}", listener.local_addr().unwrap());
-        let seen = Arc::new(Mutex::new(Vec::new()));
-        let task = {
-            let seen = seen.clone();
-            tokio::spawn(async move {
-                while let Ok((mut socket, _)) = listener.accept().await {
-                    let seen = seen.clone();
-                    tokio::spawn(async move {
-                        let mut buf = Vec::new();
-                        let mut chunk = [0u8; 8192];
-                        loop {
-                            let head_end = loop {
-                                if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-                                    break i;
-                                }
-                                match socket.read(&mut chunk).await {
-                                    Ok(0) | Err(_) => return,
-                                    Ok(n) => buf.extend_from_slice(&chunk[..n]),
-                                }
-                            };
-                            let head = String::from_utf8_lossy(&buf[..head_end]).into_owned();
-                            let mut lines = head.split("\r\n");
-                            let path = lines
-                                .next()
-                                .unwrap_or("")
-                                .split(' ')
-                                .nth(1)
-                                .unwrap_or("")
-                                .to_owned();
-                            let headers: BTreeMap<String, String> = lines
-                                .filter_map(|l| l.split_once(':'))
-                                .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_owned()))
-                                .collect();
-                            let length: usize = headers
-                                .get("content-length")
-                                .and_then(|v| v.parse().ok())
-                                .unwrap_or(0);
-                            while buf.len() < head_end + 4 + length {
-                                match socket.read(&mut chunk).await {
-                                    Ok(0) | Err(_) => return,
-                                    Ok(n) => buf.extend_from_slice(&chunk[..n]),
-                                }
-                            }
-                            buf.drain(..head_end + 4 + length);
-                            let id = headers.get("webhook-id").cloned().unwrap_or_default();
-                            seen.lock().unwrap().push((path, id));
-                            tokio::time::sleep(delay).await;
-                            let answer = "HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok";
-                            if socket.write_all(answer.as_bytes()).await.is_err() {
-                                return;
-                            }
-                        }
-                    });
-                }
-            })
-        };
+        let server = FakeServer::start(move |_| FakeAnswer::raw(200, "ok").after(delay))
+            .await
+            .unwrap();
         Self {
-            base_url,
-            seen,
-            task,
+            base_url: server.base_url.clone(),
+            server,
         }
     }
 
+    /// `(path, webhook-id)` of every request, as they arrived.
     fn seen(&self) -> Vec<Seen> {
-        self.seen.lock().unwrap().clone()
+        self.server
+            .requests()
+            .iter()
+            .map(|r| {
+                let id = r.header("webhook-id").unwrap_or("").to_owned();
+                (r.path.clone(), id)
+            })
+            .collect()
     }
 }
 
