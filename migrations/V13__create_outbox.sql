@@ -37,7 +37,8 @@ CREATE TABLE outbox (
     -- Fencing token, bumped by every lease; lease_expires_at is set while processing.
     lease_token       bigint        NOT NULL DEFAULT 0,
     lease_expires_at  timestamptz,
-    -- The last attempt's error and the target's status code (HTTP), for operators.
+    -- The last attempt's error (NULL once delivered) and the target's status code (HTTP), for
+    -- operators.
     last_error        text,
     last_status       smallint,
     created_at        timestamptz   NOT NULL DEFAULT now(),

@@ -82,11 +82,13 @@ forward_log="$scratch/forward.log"
 read -r forward_port forward_secret < <(demo_forward_target "$sources_file") || true
 if [ -n "${forward_port:-}" ]; then
   if (exec 3<>"/dev/tcp/127.0.0.1/$forward_port") 2>/dev/null; then
-    echo "port $forward_port (the forward target's endpoint in $sources_file) is in use" >&2
-    exit 1
+    # Something listens there already: your own receiver (the README's forward_receiver.py,
+    # say). Forwards go to it; the demo starts no endpoint of its own.
+    echo "== port $forward_port (the first local forward target in $sources_file) is in use: forwards go to what listens there; no demo endpoint started"
+  else
+    forward_pid=$(demo_forward_endpoint "$forward_port" "$forward_secret" "$forward_log")
+    echo "== forward endpoint on 127.0.0.1:$forward_port (verifies the Standard Webhooks signature)"
   fi
-  forward_pid=$(demo_forward_endpoint "$forward_port" "$forward_secret" "$forward_log")
-  echo "== forward endpoint on 127.0.0.1:$forward_port (verifies the Standard Webhooks signature)"
 fi
 unset forward_secret
 

@@ -41,7 +41,7 @@ enum Command {
     Replay(replay::Args),
     /// Put dead letters (by id, or by when they went dead) back to `claimed` for the worker;
     /// with --ignored, re-run events that completed as `ignored` before their type had a
-    /// handler.
+    /// handler; with --outbox, send dead outbox messages again (same idempotency keys).
     Redrive(redrive::Args),
     /// Show one ledger row: status, attempts, last error, times, stored response, whether it
     /// was replayed, and its history.

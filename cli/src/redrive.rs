@@ -1,6 +1,7 @@
 //! `hookledger redrive`: dead letters (by id or by when they went dead) and, with `--ignored`,
 //! events that completed as `ignored` before their type had a handler, back to `claimed` for
-//! the worker (`shared::redrive::run`, what the replay function's `redrive` input runs).
+//! the worker; with `--outbox`, dead outbox messages back to `pending` for its dispatch
+//! (`shared::redrive::run`, what the replay function's `redrive` input runs).
 
 use std::time::Duration;
 
@@ -160,8 +161,13 @@ fn summary(report: &RedriveReport, doorbell: bool) -> String {
             }
         )
     };
-    if !report.event_ids.is_empty() {
-        let more = if (report.event_ids.len() as u64) < report.matched.max(report.redriven) {
+    let listed = if outbox {
+        &report.idempotency_keys
+    } else {
+        &report.event_ids
+    };
+    if !listed.is_empty() {
+        let more = if (listed.len() as u64) < report.matched.max(report.redriven) {
             " (the first of them)"
         } else {
             ""
@@ -173,7 +179,7 @@ fn summary(report: &RedriveReport, doorbell: bool) -> String {
             } else {
                 "moved"
             },
-            ids(&report.event_ids)
+            ids(listed)
         ));
     }
     if !report.dry_run && report.redriven < report.matched && report.complete {
@@ -230,6 +236,7 @@ mod tests {
             not_found: vec!["evt_gone".into()],
             no_payload_ids: vec!["evt_lean".into()],
             event_ids: vec!["evt_moved_1".into(), "evt_moved_2".into()],
+            idempotency_keys: Vec::new(),
             complete: true,
         };
         let text = summary(&report, false);

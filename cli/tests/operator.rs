@@ -486,7 +486,7 @@ async fn hookledger_redrive_outbox_sends_dead_messages_again_and_inspect_shows_t
     assert_eq!(report["status"], "outbox");
     assert_eq!(report["redriven"], 1);
     assert_eq!(
-        report["event_ids"],
+        report["idempotency_keys"],
         serde_json::json!(["stripe-deferred:evt_o:1"])
     );
     let row = client

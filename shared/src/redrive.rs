@@ -107,9 +107,13 @@ pub struct RedriveReport {
     /// Named ids refused for want of a payload.
     pub no_payload_ids: Vec<String>,
     /// The ids moved, oldest first (a dry run: the ids that would move), the first
-    /// [`LISTED_IDS`] of them: what to `inspect` or watch. For the outbox: the messages'
-    /// idempotency keys, `{source}:{event_id}:{n}`.
+    /// [`LISTED_IDS`] of them: what to `inspect` or watch. Empty for the outbox.
     pub event_ids: Vec<String>,
+    /// For the outbox: the messages moved (a dry run: that would move), as their idempotency
+    /// keys `{source}:{event_id}:{n}`, the first [`LISTED_IDS`] of them. Left out of the JSON
+    /// when empty (every report but the outbox's).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub idempotency_keys: Vec<String>,
     /// `false` when time ran short before every matching row moved: run the same request again.
     pub complete: bool,
 }
@@ -368,7 +372,7 @@ pub async fn run(
                 if !dry_run {
                     report.redriven += keys.len() as u64;
                 }
-                list(&mut report.event_ids, keys);
+                list(&mut report.idempotency_keys, keys);
                 if done {
                     break;
                 }
@@ -419,7 +423,8 @@ pub async fn run(
         }
     }
     drop(conn);
-    if let Some(event_id) = report.event_ids.first().filter(|_| !dry_run) {
+    let moved_first = report.event_ids.first().or(report.idempotency_keys.first());
+    if let Some(event_id) = moved_first.filter(|_| !dry_run) {
         if let Err(error) = doorbell.ring(source, event_id).await {
             tracing::warn!(source, %error, "doorbell failed; the worker's schedule will drain the re-driven events");
         }

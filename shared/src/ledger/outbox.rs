@@ -238,7 +238,10 @@ SET status = CASE r.outcome
     attempts = o.attempts - CASE WHEN r.outcome IN ('release', 'abandoned') THEN 1 ELSE 0 END,
     next_attempt_at = coalesce(r.next_attempt_at, o.next_attempt_at),
     lease_expires_at = NULL,
-    last_error = CASE WHEN r.outcome = 'release' THEN o.last_error ELSE coalesce(r.last_error, o.last_error) END,
+    -- A delivered message has no error any more (its earlier failures are in `attempts`).
+    last_error = CASE WHEN r.outcome = 'release' THEN o.last_error
+                      WHEN r.outcome = 'delivered' THEN NULL
+                      ELSE coalesce(r.last_error, o.last_error) END,
     last_status = CASE WHEN r.outcome IN ('release', 'abandoned') THEN o.last_status ELSE r.last_status END,
     delivered_at = CASE WHEN r.outcome = 'delivered' THEN now() END,
     -- Dead messages keep their own retention, counted from here.

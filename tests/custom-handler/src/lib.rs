@@ -16,6 +16,6 @@ mod embedded {
 }
 
 /// This crate's tables (`migrations/`), in `hookledger_refunds_schema_history`.
-pub fn migrations() -> MigrationSet {
-    MigrationSet::new("refunds", embedded::migrations::runner())
+pub fn migrations() -> Vec<MigrationSet> {
+    vec![MigrationSet::new("refunds", embedded::migrations::runner())]
 }

@@ -1,14 +1,20 @@
-//! The registry: one line per handler.
+//! The registry: one line per handler, as `handlers/src/registry.rs` has it.
 
 use std::sync::Arc;
 
 use shared::handlers::Registry;
+use shared::Sources;
 
 use crate::refunds;
 
-/// The handlers of this crate for the source `source` (a Stripe source).
-pub fn registry(source: &str) -> Registry {
+/// The handlers of this crate for the configured `sources` (the same shape as
+/// `handlers::registry`): the refund handler for the source named `stripe`.
+pub fn registry(_sources: &Sources) -> Registry {
     let mut registry = Registry::new();
-    registry.register(source, "charge.refunded", Arc::new(refunds::ChargeRefunded));
+    registry.register(
+        "stripe",
+        "charge.refunded",
+        Arc::new(refunds::ChargeRefunded),
+    );
     registry
 }

@@ -10,8 +10,8 @@ const SOURCES: &str = r#"[{"name": "stripe", "scheme": "stripe",
 async fn ledger() -> TestLedger {
     TestLedger::start(
         SOURCES,
-        custom_handler::registry("stripe"),
-        &[custom_handler::migrations()],
+        custom_handler::registry(&shared::Sources::from_json(SOURCES).unwrap()),
+        &custom_handler::migrations(),
     )
     .await
     .expect("a ledger on DATABASE_URL")

@@ -591,6 +591,10 @@ async fn a_target_failing_three_times_then_succeeding_gets_the_message_delivered
         ),
         ("delivered", 4, Some(200))
     );
+    assert_eq!(
+        message.last_error, None,
+        "delivered: the old 500 is not its error any more"
+    );
     // Four requests, all under one key; one of them answered 2xx.
     assert_eq!(shop.server.ids(), vec!["shop:msg_flaky:1"; 4]);
 }

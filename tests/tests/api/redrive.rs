@@ -850,13 +850,17 @@ async fn dead_outbox_messages_are_redriven_by_event_id_with_their_history_and_ke
         (dry.status.as_str(), dry.matched, dry.redriven),
         ("outbox", 2, 0)
     );
-    assert_eq!(dry.event_ids, ["stripe:evt_a:1", "stripe:evt_a:2"]);
+    assert_eq!(dry.idempotency_keys, ["stripe:evt_a:1", "stripe:evt_a:2"]);
+    assert!(dry.event_ids.is_empty());
     let pending = "SELECT count(*) FROM outbox WHERE status = 'pending'";
     assert_eq!(app.count(pending).await, 0, "a dry run writes nothing");
 
     let report = redrive(&app, "stripe", &selection, false).await.unwrap();
     assert_eq!((report.matched, report.redriven), (2, 2));
-    assert_eq!(report.event_ids, ["stripe:evt_a:1", "stripe:evt_a:2"]);
+    assert_eq!(
+        report.idempotency_keys,
+        ["stripe:evt_a:1", "stripe:evt_a:2"]
+    );
     assert_eq!(report.not_dead, ["evt_c"]);
     assert_eq!(report.not_found, ["evt_missing"]);
     assert!(report.complete);
@@ -921,7 +925,7 @@ async fn an_outbox_window_redrive_moves_exactly_what_died_in_it_in_batches() {
     .unwrap();
     assert_eq!((report.matched, report.redriven), (1200, 1200));
     assert_eq!(batches, [500, 1000, 1200]);
-    assert_eq!(report.event_ids.len(), shared::redrive::LISTED_IDS);
+    assert_eq!(report.idempotency_keys.len(), shared::redrive::LISTED_IDS);
     assert_eq!(
         app.count("SELECT count(*) FROM outbox WHERE status = 'pending'")
             .await,
