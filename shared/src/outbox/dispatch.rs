@@ -12,7 +12,8 @@ use super::{DispatchError, Dispatched, Message, Target, TargetKind};
 #[derive(Debug, Clone)]
 pub struct Dispatcher {
     http: reqwest::Client,
-    aws: std::sync::Arc<OnceCell<aws_config::SdkConfig>>,
+    sqs: std::sync::Arc<OnceCell<aws_sdk_sqs::Client>>,
+    eventbridge: std::sync::Arc<OnceCell<aws_sdk_eventbridge::Client>>,
 }
 
 /// Longest one `SendMessage` / `PutEvents` attempt may take (the SDK retries a timed-out
@@ -40,22 +41,22 @@ impl Dispatcher {
             .unwrap_or_default();
         Self {
             http,
-            aws: Default::default(),
+            sqs: Default::default(),
+            eventbridge: Default::default(),
         }
     }
 
-    async fn aws(&self) -> &aws_config::SdkConfig {
-        self.aws
-            .get_or_init(|| {
-                aws_config::defaults(aws_config::BehaviorVersion::latest())
-                    .timeout_config(
-                        aws_config::timeout::TimeoutConfig::builder()
-                            .operation_attempt_timeout(AWS_ATTEMPT_TIMEOUT)
-                            .operation_timeout(AWS_OPERATION_TIMEOUT)
-                            .build(),
-                    )
-                    .load()
-            })
+    /// The environment's AWS configuration with the dispatch timeouts; loaded once per client
+    /// kind (each client is built once and kept).
+    async fn aws() -> aws_config::SdkConfig {
+        aws_config::defaults(aws_config::BehaviorVersion::latest())
+            .timeout_config(
+                aws_config::timeout::TimeoutConfig::builder()
+                    .operation_attempt_timeout(AWS_ATTEMPT_TIMEOUT)
+                    .operation_timeout(AWS_OPERATION_TIMEOUT)
+                    .build(),
+            )
+            .load()
             .await
     }
 
@@ -79,9 +80,12 @@ impl Dispatcher {
                 fifo,
                 message_group_id,
             } => {
-                let client = aws_sdk_sqs::Client::new(self.aws().await);
+                let client = self
+                    .sqs
+                    .get_or_init(|| async { aws_sdk_sqs::Client::new(&Self::aws().await) })
+                    .await;
                 super::sqs::send(
-                    &client,
+                    client,
                     queue_url,
                     *fifo,
                     message_group_id.as_deref(),
@@ -93,9 +97,11 @@ impl Dispatcher {
                 event_bus,
                 detail_source,
             } => {
-                let client = aws_sdk_eventbridge::Client::new(self.aws().await);
-                super::eventbridge::send(&client, event_bus, detail_source.as_deref(), message)
-                    .await
+                let client = self
+                    .eventbridge
+                    .get_or_init(|| async { aws_sdk_eventbridge::Client::new(&Self::aws().await) })
+                    .await;
+                super::eventbridge::send(client, event_bus, detail_source.as_deref(), message).await
             }
         }
     }
