@@ -64,8 +64,8 @@ WITH existing AS (
 incoming AS (
     SELECT m.ord, m.target, m.payload, m.content_type,
            row_number() OVER (PARTITION BY m.target ORDER BY m.ord) AS k
-    FROM unnest($4::int4[], $5::text[], $6::bytea[], $7::text[])
-        AS m (ord, target, payload, content_type)
+    FROM unnest($4::text[], $5::bytea[], $6::text[]) WITH ORDINALITY
+        AS m (target, payload, content_type, ord)
 ),
 fresh AS (
     SELECT i.target, i.payload, i.content_type, row_number() OVER (ORDER BY i.ord) AS position
@@ -78,7 +78,7 @@ SELECT $1, $2, (SELECT coalesce(max(n), 0) FROM existing) + f.position, $3, f.ta
        f.payload, f.content_type,
        -- Due at once: the worker passes its own clock (so its drain sees what it wrote), the
        -- receiver the transaction's.
-       coalesce($8, now())
+       coalesce($7, now())
 FROM fresh f
 -- Two re-runs at once (shadow duplicates) may pick the same number: the first stands.
 ON CONFLICT (source, event_id, n) DO NOTHING",
@@ -86,7 +86,6 @@ ON CONFLICT (source, event_id, n) DO NOTHING",
         Type::TEXT,
         Type::TEXT,
         Type::TEXT,
-        Type::INT4_ARRAY,
         Type::TEXT_ARRAY,
         Type::BYTEA_ARRAY,
         Type::TEXT_ARRAY,

@@ -483,15 +483,13 @@ impl<'c> Tx<'c> {
                     .map_err(LedgerError::from)?,
             )
         };
-        let ns: Vec<i32> = (1..=queued.len() as i32).collect();
         let targets: Vec<&str> = queued.iter().map(|m| m.target.as_str()).collect();
         let payloads: Vec<&[u8]> = queued.iter().map(|m| m.payload.as_slice()).collect();
         let content_types: Vec<&str> = queued.iter().map(|m| m.content_type).collect();
-        let enqueue_params: [&(dyn ToSql + Sync); 8] = [
+        let enqueue_params: [&(dyn ToSql + Sync); 7] = [
             &key.0,
             &key.1,
             &self.event_type,
-            &ns,
             &targets,
             &payloads,
             &content_types,
