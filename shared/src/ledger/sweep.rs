@@ -70,72 +70,66 @@ SELECT count(*), max(claimed_at) FROM deleted",
     types: &[Type::TEXT, Type::TIMESTAMPTZ, Type::TIMESTAMPTZ, Type::INT8],
 };
 
-static DELETE_DEAD: Sql = Sql {
-    text: "\
-WITH deleted AS (
-    DELETE FROM webhook_event
+/// One batch of `$table` rows of source `$1` in `$status` whose `$at` is in `[$2, $3)`, at most
+/// `$4`, oldest first; one row back: `(count(*), max($at))`. The status and the cutoff are
+/// re-checked on the locked row.
+macro_rules! delete_batch {
+    ($table:literal, $status:literal, $at:literal) => {
+        concat!(
+            "WITH deleted AS (
+    DELETE FROM ",
+            $table,
+            "
     WHERE ctid = ANY (ARRAY(
         SELECT ctid
-        FROM webhook_event
+        FROM ",
+            $table,
+            "
         WHERE source = $1
-          AND status = 'dead'
-          AND dead_at >= $2
-          AND dead_at < $3
-        ORDER BY dead_at
+          AND status = '",
+            $status,
+            "'
+          AND ",
+            $at,
+            " >= $2
+          AND ",
+            $at,
+            " < $3
+        ORDER BY ",
+            $at,
+            "
         LIMIT $4
         FOR UPDATE SKIP LOCKED
     ))
-      AND status = 'dead'
-      AND dead_at < $3
-    RETURNING dead_at
+      AND status = '",
+            $status,
+            "'
+      AND ",
+            $at,
+            " < $3
+    RETURNING ",
+            $at,
+            "
 )
-SELECT count(*), max(dead_at) FROM deleted",
+SELECT count(*), max(",
+            $at,
+            ") FROM deleted"
+        )
+    };
+}
+
+static DELETE_DEAD: Sql = Sql {
+    text: delete_batch!("webhook_event", "dead", "dead_at"),
     types: &[Type::TEXT, Type::TIMESTAMPTZ, Type::TIMESTAMPTZ, Type::INT8],
 };
 
 static DELETE_DELIVERED: Sql = Sql {
-    text: "\
-WITH deleted AS (
-    DELETE FROM outbox
-    WHERE ctid = ANY (ARRAY(
-        SELECT ctid
-        FROM outbox
-        WHERE source = $1
-          AND status = 'delivered'
-          AND delivered_at >= $2
-          AND delivered_at < $3
-        ORDER BY delivered_at
-        LIMIT $4
-        FOR UPDATE SKIP LOCKED
-    ))
-      AND status = 'delivered'
-      AND delivered_at < $3
-    RETURNING delivered_at
-)
-SELECT count(*), max(delivered_at) FROM deleted",
+    text: delete_batch!("outbox", "delivered", "delivered_at"),
     types: &[Type::TEXT, Type::TIMESTAMPTZ, Type::TIMESTAMPTZ, Type::INT8],
 };
 
 static DELETE_DEAD_MESSAGES: Sql = Sql {
-    text: "\
-WITH deleted AS (
-    DELETE FROM outbox
-    WHERE ctid = ANY (ARRAY(
-        SELECT ctid
-        FROM outbox
-        WHERE source = $1
-          AND status = 'dead'
-          AND dead_at >= $2
-          AND dead_at < $3
-        ORDER BY dead_at
-        LIMIT $4
-        FOR UPDATE SKIP LOCKED
-    ))
-      AND status = 'dead'
-      AND dead_at < $3
-    RETURNING dead_at
-)
-SELECT count(*), max(dead_at) FROM deleted",
+    text: delete_batch!("outbox", "dead", "dead_at"),
     types: &[Type::TEXT, Type::TIMESTAMPTZ, Type::TIMESTAMPTZ, Type::INT8],
 };
 
