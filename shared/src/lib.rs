@@ -21,6 +21,7 @@ pub mod receive;
 pub mod redrive;
 pub mod replay;
 pub mod retention;
+pub mod retry_after;
 pub mod secrets;
 pub mod sources_refresh;
 pub mod sweep;

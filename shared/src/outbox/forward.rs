@@ -45,9 +45,6 @@ pub const ATTEMPT_HEADER: &str = "hookledger-attempt";
 /// Most bytes of an answer read (the rest is dropped with the connection).
 pub const MAX_ANSWER_BYTES: usize = 64 * 1024;
 
-/// Longest wait a `Retry-After` can ask for; a longer one is cut to it (one day).
-pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(24 * 60 * 60);
-
 /// Sends `message` to `url` as a Standard Webhooks delivery signed with `key` at `now` (the
 /// `webhook-timestamp`), within `timeout` for the whole exchange (connect, send, answer).
 ///
@@ -56,7 +53,7 @@ pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(24 * 60 * 60);
 ///
 /// # Errors
 /// [`DispatchError::Retryable`]: 408, 429, 5xx (with `retry_after` from `Retry-After`, at most
-/// [`MAX_RETRY_AFTER`]), a timeout, a connection or I/O error. [`DispatchError::Fatal`]: any
+/// [`crate::retry_after::MAX_RETRY_AFTER`]), a timeout, a connection or I/O error. [`DispatchError::Fatal`]: any
 /// other status (3xx included), with the status and an excerpt of the answer in the reason, or
 /// a content type that cannot be a header. Neither carries the secret, the payload or the URL.
 pub async fn send(
@@ -242,19 +239,9 @@ fn classify(
     })
 }
 
-/// A `Retry-After` value as a wait from `now`: delta-seconds (`120`) or an HTTP-date (any of
-/// RFC 9110's three formats; a date in the past is no wait), at most [`MAX_RETRY_AFTER`].
-/// `None` when it is neither.
+/// A `Retry-After` header as a wait from `now` ([`crate::retry_after::parse`]).
 pub fn parse_retry_after(value: &HeaderValue, now: SystemTime) -> Option<Duration> {
-    let text = value.to_str().ok()?.trim();
-    let wait = if !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()) {
-        // Digits only: too many for a u64 is still "a very long time".
-        Duration::from_secs(text.parse::<u64>().unwrap_or(u64::MAX))
-    } else {
-        let at = httpdate::parse_http_date(text).ok()?;
-        at.duration_since(now).unwrap_or(Duration::ZERO)
-    };
-    Some(wait.min(MAX_RETRY_AFTER))
+    crate::retry_after::parse(value.to_str().ok()?, now)
 }
 
 #[cfg(test)]
@@ -395,9 +382,12 @@ mod tests {
         );
         assert_eq!(
             parse_retry_after(&v("99999999999999999999999"), now()),
-            Some(MAX_RETRY_AFTER)
+            Some(crate::retry_after::MAX_RETRY_AFTER)
         );
-        assert_eq!(parse_retry_after(&v("86401"), now()), Some(MAX_RETRY_AFTER));
+        assert_eq!(
+            parse_retry_after(&v("86401"), now()),
+            Some(crate::retry_after::MAX_RETRY_AFTER)
+        );
         for bad in ["", "-1", "1.5", "soon", "Sun, 06 Nov 1994"] {
             assert_eq!(parse_retry_after(&v(bad), now()), None, "{bad:?}");
         }

@@ -3,7 +3,7 @@
 //! fault and stop at once; any other 4xx is final. Every request and every wait fits inside the
 //! invocation's time ([`super::ReplayOptions`]).
 
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use reqwest::header::HeaderMap;
 use reqwest::Method;
@@ -94,11 +94,16 @@ pub(crate) enum Failure {
 }
 
 /// How long to wait before retry number `attempt + 1` (`attempt` counts from 0): the
-/// `Retry-After` header's seconds when it has them, else `backoff_base * 2^attempt`; never more
-/// than `retry_after_cap`. (`Retry-After` as an HTTP date is not used: the backoff applies.)
+/// `Retry-After` header's wait when it has one (seconds or an HTTP date,
+/// [`crate::retry_after::parse`]) when it asks for some, else `backoff_base * 2^attempt` (so a
+/// date already past, or `0`, never makes a retry immediate); never more than
+/// `retry_after_cap`.
 pub fn retry_wait(attempt: u32, retry_after: Option<&str>, options: &ReplayOptions) -> Duration {
-    let wait = match retry_after.and_then(|v| v.trim().parse::<u64>().ok()) {
-        Some(secs) => Duration::from_secs(secs),
+    let asked = retry_after
+        .and_then(|v| crate::retry_after::parse(v, SystemTime::now()))
+        .filter(|wait| !wait.is_zero());
+    let wait = match asked {
+        Some(wait) => wait,
         None => options
             .backoff_base
             .saturating_mul(1u32.checked_shl(attempt.min(20)).unwrap_or(u32::MAX)),
