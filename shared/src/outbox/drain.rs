@@ -291,11 +291,9 @@ impl Worker {
         max_attempts: u32,
         now: SystemTime,
     ) -> Outcome {
+        // The status has its own column (last_status); the target's reason already names it.
         let status = error.status();
-        let error_text = match status {
-            Some(code) => format!("{error} (status {code})"),
-            None => error.to_string(),
-        };
+        let error_text = error.to_string();
         let attempt = u32::try_from(leased.attempt).unwrap_or(0);
         match error {
             DispatchError::Fatal { .. } => Outcome::Dead {
