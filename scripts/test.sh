@@ -17,6 +17,8 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 
 echo "== sam validate --lint template.yaml"
 sam validate --lint --template-file template.yaml
+echo "== cfn-lint template.yaml (warnings fail too)"
+cfn-lint template.yaml
 
 echo "== cargo test (throwaway PostgreSQL with TLS, pgbouncer in transaction mode, moto for Secrets Manager)"
 log=$(mktemp)
