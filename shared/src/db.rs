@@ -4,6 +4,19 @@
 //! set per transaction with `SET LOCAL`, pipelined with `BEGIN` ([`Connection::begin`]); no
 //! start-up options and no session `SET`, so connections work behind a transaction-mode pooler
 //! (pgbouncer) and stay unpinned behind RDS Proxy. See [`session`] for the statement cache.
+//!
+//! TLS ([`tls_connector`]) is native-tls over OpenSSL (vendored: compiled in, so the binary
+//! runs on any glibc) and always verifies: the server's chain must end at a trusted root and
+//! its certificate must name the host the client asked for (`host`, also when `hostaddr` gives
+//! the address). Trusted are the system roots, which native-tls loads itself from what
+//! openssl-probe finds (`SSL_CERT_FILE`/`SSL_CERT_DIR`, else the distribution's bundle: on
+//! Amazon Linux 2023 `/etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem`, on Debian
+//! `/etc/ssl/certs/ca-certificates.crt`; vendored OpenSSL's own default directory is not
+//! relied on), plus `HOOKLEDGER_DB_CA_FILE` when given, else, for a connection configured from
+//! `HOOKLEDGER_DB_SECRET_ARN`, the RDS CAs compiled in ([`RDS_CA_BUNDLE`]). A secret-configured
+//! connection string always says `sslmode=require`, so a server without TLS is refused; with
+//! `DATABASE_URL` the URL's `sslmode` decides whether TLS is required, never whether it is
+//! verified.
 
 use std::str::FromStr;
 use std::time::Duration;
