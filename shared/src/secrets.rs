@@ -3,6 +3,14 @@
 //! none of a source's secrets, at most once a minute (`crate::sources_refresh`). The template
 //! passes ARNs, never values.
 //!
+//! The database secret is RDS-shaped (`username`, `password`, and optionally `host`, `port`,
+//! `dbname`): an RDS-managed master secret holds only the first two, so `HOOKLEDGER_DB_HOST`,
+//! `HOOKLEDGER_DB_PORT` and `HOOKLEDGER_DB_NAME` ([`DbEndpoint`]) override or supply the rest,
+//! e.g. to point a function at an RDS Proxy endpoint. The connection string built from it always
+//! says `sslmode=require`, and `crate::db::tls_connector` verifies the server's chain and host
+//! name against the system roots plus the RDS CAs compiled into the binary
+//! (`crate::db::RDS_CA_BUNDLE`) or `HOOKLEDGER_DB_CA_FILE`.
+//!
 //! The endpoint, region and credentials come from the standard AWS chain; tests point it at a
 //! local emulator with `AWS_ENDPOINT_URL_SECRETS_MANAGER`.
 
@@ -84,15 +92,50 @@ impl Secrets {
             .ok_or_else(|| SecretsError::NotAString(arn.to_owned()))
     }
 
-    /// The database connection string from an RDS-style secret of `arn`; see
-    /// [`rds_connection_string`].
+    /// The database connection string from an RDS-style secret of `arn`, the secret's own
+    /// `host`/`port`/`dbname` only; see [`rds_connection_string`].
     ///
     /// # Errors
     /// As [`Secrets::secret_string`] and [`rds_connection_string`].
     pub async fn database_url(&self, arn: &str) -> Result<SecretString, SecretsError> {
+        self.database_url_with(arn, &DbEndpoint::default()).await
+    }
+
+    /// The database connection string from an RDS-style secret of `arn`, with `endpoint`'s
+    /// fields in place of the secret's (`HOOKLEDGER_DB_HOST`/`PORT`/`NAME`); see
+    /// [`rds_connection_string_with`].
+    ///
+    /// # Errors
+    /// As [`Secrets::secret_string`] and [`rds_connection_string_with`].
+    pub async fn database_url_with(
+        &self,
+        arn: &str,
+        endpoint: &DbEndpoint,
+    ) -> Result<SecretString, SecretsError> {
         use secrecy::ExposeSecret;
         let json = self.secret_string(arn).await?;
-        rds_connection_string(arn, json.expose_secret())
+        rds_connection_string_with(arn, json.expose_secret(), endpoint)
+    }
+}
+
+/// Where to connect, overriding or supplying an RDS-style secret's `host`, `port` and `dbname`
+/// (from `HOOKLEDGER_DB_HOST`, `HOOKLEDGER_DB_PORT`, `HOOKLEDGER_DB_NAME`; validated by
+/// `crate::config`). `None` keeps the secret's field; the default overrides nothing.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DbEndpoint {
+    /// Host name or IP address (e.g. an RDS Proxy endpoint); also the name the server's
+    /// certificate must carry.
+    pub host: Option<String>,
+    /// TCP port, 1 to 65535.
+    pub port: Option<u16>,
+    /// Database name.
+    pub dbname: Option<String>,
+}
+
+impl DbEndpoint {
+    /// Whether any field is set.
+    pub fn is_empty(&self) -> bool {
+        self.host.is_none() && self.port.is_none() && self.dbname.is_none()
     }
 }
 
@@ -100,10 +143,28 @@ impl Secrets {
 /// its rotation functions write it; `port` a number or a string, `dbname` defaulting to
 /// `postgres`) into a key-value connection string with `sslmode=require`:
 /// `host='..' port=5432 user='..' password='..' dbname='..' sslmode=require`.
+/// [`rds_connection_string_with`] with no overrides.
 ///
 /// # Errors
 /// [`SecretsError::NotRds`] when the JSON does not parse or a required field is missing.
 pub fn rds_connection_string(arn: &str, json: &str) -> Result<SecretString, SecretsError> {
+    rds_connection_string_with(arn, json, &DbEndpoint::default())
+}
+
+/// Like [`rds_connection_string`], with `endpoint`'s `host`, `port` and `dbname` in place of
+/// the secret's: a secret holding only `username` and `password` (an RDS-managed master
+/// secret) works when `endpoint` supplies the host. `port` defaults to 5432, `dbname` to
+/// `postgres`.
+///
+/// # Errors
+/// [`SecretsError::NotRds`] when the JSON does not parse, `username` or `password` is missing,
+/// neither the secret nor `endpoint` names a host, or the secret's port is not 1 to 65535.
+/// The message names fields, never values.
+pub fn rds_connection_string_with(
+    arn: &str,
+    json: &str,
+    endpoint: &DbEndpoint,
+) -> Result<SecretString, SecretsError> {
     let problem = |problem: &str| SecretsError::NotRds {
         arn: arn.to_owned(),
         problem: problem.to_owned(),
@@ -118,15 +179,22 @@ pub fn rds_connection_string(arn: &str, json: &str) -> Result<SecretString, Secr
     };
     let username = field("username")?;
     let password = field("password")?;
-    let host = field("host")?;
-    let port = match value.get("port") {
-        None | Some(Value::Null) => "5432".to_owned(),
-        Some(_) => field("port")?,
+    let host = match &endpoint.host {
+        Some(host) => host.clone(),
+        None => field("host").map_err(|_| problem("missing host (or set HOOKLEDGER_DB_HOST)"))?,
     };
-    if !port.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(problem("port is not a number"));
-    }
-    let dbname = field("dbname").unwrap_or_else(|_| "postgres".to_owned());
+    let port = match (endpoint.port, value.get("port")) {
+        (Some(port), _) => port,
+        (None, None | Some(Value::Null)) => 5432,
+        (None, Some(_)) => match field("port")?.parse::<u16>() {
+            Ok(port) if port > 0 => port,
+            _ => return Err(problem("port is not a number from 1 to 65535")),
+        },
+    };
+    let dbname = match &endpoint.dbname {
+        Some(dbname) => dbname.clone(),
+        None => field("dbname").unwrap_or_else(|_| "postgres".to_owned()),
+    };
     Ok(SecretString::from(format!(
         "host={} port={port} user={} password={} dbname={} sslmode=require",
         quote(&host),
@@ -190,6 +258,14 @@ mod tests {
                 r#"{"username":"u","password":"hunter2","host":"h","port":"x1"}"#,
                 "port",
             ),
+            (
+                r#"{"username":"u","password":"hunter2","host":"h","port":70000}"#,
+                "port is not a number from 1 to 65535",
+            ),
+            (
+                r#"{"username":"u","password":"hunter2"}"#,
+                "missing host (or set HOOKLEDGER_DB_HOST)",
+            ),
         ] {
             let error = rds_connection_string("arn:db", json)
                 .unwrap_err()
@@ -197,5 +273,54 @@ mod tests {
             assert!(error.contains(expected), "{error}");
             assert!(!error.contains("hunter2"), "{error}");
         }
+    }
+
+    #[test]
+    fn an_rds_managed_secret_with_only_credentials_takes_host_port_and_name_from_the_endpoint() {
+        let json = r#"{"username":"master","password":"pw"}"#;
+        let endpoint = DbEndpoint {
+            host: Some("proxy.proxy-abc.eu-west-1.rds.amazonaws.com".to_owned()),
+            port: Some(6543),
+            dbname: Some("hookledger".to_owned()),
+        };
+        let url = rds_connection_string_with("arn:db", json, &endpoint).unwrap();
+        let config = tokio_postgres::Config::from_str(url.expose_secret()).unwrap();
+        assert_eq!(
+            config.get_hosts(),
+            &[tokio_postgres::config::Host::Tcp(
+                "proxy.proxy-abc.eu-west-1.rds.amazonaws.com".to_owned()
+            )]
+        );
+        assert_eq!(config.get_ports(), &[6543]);
+        assert_eq!(config.get_dbname(), Some("hookledger"));
+        assert_eq!(config.get_user(), Some("master"));
+        assert_eq!(
+            config.get_ssl_mode(),
+            tokio_postgres::config::SslMode::Require
+        );
+    }
+
+    #[test]
+    fn the_endpoint_overrides_the_secrets_own_host_port_and_name_field_by_field() {
+        let json = r#"{"username":"u","password":"p","host":"instance.rds.amazonaws.com",
+                       "port":5432,"dbname":"ledger"}"#;
+        let only_host = DbEndpoint {
+            host: Some("proxy.example".to_owned()),
+            ..DbEndpoint::default()
+        };
+        let url = rds_connection_string_with("arn:db", json, &only_host).unwrap();
+        let config = tokio_postgres::Config::from_str(url.expose_secret()).unwrap();
+        assert_eq!(
+            config.get_hosts(),
+            &[tokio_postgres::config::Host::Tcp(
+                "proxy.example".to_owned()
+            )]
+        );
+        assert_eq!(config.get_ports(), &[5432]);
+        assert_eq!(config.get_dbname(), Some("ledger"));
+        let none = rds_connection_string("arn:db", json).unwrap();
+        assert!(none
+            .expose_secret()
+            .contains("host='instance.rds.amazonaws.com'"));
     }
 }

@@ -1,6 +1,11 @@
 //! TLS to PostgreSQL and Secrets Manager against the local AWS emulator (moto), both started by
 //! `make test`: the path a cold start takes in AWS, and a rotation of the sources secret seen by
 //! a warm receiver.
+//!
+//! TLS is verify-full whatever the `sslmode` says: the throwaway cluster's certificate (for
+//! `localhost` and `127.0.0.1`, signed by the CA in `HOOKLEDGER_TEST_CA_FILE`) is accepted only
+//! with that CA trusted and under a name it carries; a server without TLS (the tests'
+//! pgbouncer) is refused under `sslmode=require`, which every secret-configured connection has.
 
 use hookledger_tests::{local_sources_json, url_with_database};
 use secrecy::ExposeSecret;
@@ -44,6 +49,223 @@ async fn an_untrusted_server_certificate_is_refused() {
     let settings = DatabaseSettings::with_url(tls_url(&app.db.url));
     let error = shared::db::connect(&settings).await.unwrap_err();
     assert!(matches!(error, shared::db::DbError::Connect(_)), "{error}");
+}
+
+/// The error and all its sources, as one line: what the assertions match on.
+fn chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(inner) = source {
+        text.push_str(": ");
+        text.push_str(&inner.to_string());
+        source = inner.source();
+    }
+    text
+}
+
+/// `url`'s port (the throwaway cluster's, or pgbouncer's).
+fn port_of(url: &str) -> u16 {
+    <tokio_postgres::Config as std::str::FromStr>::from_str(url)
+        .unwrap()
+        .get_ports()[0]
+}
+
+async fn session_is_encrypted(client: &tokio_postgres::Client) -> bool {
+    client
+        .query_one(
+            "SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0)
+}
+
+#[tokio::test]
+async fn a_certificate_that_does_not_name_the_host_is_refused() {
+    let db = hookledger_tests::test_db().await.unwrap();
+    let port = port_of(&db.url);
+    // The same address and the right CA each time; only the name the client expects changes
+    // (hostaddr is where it connects, host what the certificate must name).
+    let under = |host: &str| {
+        let mut settings = DatabaseSettings::with_url(format!(
+            "host={host} hostaddr=127.0.0.1 port={port} user=postgres dbname={} sslmode=require",
+            db.name
+        ));
+        settings.ca_file = Some(ca_file().into());
+        settings
+    };
+    let client = shared::db::connect(&under("localhost")).await.unwrap();
+    assert!(session_is_encrypted(&client).await);
+    let error = shared::db::connect(&under("wrong.invalid"))
+        .await
+        .unwrap_err();
+    let text = chain(&error);
+    assert!(matches!(error, shared::db::DbError::Connect(_)), "{text}");
+    assert!(text.contains("certificate verify failed"), "{text}");
+    assert!(text.to_lowercase().contains("hostname mismatch"), "{text}");
+}
+
+#[tokio::test]
+async fn sslmode_require_refuses_a_server_without_tls() {
+    // The tests' pgbouncer speaks no TLS to clients; in plain text it answers.
+    let pooler = hookledger_tests::pooler_url().unwrap();
+    let plain = DatabaseSettings::with_url(pooler.clone());
+    let client = shared::db::connect(&plain).await.unwrap();
+    client.simple_query("SELECT 1").await.unwrap();
+    let base = pooler.split('?').next().unwrap_or(&pooler).to_owned();
+    let mut settings = DatabaseSettings::with_url(base + "?sslmode=require");
+    settings.ca_file = Some(ca_file().into());
+    let error = shared::db::connect(&settings).await.unwrap_err();
+    let text = chain(&error);
+    assert!(text.contains("TLS"), "{text}");
+}
+
+#[tokio::test]
+async fn the_bundled_rds_cas_do_not_make_the_test_ca_trusted() {
+    let db = hookledger_tests::test_db().await.unwrap();
+    let mut settings = DatabaseSettings::with_url(tls_url(&db.url));
+    settings.bundled_rds_ca = true;
+    let error = shared::db::connect(&settings).await.unwrap_err();
+    let text = chain(&error);
+    assert!(text.contains("certificate verify failed"), "{text}");
+    // A CA file takes the bundle's place: the same settings with the test CA connect.
+    settings.ca_file = Some(ca_file().into());
+    let client = shared::db::connect(&settings).await.unwrap();
+    assert!(session_is_encrypted(&client).await);
+}
+
+/// Set in the child of [`native_tls_finds_the_amazon_linux_2023_trust_store_with_vendored_openssl`]:
+/// the connection string it tries.
+const PROBE_CHILD_URL: &str = "HOOKLEDGER_TEST_PROBE_CHILD_URL";
+
+/// One `/etc` for the child: files (path under `etc/`, contents) and symlinks (path, target).
+struct EtcLayout {
+    name: &'static str,
+    files: Vec<(&'static str, Vec<u8>)>,
+    links: Vec<(&'static str, &'static str)>,
+    connects: bool,
+}
+
+/// With OpenSSL vendored (compiled in, its own OPENSSLDIR pointing nowhere useful), the system
+/// roots are found by native-tls itself: it loads what openssl-probe finds (`SSL_CERT_FILE`,
+/// else a fixed list of distribution paths). This runs the test binary again in a private
+/// mount namespace (`unshare --mount`, root) whose `/etc` is a temporary directory laid out
+/// like Amazon Linux 2023's (the `provided.al2023` Lambda runtime), with the test CA as the
+/// only system root and `SSL_CERT_FILE`/`SSL_CERT_DIR` unset: a connection without any CA
+/// file must then verify, and must not with an `/etc` that has no trust store. Nothing on the
+/// machine is changed: the namespace dies with the child.
+#[tokio::test]
+async fn native_tls_finds_the_amazon_linux_2023_trust_store_with_vendored_openssl() {
+    if let Ok(url) = std::env::var(PROBE_CHILD_URL) {
+        // The child: /etc is the parent's layout.
+        match shared::db::connect(&DatabaseSettings::with_url(url)).await {
+            Ok(client) if session_is_encrypted(&client).await => println!("PROBE-CHILD: connected"),
+            Ok(_) => println!("PROBE-CHILD: connected without TLS"),
+            Err(error) => println!("PROBE-CHILD: refused: {}", chain(&error)),
+        }
+        return;
+    }
+    let db = hookledger_tests::test_db().await.unwrap();
+    let url = format!(
+        "host=localhost hostaddr=127.0.0.1 port={} user=postgres dbname={} sslmode=require",
+        port_of(&db.url),
+        db.name
+    );
+    let ca = std::fs::read(ca_file()).unwrap();
+    let al2023_bundle = "pki/ca-trust/extracted/pem/tls-ca-bundle.pem";
+    let layouts = [
+        // Amazon Linux 2023: the extracted bundle, ca-bundle.crt linking to it, and
+        // /etc/ssl/certs linking to /etc/pki/tls/certs.
+        EtcLayout {
+            name: "al2023",
+            files: vec![(al2023_bundle, ca.clone())],
+            links: vec![
+                (
+                    "pki/tls/certs/ca-bundle.crt",
+                    "../../ca-trust/extracted/pem/tls-ca-bundle.pem",
+                ),
+                ("ssl/certs", "../pki/tls/certs"),
+            ],
+            connects: true,
+        },
+        // Only /etc/pki/tls/certs/ca-bundle.crt, as a file.
+        EtcLayout {
+            name: "ca-bundle.crt only",
+            files: vec![("pki/tls/certs/ca-bundle.crt", ca.clone())],
+            links: vec![],
+            connects: true,
+        },
+        // No trust store at all: the control (nothing else lets the child in).
+        EtcLayout {
+            name: "no trust store",
+            files: vec![],
+            links: vec![],
+            connects: false,
+        },
+    ];
+    let exe = std::env::current_exe().unwrap();
+    let module = module_path!().split_once("::").map_or("", |(_, rest)| rest);
+    let test = format!(
+        "{module}::native_tls_finds_the_amazon_linux_2023_trust_store_with_vendored_openssl"
+    );
+    for layout in layouts {
+        let root = std::env::temp_dir().join(format!(
+            "hookledger-etc-{}-{}",
+            std::process::id(),
+            layout.name.replace(' ', "-")
+        ));
+        let etc = root.join("etc");
+        let _ = std::fs::remove_dir_all(&root);
+        std::fs::create_dir_all(&etc).unwrap();
+        // The dynamic loader's cache, so the child starts as it would with the real /etc.
+        if std::path::Path::new("/etc/ld.so.cache").exists() {
+            std::fs::copy("/etc/ld.so.cache", etc.join("ld.so.cache")).unwrap();
+        }
+        for (path, contents) in &layout.files {
+            let path = etc.join(path);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, contents).unwrap();
+        }
+        for (path, target) in &layout.links {
+            let path = etc.join(path);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::os::unix::fs::symlink(target, path).unwrap();
+        }
+        let output = std::process::Command::new("unshare")
+            .args(["--mount", "--propagation", "private", "--", "sh", "-c"])
+            .arg(r#"mount --bind "$1" /etc && shift && exec "$@""#)
+            .arg("sh")
+            .arg(&etc)
+            .arg(&exe)
+            .args(["--exact", &test, "--nocapture", "--test-threads=1"])
+            .env(PROBE_CHILD_URL, &url)
+            .env_remove("SSL_CERT_FILE")
+            .env_remove("SSL_CERT_DIR")
+            .output()
+            .expect("unshare (util-linux) runs the child in its own mount namespace");
+        let _ = std::fs::remove_dir_all(&root);
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            output.status.success() && stdout.contains("PROBE-CHILD: "),
+            "the child did not run (this test needs root for unshare --mount): {stdout}{stderr}"
+        );
+        if layout.connects {
+            assert!(
+                stdout.contains("PROBE-CHILD: connected\n"),
+                "{}: {stdout}",
+                layout.name
+            );
+        } else {
+            assert!(
+                stdout.contains("PROBE-CHILD: refused")
+                    && stdout.contains("certificate verify failed"),
+                "{}: {stdout}",
+                layout.name
+            );
+        }
+    }
 }
 
 fn secrets_lookup(vars: Vec<(&'static str, String)>) -> impl Fn(&str) -> Option<String> {
@@ -152,6 +374,86 @@ async fn a_missing_secret_is_a_start_up_error_naming_the_arn() {
         both,
         Err(shared::config::ConfigError::DatabaseAmbiguous)
     ));
+}
+
+/// A secret as RDS manages a master user's: `username` and `password`, nothing else.
+async fn credentials_only_secret(client: &aws_sdk_secretsmanager::Client, tag: &str) -> String {
+    let secret = serde_json::json!({"username": "postgres", "password": "unused-with-trust-auth"});
+    create_secret(
+        client,
+        &format!("hookledger/master-{tag}-{}", std::process::id()),
+        &secret.to_string(),
+    )
+    .await
+}
+
+#[tokio::test]
+async fn a_credentials_only_secret_connects_to_the_host_port_and_database_of_the_environment() {
+    let client = emulator().await;
+    let db = hookledger_tests::test_db().await.unwrap();
+    let arn = credentials_only_secret(&client, &db.name).await;
+    let settings = Settings::from_lookup_with_secrets(secrets_lookup(vec![
+        ("HOOKLEDGER_DB_SECRET_ARN", arn.clone()),
+        ("HOOKLEDGER_DB_HOST", "localhost".to_owned()),
+        ("HOOKLEDGER_DB_PORT", port_of(&db.url).to_string()),
+        ("HOOKLEDGER_DB_NAME", db.name.clone()),
+        ("HOOKLEDGER_DB_CA_FILE", ca_file()),
+        ("HOOKLEDGER_SOURCES", local_sources_json().unwrap()),
+    ]))
+    .await
+    .unwrap();
+    assert!(settings.database.bundled_rds_ca);
+    let connection = shared::db::connect(&settings.database).await.unwrap();
+    assert!(session_is_encrypted(&connection).await);
+    let name: String = connection
+        .query_one("SELECT current_database()", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(name, db.name);
+
+    // Without HOOKLEDGER_DB_HOST the secret names no host: a start-up error that says so.
+    let error = Settings::from_lookup_with_secrets(secrets_lookup(vec![
+        ("HOOKLEDGER_DB_SECRET_ARN", arn),
+        ("HOOKLEDGER_SOURCES", local_sources_json().unwrap()),
+    ]))
+    .await
+    .unwrap_err()
+    .to_string();
+    assert!(error.contains("HOOKLEDGER_DB_HOST"), "{error}");
+    assert!(!error.contains("unused-with-trust-auth"), "{error}");
+}
+
+#[tokio::test]
+async fn a_secret_configured_connection_trusts_the_rds_cas_and_refuses_plain_text() {
+    let client = emulator().await;
+    let db = hookledger_tests::test_db().await.unwrap();
+    let arn = credentials_only_secret(&client, &format!("{}-trust", db.name)).await;
+    let with = |port: u16, ca: Option<String>| {
+        let mut vars = vec![
+            ("HOOKLEDGER_DB_SECRET_ARN", arn.clone()),
+            ("HOOKLEDGER_DB_HOST", "localhost".to_owned()),
+            ("HOOKLEDGER_DB_PORT", port.to_string()),
+            ("HOOKLEDGER_DB_NAME", db.name.clone()),
+            ("HOOKLEDGER_SOURCES", local_sources_json().unwrap()),
+        ];
+        if let Some(ca) = ca {
+            vars.push(("HOOKLEDGER_DB_CA_FILE", ca));
+        }
+        Settings::from_lookup_with_secrets(secrets_lookup(vars))
+    };
+    // No CA file: the system roots and the RDS CAs, which do not include the test CA.
+    let settings = with(port_of(&db.url), None).await.unwrap();
+    assert!(settings.database.ca_file.is_none() && settings.database.bundled_rds_ca);
+    let error = shared::db::connect(&settings.database).await.unwrap_err();
+    let text = chain(&error);
+    assert!(text.contains("certificate verify failed"), "{text}");
+    // A server without TLS (pgbouncer) is refused, even with the right CA.
+    let pooler = port_of(&hookledger_tests::pooler_url().unwrap());
+    let settings = with(pooler, Some(ca_file())).await.unwrap();
+    let error = shared::db::connect(&settings.database).await.unwrap_err();
+    let text = chain(&error);
+    assert!(text.contains("TLS"), "{text}");
 }
 
 // Secret rotation without a redeploy (shared::sources_refresh): a warm receiver re-reads the
