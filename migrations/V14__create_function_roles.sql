@@ -107,7 +107,8 @@ ALTER DEFAULT PRIVILEGES IN SCHEMA public
 ALTER DEFAULT PRIVILEGES IN SCHEMA public
     GRANT USAGE, SELECT ON SEQUENCES TO hookledger_handlers;
 
--- Handlers' tables created before this migration (every table that is not the ledger's).
+-- Handlers' tables created before this migration: every table of the migrating role that is
+-- not the ledger's (tables of other owners, e.g. another application's, are left alone).
 DO $existing$
 DECLARE
     t record;
@@ -118,6 +119,7 @@ BEGIN
         JOIN pg_namespace n ON n.oid = c.relnamespace
         WHERE n.nspname = 'public'
           AND c.relkind IN ('r', 'p', 'S')
+          AND c.relowner = (SELECT oid FROM pg_roles WHERE rolname = current_user)
           AND c.relname NOT IN ('webhook_event', 'entity_version', 'ordering_tie', 'audit_run',
                                 'outbox', 'refinery_schema_history')
           AND c.relname NOT LIKE 'hookledger\_%\_schema\_history'

@@ -441,3 +441,59 @@ async fn the_replay_role_redrives_dead_letters_and_inspects() {
     assert_eq!(report.redriven, 1, "{report:?}");
     assert_eq!(row(&app, "evt_rp").await.0, "claimed");
 }
+
+#[tokio::test]
+async fn handlers_tables_created_before_v14_are_granted_to_the_handlers_role() {
+    // A deployment that ran V1..V13 and the examples' set before the roles existed.
+    let db = TestDb::empty().await.unwrap();
+    let mut client = db.connect().await.unwrap();
+    let before: Vec<refinery::Migration> = shared::db::MigrationSet::ledger()
+        .migrations()
+        .iter()
+        .filter(|m| m.version() <= 13)
+        .cloned()
+        .collect();
+    refinery::Runner::new(&before)
+        .run_async(&mut client)
+        .await
+        .unwrap();
+    let examples = handlers::migrations();
+    for set in &examples {
+        let mut runner = refinery::Runner::new(set.migrations());
+        runner.set_migration_table_name(set.table());
+        runner.run_async(&mut client).await.unwrap();
+    }
+    let applied = shared::db::migrate_with(&db.settings(1), &examples)
+        .await
+        .unwrap();
+    assert_eq!(applied, ["V14__create_function_roles"]);
+    let privileges = |table: &'static str| {
+        let client = &client;
+        async move {
+            client
+                .query_one(
+                    "SELECT has_table_privilege('hookledger_handlers', $1, 'DELETE'),
+                            has_table_privilege('hookledger_receiver', $1, 'INSERT'),
+                            has_table_privilege('hookledger_sweeper', $1, 'SELECT')",
+                    &[&table],
+                )
+                .await
+                .unwrap()
+        }
+    };
+    for table in ["orders", "subscriptions"] {
+        let row = privileges(table).await;
+        assert_eq!(
+            (
+                row.get::<_, bool>(0),
+                row.get::<_, bool>(1),
+                row.get::<_, bool>(2)
+            ),
+            (true, true, false),
+            "{table}"
+        );
+    }
+    // The history tables are nobody's business but the owner's.
+    let row = privileges("hookledger_examples_schema_history").await;
+    assert!(!row.get::<_, bool>(0) && !row.get::<_, bool>(1));
+}
