@@ -31,7 +31,7 @@ pub mod migrations;
 pub(crate) mod pipeline;
 pub mod session;
 
-pub use migrations::{migrate_with, MigrationSet};
+pub use migrations::{migrate_client, migrate_with, MigrationReport, MigrationSet};
 pub use session::{Connection, Pool, Prepared, Session, Sql};
 
 /// Embedded forward-only migrations from `migrations/` (refinery naming `V<n>__<verb>_<object>.sql`).
@@ -71,6 +71,9 @@ pub enum DbError {
     /// A migration failed.
     #[error("migration failed: {0}")]
     Migrate(#[from] refinery::Error),
+    /// A statement around the migrations (their checks, the grants) failed.
+    #[error("statement failed: {}", describe(.0))]
+    Statement(#[source] tokio_postgres::Error),
 }
 
 /// The connection configuration for `settings`: the URL, an application name and the connect

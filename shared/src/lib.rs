@@ -8,6 +8,7 @@
 
 pub mod audit;
 pub mod config;
+pub mod custom_resource;
 pub mod db;
 pub mod doorbell;
 pub mod extract;
@@ -22,6 +23,7 @@ pub mod redrive;
 pub mod replay;
 pub mod retention;
 pub mod retry_after;
+pub mod schema;
 pub mod secrets;
 pub mod sources_refresh;
 pub mod sweep;

@@ -87,9 +87,22 @@ impl MigrationSet {
     }
 }
 
+/// What one run of the migrations did: the migrations it applied, and those the database has
+/// that this build does not know (it is ahead: a newer build migrated it, e.g. before a
+/// CloudFormation rollback brought this one back). Names in [`MigrationSet::names`]' form.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MigrationReport {
+    /// Applied by this run, in order.
+    pub applied: Vec<String>,
+    /// Recorded in the database's history but unknown to this build (forward-only schema:
+    /// migrations are additive, so this build runs on it; nothing was applied to that set).
+    pub ahead: Vec<String>,
+}
+
 /// Applies every pending migration of the ledger's set, then of each of `sets` in order, each
 /// set recorded in its own history table. Safe to run repeatedly; returns the names applied
-/// this time ([`MigrationSet::names`]' form).
+/// this time ([`MigrationSet::names`]' form). A database ahead of this build is not an error
+/// (see [`migrate_client`]).
 ///
 /// # Errors
 /// [`DbError::Connect`] when the database is unreachable, [`DbError::Migrate`] when a
@@ -100,12 +113,93 @@ pub async fn migrate_with(
     sets: &[MigrationSet],
 ) -> Result<Vec<String>, DbError> {
     let mut client = connect(settings).await?;
-    let mut applied = Vec::new();
+    let report = migrate_client(&mut client, sets).await?;
+    Ok(report.applied)
+}
+
+/// [`migrate_with`] over an open connection, with the full report.
+///
+/// Refinery runs strictly (`abort_divergent` and `abort_missing`, its defaults), with one
+/// exception decided here first: when a set's history holds versions this build does not have
+/// and every migration this build has is applied with the same name and checksum, the database
+/// is ahead (a newer build migrated it): nothing is applied to that set and its unknown
+/// migrations are reported in [`MigrationReport::ahead`] (and logged). A divergent migration
+/// (same version, another name or checksum) and a gap (a migration of this build not applied
+/// below the database's latest) still fail. After each set other than the ledger's, its history
+/// table is revoked from `hookledger_handlers` (migration V14's default privileges grant every
+/// new table to it; a history table is not a handler's business).
+///
+/// # Errors
+/// [`DbError::Migrate`] as [`migrate_with`]; [`DbError::Statement`] when a statement of the
+/// check or the revoke fails.
+pub async fn migrate_client(
+    client: &mut tokio_postgres::Client,
+    sets: &[MigrationSet],
+) -> Result<MigrationReport, DbError> {
+    let mut report = MigrationReport::default();
     for set in std::iter::once(&MigrationSet::ledger()).chain(sets) {
         let mut runner = refinery::Runner::new(&set.migrations);
         runner.set_migration_table_name(&set.table);
-        let report = runner.run_async(&mut client).await?;
-        applied.extend(report.applied_migrations().iter().map(|m| set.label(m)));
+        let ahead = ahead_of_build(client, &runner, set).await?;
+        if ahead.is_empty() {
+            let run = runner.run_async(client).await?;
+            report
+                .applied
+                .extend(run.applied_migrations().iter().map(|m| set.label(m)));
+        } else {
+            tracing::warn!(
+                set = set.name,
+                ahead = ?ahead,
+                "the database has migrations this build does not know: left as it is"
+            );
+            report.ahead.extend(ahead);
+        }
+        if set.table != LEDGER_HISTORY_TABLE {
+            let handlers_role = client
+                .query_one("SELECT to_regrole('hookledger_handlers') IS NOT NULL", &[])
+                .await
+                .map_err(DbError::Statement)?;
+            if handlers_role.get::<_, bool>(0) {
+                client
+                    .batch_execute(&format!(
+                        "REVOKE ALL ON TABLE {} FROM hookledger_handlers",
+                        set.table
+                    ))
+                    .await
+                    .map_err(DbError::Statement)?;
+            }
+        }
     }
-    Ok(applied)
+    Ok(report)
+}
+
+/// The labels of `set`'s applied migrations unknown to this build, when every migration of
+/// the build is applied unchanged (the database is ahead); else empty (refinery then decides,
+/// strictly: nothing pending, pending migrations, a divergence or a gap).
+async fn ahead_of_build(
+    client: &mut tokio_postgres::Client,
+    runner: &refinery::Runner,
+    set: &MigrationSet,
+) -> Result<Vec<String>, DbError> {
+    let exists = client
+        .query_one("SELECT to_regclass($1) IS NOT NULL", &[&set.table])
+        .await
+        .map_err(DbError::Statement)?;
+    if !exists.get::<_, bool>(0) {
+        return Ok(Vec::new());
+    }
+    let applied = runner.get_applied_migrations_async(client).await?;
+    let unknown: Vec<String> = applied
+        .iter()
+        .filter(|a| !set.migrations.iter().any(|m| m.version() == a.version()))
+        .map(|a| set.label(a))
+        .collect();
+    let all_known_applied = set
+        .migrations
+        .iter()
+        .all(|m| applied.iter().any(|a| a == m));
+    if unknown.is_empty() || !all_known_applied {
+        return Ok(Vec::new());
+    }
+    Ok(unknown)
 }

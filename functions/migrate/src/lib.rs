@@ -1,0 +1,3 @@
+//! The migrate function as a library, so the tests drive the exact handler the binary runs.
+
+pub mod handler;

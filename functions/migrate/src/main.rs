@@ -1,0 +1,33 @@
+//! `migrate`: the CloudFormation custom resource `Schema` (`Custom::HookledgerSchema`,
+//! `MigrateFunction` in template.yaml) that brings the database up to date on every deploy.
+//!
+//! - Trigger: CloudFormation, on Create, Update (a changed `Version`, `Logins` or
+//!   `ConnectionBudget`, and on a rollback with the old properties) and Delete of the resource.
+//! - Input: a custom resource request; `ResourceProperties` as in `shared::schema`.
+//! - Output: the answer `PUT` to the request's `ResponseURL` (SUCCESS with `Data`, or FAILED
+//!   with a short `Reason`, which makes CloudFormation roll back), also returned.
+//! - Environment: the database variables (`HOOKLEDGER_DB_SECRET_ARN` = the admin (owner)
+//!   secret, `HOOKLEDGER_DB_HOST`, ..., `HOOKLEDGER_DB_CA_FILE`, or `DATABASE_URL`). The sources
+//!   variables are ignored, never read.
+//! - Side effects: applies the ledger's migrations then the handlers' (without the examples),
+//!   creates or alters the functions' login roles from their secrets. Delete changes nothing.
+
+use lambda_runtime::{run, service_fn, Error, LambdaEvent};
+use migrate::handler::{function_handler, AppState};
+use shared::schema::resource::{database_settings_from_env, SchemaResource};
+
+#[tokio::main]
+async fn main() -> Result<(), Error> {
+    shared::telemetry::init();
+    // Display, not Debug: the message names the problem ("set only one of ...").
+    let database = database_settings_from_env()
+        .await
+        .map_err(|e| e.to_string())?;
+    let secrets = shared::secrets::Secrets::from_env().await;
+    let resource = SchemaResource::new(database, Some(secrets), handlers::migrations())?;
+    let state: &'static AppState = Box::leak(Box::new(AppState { resource }));
+    run(service_fn(move |event: LambdaEvent<serde_json::Value>| {
+        function_handler(state, event)
+    }))
+    .await
+}

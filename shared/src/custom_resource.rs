@@ -1,0 +1,267 @@
+//! The CloudFormation custom resource protocol (AWS CloudFormation User Guide, "Custom resource
+//! request objects" and "Custom resource response objects"): the request Lambda receives, and
+//! the response, an HTTPS `PUT` of JSON to the request's presigned S3 `ResponseURL` with an
+//! empty `Content-Type` (a presigned URL's signature fails on any other), which CloudFormation
+//! waits for (up to an hour) before going on or rolling back.
+
+use std::time::{Duration, SystemTime};
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+/// `RequestType`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RequestType {
+    /// The resource is created (first deploy).
+    Create,
+    /// Its properties changed (or a rollback brings back the old ones: `ResourceProperties`
+    /// then holds the OLD template's values).
+    Update,
+    /// The resource is deleted (stack deletion, or replaced by a new physical id).
+    Delete,
+}
+
+/// A custom resource request, as CloudFormation sends it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Request {
+    /// `RequestType`.
+    pub request_type: RequestType,
+    /// `ResponseURL`: the presigned S3 URL to `PUT` the answer to.
+    pub response_url: String,
+    /// `StackId`.
+    pub stack_id: String,
+    /// `RequestId`.
+    pub request_id: String,
+    /// `LogicalResourceId`, e.g. `Schema`.
+    pub logical_resource_id: String,
+    /// `PhysicalResourceId` (absent on Create).
+    pub physical_resource_id: Option<String>,
+    /// `ResourceType`, e.g. `Custom::HookledgerSchema`.
+    pub resource_type: String,
+    /// `ResourceProperties` (every scalar a string); `{}` when absent.
+    pub resource_properties: Value,
+    /// `OldResourceProperties` (Update only).
+    pub old_resource_properties: Option<Value>,
+}
+
+/// Why a request could not be read. Without a `ResponseURL` nothing can be answered (the
+/// invocation fails; CloudFormation times out); with one, the caller answers FAILED.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("not a custom resource request: {problem}")]
+pub struct BadRequest {
+    /// What is missing or wrong (a field name).
+    pub problem: String,
+    /// The fields that could be read, to answer FAILED with.
+    pub partial: Option<Box<Request>>,
+}
+
+impl Request {
+    /// Reads a request from the invocation's JSON.
+    ///
+    /// # Errors
+    /// [`BadRequest`]: `partial` is set when `ResponseURL` was readable (the other identifiers
+    /// then default to empty strings).
+    pub fn from_value(value: &Value) -> Result<Self, BadRequest> {
+        let text = |name: &str| value.get(name).and_then(Value::as_str).map(str::to_owned);
+        let Some(response_url) = text("ResponseURL") else {
+            return Err(BadRequest {
+                problem: "no ResponseURL".to_owned(),
+                partial: None,
+            });
+        };
+        let request_type = match text("RequestType").as_deref() {
+            Some("Create") => Some(RequestType::Create),
+            Some("Update") => Some(RequestType::Update),
+            Some("Delete") => Some(RequestType::Delete),
+            _ => None,
+        };
+        let request = Self {
+            request_type: request_type.unwrap_or(RequestType::Create),
+            response_url,
+            stack_id: text("StackId").unwrap_or_default(),
+            request_id: text("RequestId").unwrap_or_default(),
+            logical_resource_id: text("LogicalResourceId").unwrap_or_default(),
+            physical_resource_id: text("PhysicalResourceId"),
+            resource_type: text("ResourceType").unwrap_or_default(),
+            resource_properties: value
+                .get("ResourceProperties")
+                .cloned()
+                .unwrap_or_else(|| Value::Object(Map::new())),
+            old_resource_properties: value.get("OldResourceProperties").cloned(),
+        };
+        let missing = ["StackId", "RequestId", "LogicalResourceId"]
+            .into_iter()
+            .find(|name| text(name).is_none());
+        let problem = match (request_type, missing) {
+            (None, _) => Some("RequestType is not Create, Update or Delete".to_owned()),
+            (_, Some(name)) => Some(format!("no {name}")),
+            _ => None,
+        };
+        match problem {
+            Some(problem) => Err(BadRequest {
+                problem,
+                partial: Some(Box::new(request)),
+            }),
+            None => Ok(request),
+        }
+    }
+}
+
+/// `Status`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum Status {
+    /// The resource is in the requested state.
+    Success,
+    /// It is not: CloudFormation fails the operation and rolls back.
+    Failed,
+}
+
+/// The longest `Reason` sent (CloudFormation shows it in the stack's events; the whole response
+/// must stay under 4,096 bytes).
+pub const MAX_REASON_CHARS: usize = 500;
+
+/// A custom resource response.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct Response {
+    /// `SUCCESS` or `FAILED`.
+    pub status: Status,
+    /// Why, for a failure (at most [`MAX_REASON_CHARS`]); a short summary otherwise.
+    pub reason: String,
+    /// The resource's physical id (the same on every answer: a new one would make
+    /// CloudFormation Delete the old one).
+    pub physical_resource_id: String,
+    /// Copied from the request.
+    pub stack_id: String,
+    /// Copied from the request.
+    pub request_id: String,
+    /// Copied from the request.
+    pub logical_resource_id: String,
+    /// Whether `Data` is masked in `Fn::GetAtt` output (never: nothing secret is in it).
+    pub no_echo: bool,
+    /// String values readable with `Fn::GetAtt`.
+    pub data: Map<String, Value>,
+}
+
+impl Response {
+    /// The answer to `request` with `status`, `reason` (truncated to [`MAX_REASON_CHARS`]) and
+    /// `data`, for the resource `physical_resource_id`.
+    pub fn to(
+        request: &Request,
+        physical_resource_id: &str,
+        status: Status,
+        reason: &str,
+        data: Map<String, Value>,
+    ) -> Self {
+        let reason = match reason.char_indices().nth(MAX_REASON_CHARS) {
+            Some((end, _)) => format!("{}...", &reason[..end]),
+            None => reason.to_owned(),
+        };
+        Self {
+            status,
+            reason,
+            physical_resource_id: physical_resource_id.to_owned(),
+            stack_id: request.stack_id.clone(),
+            request_id: request.request_id.clone(),
+            logical_resource_id: request.logical_resource_id.clone(),
+            no_echo: false,
+            data,
+        }
+    }
+}
+
+/// How many times [`send`] tries the `PUT`.
+pub const SEND_ATTEMPTS: u32 = 4;
+
+/// `PUT`s `response` to `url` with an empty `Content-Type`, retrying a failed attempt (no
+/// answer, or not 2xx) up to [`SEND_ATTEMPTS`] times with a growing pause (0.5 s, 1 s, 2 s),
+/// every attempt bounded by what is left before `deadline`.
+///
+/// # Errors
+/// The last attempt's failure (status or transport error, without the URL's query, which holds
+/// the presigned signature) once the attempts or the time ran out.
+pub async fn send(
+    client: &reqwest::Client,
+    url: &str,
+    response: &Response,
+    deadline: SystemTime,
+) -> Result<(), String> {
+    let body = serde_json::to_vec(response).map_err(|e| e.to_string())?;
+    let mut last = String::from("no attempt made: no time left");
+    for attempt in 0..SEND_ATTEMPTS {
+        if attempt > 0 {
+            let pause = Duration::from_millis(500 << (attempt - 1));
+            if crate::invocation::remaining(deadline) <= pause {
+                break;
+            }
+            tokio::time::sleep(pause).await;
+        }
+        let left = crate::invocation::remaining(deadline);
+        if left.is_zero() {
+            break;
+        }
+        let result = client
+            .put(url)
+            .header(reqwest::header::CONTENT_TYPE, "")
+            .header(reqwest::header::CONTENT_LENGTH, body.len())
+            .body(body.clone())
+            .timeout(left.min(Duration::from_secs(10)))
+            .send()
+            .await;
+        match result {
+            Ok(answer) if answer.status().is_success() => return Ok(()),
+            Ok(answer) => last = format!("the response URL answered {}", answer.status()),
+            Err(error) => last = format!("cannot PUT the response: {}", error.without_url()),
+        }
+        tracing::warn!(attempt = attempt + 1, error = %last, "custom resource response not taken");
+    }
+    Err(last)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_request_parses_and_a_response_has_the_documented_fields() {
+        let value = json!({
+            "RequestType": "Update", "ResponseURL": "https://s3/x?sig", "StackId": "arn:stack",
+            "RequestId": "r1", "LogicalResourceId": "Schema", "PhysicalResourceId": "p",
+            "ResourceType": "Custom::HookledgerSchema",
+            "ResourceProperties": {"Version": "2"}, "OldResourceProperties": {"Version": "1"}
+        });
+        let request = Request::from_value(&value).unwrap();
+        assert_eq!(request.request_type, RequestType::Update);
+        assert_eq!(
+            request.old_resource_properties,
+            Some(json!({"Version": "1"}))
+        );
+        let response = Response::to(&request, "p", Status::Failed, &"x".repeat(900), Map::new());
+        let json = serde_json::to_value(&response).unwrap();
+        for field in [
+            "Status",
+            "Reason",
+            "PhysicalResourceId",
+            "StackId",
+            "RequestId",
+            "LogicalResourceId",
+            "NoEcho",
+            "Data",
+        ] {
+            assert!(json.get(field).is_some(), "{field}");
+        }
+        assert_eq!(json["Status"], "FAILED");
+        assert!(response.reason.len() <= MAX_REASON_CHARS + 3);
+    }
+
+    #[test]
+    fn without_a_response_url_nothing_can_be_answered() {
+        let error = Request::from_value(&json!({"RequestType": "Create"})).unwrap_err();
+        assert!(error.partial.is_none());
+        let error =
+            Request::from_value(&json!({"ResponseURL": "u", "RequestType": "Nope"})).unwrap_err();
+        assert!(error.partial.is_some());
+    }
+}

@@ -1,0 +1,338 @@
+//! The migrate function's logic: one CloudFormation request in, one answer `PUT` out, always
+//! (contract 3 of the deployment: `Custom::HookledgerSchema`).
+//!
+//! - Create / Update: read the properties, the login secrets, connect with the admin (owner)
+//!   settings, [`super::apply`]; SUCCESS with `Data`, or FAILED with a short `Reason`.
+//!   A database ahead of this build (a rollback runs the old binary on the new schema) is
+//!   SUCCESS, with `Data.DatabaseAhead = "true"`.
+//! - Delete: SUCCESS without connecting: the database and its data are kept.
+//! - The work runs in its own task, so a panic becomes FAILED, and is abandoned `margin` before
+//!   the invocation's deadline (FAILED "timed out ..."), leaving time for the answer.
+//! - The answer is retried ([`crate::custom_resource::send`]); if it cannot be delivered the
+//!   invocation fails (Lambda's log has why; CloudFormation times out).
+
+use std::time::{Duration, SystemTime};
+
+use secrecy::{ExposeSecret, SecretString};
+use serde_json::{Map, Value};
+
+use super::{
+    credentials, LoginCredentials, LoginSpec, SchemaError, SchemaProperties, SchemaReport,
+};
+use crate::config::DatabaseSettings;
+use crate::custom_resource::{self, Request, RequestType, Response, Status};
+use crate::db::MigrationSet;
+
+/// The physical id of the schema resource: the same on every answer, so an Update never makes
+/// CloudFormation delete "the old" schema.
+pub const PHYSICAL_RESOURCE_ID: &str = "hookledger-schema";
+
+/// How long before the invocation's deadline the migrate function stops waiting on the
+/// database and answers FAILED instead, by default.
+pub const DEFAULT_MARGIN: Duration = Duration::from_secs(15);
+
+/// Everything one invocation needs, built once per execution environment.
+#[derive(Debug, Clone)]
+pub struct SchemaResource {
+    /// The admin (owner) connection settings.
+    pub database: DatabaseSettings,
+    /// Where the login secrets are read (`None`: a request with logins fails).
+    pub secrets: Option<crate::secrets::Secrets>,
+    /// The migration sets after the ledger's (`handlers::migrations()`).
+    pub sets: Vec<MigrationSet>,
+    /// The client that `PUT`s the answer.
+    pub http: reqwest::Client,
+    /// How long before the deadline to give up on the database.
+    pub margin: Duration,
+}
+
+impl SchemaResource {
+    /// A resource handler over `database` and `sets`, with the default margin.
+    ///
+    /// # Errors
+    /// When the HTTP client cannot be built (its TLS back end).
+    pub fn new(
+        database: DatabaseSettings,
+        secrets: Option<crate::secrets::Secrets>,
+        sets: Vec<MigrationSet>,
+    ) -> Result<Self, String> {
+        let http = reqwest::Client::builder()
+            .build()
+            .map_err(|e| format!("cannot build the HTTP client: {e}"))?;
+        Ok(Self {
+            database,
+            secrets,
+            sets,
+            http,
+            margin: DEFAULT_MARGIN,
+        })
+    }
+
+    /// Handles one invocation `event` due by `deadline`: answers CloudFormation and returns
+    /// the answer sent.
+    ///
+    /// # Errors
+    /// When the event has no `ResponseURL` (nothing can be answered) or the answer could not be
+    /// delivered.
+    pub async fn handle(&self, event: &Value, deadline: SystemTime) -> Result<Response, String> {
+        let (request, outcome) = match Request::from_value(event) {
+            Ok(request) => {
+                let outcome = self.outcome(&request, deadline).await;
+                (request, outcome)
+            }
+            Err(bad) => {
+                let reason = bad.to_string();
+                match bad.partial {
+                    Some(partial) => (*partial, Err(reason)),
+                    None => return Err(reason),
+                }
+            }
+        };
+        let response = match outcome {
+            Ok((reason, data)) => Response::to(
+                &request,
+                PHYSICAL_RESOURCE_ID,
+                Status::Success,
+                &reason,
+                data,
+            ),
+            Err(reason) => {
+                tracing::error!(%reason, request_type = ?request.request_type, "schema FAILED");
+                Response::to(
+                    &request,
+                    PHYSICAL_RESOURCE_ID,
+                    Status::Failed,
+                    &reason,
+                    Map::new(),
+                )
+            }
+        };
+        custom_resource::send(&self.http, &request.response_url, &response, deadline).await?;
+        tracing::info!(status = ?response.status, reason = %response.reason, "schema answered");
+        Ok(response)
+    }
+
+    /// The work for `request`: `Ok((reason, data))` or `Err(reason)`, redacted and bounded by
+    /// the deadline minus the margin.
+    async fn outcome(
+        &self,
+        request: &Request,
+        deadline: SystemTime,
+    ) -> Result<(String, Map<String, Value>), String> {
+        if request.request_type == RequestType::Delete {
+            return Ok((
+                "deleted from the stack; the database is kept".to_owned(),
+                Map::new(),
+            ));
+        }
+        let budget = crate::invocation::remaining(deadline).saturating_sub(self.margin);
+        let this = self.clone();
+        let properties = request.resource_properties.clone();
+        let work = tokio::spawn(async move { this.create_or_update(&properties).await });
+        let abort = work.abort_handle();
+        let mut known = vec![url_password(&self.database)];
+        let result = match tokio::time::timeout(budget, work).await {
+            Ok(Ok(Ok((report, passwords)))) => {
+                known.extend(passwords);
+                Ok(report)
+            }
+            Ok(Ok(Err((error, passwords)))) => {
+                known.extend(passwords);
+                Err(error.to_string())
+            }
+            Ok(Err(join)) if join.is_panic() => Err("internal error (panic); see the log".into()),
+            Ok(Err(join)) => Err(format!("internal error: {join}")),
+            Err(_) => {
+                abort.abort();
+                Err(format!(
+                    "timed out waiting on the database ({} s before the function's deadline)",
+                    self.margin.as_secs()
+                ))
+            }
+        };
+        let known: Vec<SecretString> = known.into_iter().flatten().collect();
+        match result {
+            Ok(report) => Ok((redact(&summary(&report), &known), data(&report))),
+            Err(reason) => Err(redact(&reason, &known)),
+        }
+    }
+
+    async fn create_or_update(
+        &self,
+        properties: &Value,
+    ) -> Result<(SchemaReport, Vec<Option<SecretString>>), (SchemaError, Vec<Option<SecretString>>)>
+    {
+        let properties = SchemaProperties::from_value(properties).map_err(|e| (e, Vec::new()))?;
+        let logins = self.read_logins(&properties.logins).await;
+        let logins = logins.map_err(|e| (e, Vec::new()))?;
+        let passwords: Vec<Option<SecretString>> = logins
+            .iter()
+            .map(|(_, c)| Some(c.password.clone()))
+            .collect();
+        let result = async {
+            let mut client = crate::db::connect(&self.database).await?;
+            super::apply(&mut client, &properties, &self.sets, &logins).await
+        }
+        .await;
+        match result {
+            Ok(report) => Ok((report, passwords)),
+            Err(error) => Err((error, passwords)),
+        }
+    }
+
+    async fn read_logins(
+        &self,
+        specs: &[LoginSpec],
+    ) -> Result<Vec<(LoginSpec, LoginCredentials)>, SchemaError> {
+        let mut logins = Vec::with_capacity(specs.len());
+        for spec in specs {
+            let role = spec.role.name();
+            let Some(secrets) = &self.secrets else {
+                return Err(SchemaError::Secret {
+                    role,
+                    problem: "no Secrets Manager client".to_owned(),
+                });
+            };
+            let json =
+                secrets
+                    .secret_string(&spec.secret_arn)
+                    .await
+                    .map_err(|e| SchemaError::Secret {
+                        role,
+                        problem: e.to_string(),
+                    })?;
+            let login = credentials(spec.role, json.expose_secret())?;
+            if let Some((_, other)) = logins
+                .iter()
+                .find(|(_, c): &&(LoginSpec, LoginCredentials)| c.username == login.username)
+            {
+                return Err(SchemaError::Login {
+                    role,
+                    problem: format!("username is also the {} login", other.role.name()),
+                });
+            }
+            logins.push((spec.clone(), login));
+        }
+        Ok(logins)
+    }
+}
+
+fn url_password(settings: &DatabaseSettings) -> Option<SecretString> {
+    use std::str::FromStr;
+    let config = tokio_postgres::Config::from_str(settings.url.expose_secret()).ok()?;
+    let password = config.get_password()?;
+    Some(SecretString::from(
+        String::from_utf8_lossy(password).into_owned(),
+    ))
+}
+
+/// `text` with every known secret (of at least 4 characters) replaced by `***`: a last guard,
+/// the messages are built not to hold any.
+fn redact(text: &str, secrets: &[SecretString]) -> String {
+    let mut out = text.to_owned();
+    for secret in secrets {
+        let secret = secret.expose_secret();
+        if secret.len() >= 4 {
+            out = out.replace(secret, "***");
+        }
+    }
+    out
+}
+
+fn summary(report: &SchemaReport) -> String {
+    let migrations = &report.migrations;
+    let mut text = if !migrations.ahead.is_empty() {
+        format!(
+            "the database is ahead of this build ({}): left as it is",
+            migrations.ahead.join(", ")
+        )
+    } else if migrations.applied.is_empty() {
+        "migrations: up to date".to_owned()
+    } else {
+        format!("migrations applied: {}", migrations.applied.len())
+    };
+    text.push_str(&format!("; logins: {}", report.logins.len()));
+    if let Some(budget) = &report.budget {
+        if !budget.unreserved.is_empty() {
+            text.push_str(&format!(
+                "; unreserved (not budgeted): {}",
+                budget.unreserved.join(", ")
+            ));
+        }
+    }
+    text
+}
+
+/// `Data`: strings only (what `Fn::GetAtt` returns), lists comma-separated.
+fn data(report: &SchemaReport) -> Map<String, Value> {
+    let mut data = Map::new();
+    let mut put = |key: &str, value: String| {
+        data.insert(key.to_owned(), Value::String(value));
+    };
+    let migrations = &report.migrations;
+    put("Applied", migrations.applied.join(","));
+    put("AppliedCount", migrations.applied.len().to_string());
+    put("DatabaseAhead", (!migrations.ahead.is_empty()).to_string());
+    put("Ahead", migrations.ahead.join(","));
+    put("Logins", report.logins.join(","));
+    if let Some(budget) = &report.budget {
+        put("UsableConnections", budget.usable.to_string());
+        put("ReservedConnections", budget.reserved.to_string());
+        put("Unreserved", budget.unreserved.join(","));
+        put("UseProxy", budget.use_proxy.to_string());
+    }
+    data
+}
+
+/// The database settings as every function reads them (`DATABASE_URL` or
+/// `HOOKLEDGER_DB_SECRET_ARN`, `HOOKLEDGER_DB_CA_FILE`, ...), without the sources: the migrate
+/// function inherits `HOOKLEDGER_SOURCES_SECRET_ARN` from the stack but neither needs nor reads
+/// it (its role may not), so the sources variables are hidden and a stand-in given.
+///
+/// # Errors
+/// As [`crate::Settings::from_env`] for the database variables.
+pub async fn database_settings_from_env() -> Result<DatabaseSettings, crate::config::ConfigError> {
+    database_settings_from(|name| std::env::var(name).ok()).await
+}
+
+/// [`database_settings_from_env`] through `lookup` (for tests).
+///
+/// # Errors
+/// As [`database_settings_from_env`].
+pub async fn database_settings_from(
+    lookup: impl Fn(&str) -> Option<String>,
+) -> Result<DatabaseSettings, crate::config::ConfigError> {
+    /// Signs nothing: the stand-in for the sources migrating never reads.
+    const NO_SOURCES: &str = r#"[{"name": "migrate", "scheme": "github", "secrets": ["unused"]}]"#;
+    let settings = crate::Settings::from_lookup_with_secrets(|name| match name {
+        "HOOKLEDGER_SOURCES" => Some(NO_SOURCES.to_owned()),
+        "HOOKLEDGER_SOURCES_FILE" | "HOOKLEDGER_SOURCES_SECRET_ARN" => None,
+        other => lookup(other),
+    })
+    .await?;
+    Ok(settings.database)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn redaction_replaces_every_known_secret() {
+        let secrets = [SecretString::from("hunter2!".to_owned())];
+        assert_eq!(redact("bad hunter2! x hunter2!", &secrets), "bad *** x ***");
+    }
+
+    #[tokio::test]
+    async fn the_sources_are_neither_needed_nor_read() {
+        let settings = database_settings_from(|name| match name {
+            "DATABASE_URL" => Some("postgres://admin@db/ledger".to_owned()),
+            // Not readable by the migrate function's role: it must not be fetched.
+            "HOOKLEDGER_SOURCES_SECRET_ARN" => Some("arn:aws:secretsmanager:x:1:secret:s".into()),
+            _ => None,
+        })
+        .await
+        .unwrap();
+        assert_eq!(settings.url.expose_secret(), "postgres://admin@db/ledger");
+    }
+}

@@ -1,0 +1,626 @@
+//! The migrate function (the CloudFormation custom resource `Custom::HookledgerSchema`) on real
+//! PostgreSQL, answering a local HTTP server that stands in for the presigned S3 URL, with the
+//! login secrets in the local AWS emulator (moto).
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use base64::Engine as _;
+use hmac::{Hmac, KeyInit, Mac};
+use hookledger_tests::fake_providers::{Answer, FakeServer, Request};
+use hookledger_tests::TestDb;
+use lambda_runtime::{Context, LambdaEvent};
+use migrate::handler::{function_handler, AppState};
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+use shared::config::DatabaseSettings;
+use shared::db::MigrationSet;
+use shared::schema::resource::SchemaResource;
+
+use crate::roles::user_url;
+
+static NEXT: AtomicUsize = AtomicUsize::new(0);
+
+fn unique(prefix: &str) -> String {
+    format!(
+        "{prefix}_{}_{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// The stand-in for S3: answers `status` to every request, recording it.
+async fn s3(status: u16) -> FakeServer {
+    FakeServer::start(move |_| Answer::raw(status, ""))
+        .await
+        .unwrap()
+}
+
+/// A request of `request_type` answering to `server`, with `properties`.
+fn request(server: &FakeServer, request_type: &str, properties: Value) -> Value {
+    json!({
+        "RequestType": request_type,
+        "ServiceToken": "arn:aws:lambda:us-east-1:123456789012:function:migrate",
+        "ResponseURL": format!("{}/cfn/response?X-Amz-Signature=abc", server.base_url),
+        "StackId": "arn:aws:cloudformation:us-east-1:123456789012:stack/hookledger/1",
+        "RequestId": unique("req"),
+        "LogicalResourceId": "Schema",
+        "PhysicalResourceId": "hookledger-schema",
+        "ResourceType": "Custom::HookledgerSchema",
+        "ResourceProperties": properties,
+    })
+}
+
+/// The migrate function's state over `database` with `sets` (after the ledger's) and the
+/// emulator's Secrets Manager.
+async fn state(database: DatabaseSettings, sets: Vec<MigrationSet>) -> AppState {
+    let _ = tracing_subscriber::fmt().with_test_writer().try_init();
+    let secrets = shared::secrets::Secrets::from_env().await;
+    AppState {
+        resource: SchemaResource::new(database, Some(secrets), sets).unwrap(),
+    }
+}
+
+/// Invokes the function handler with `event` and `secs` of invocation time.
+async fn invoke(state: &AppState, event: Value, secs: u64) -> Result<Value, String> {
+    let mut context = Context::default();
+    context.deadline = (SystemTime::now() + Duration::from_secs(secs))
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    function_handler(state, LambdaEvent::new(event, context))
+        .await
+        .map_err(|e| e.to_string())
+}
+
+/// The one answer `server` received: checked to be a PUT with an empty content type and the
+/// documented fields, returned as JSON.
+fn answer(server: &FakeServer, event: &Value) -> Value {
+    let requests: Vec<Request> = server.requests();
+    assert_eq!(requests.len(), 1, "one answer: {requests:?}");
+    let put = &requests[0];
+    assert_eq!(put.method, "PUT");
+    assert_eq!(put.path, "/cfn/response");
+    assert_eq!(
+        put.param("X-Amz-Signature"),
+        Some("abc"),
+        "the presigned query kept"
+    );
+    assert_eq!(
+        put.header("content-type").unwrap_or(""),
+        "",
+        "S3 signs an empty type"
+    );
+    let body: Value = serde_json::from_slice(&put.body).unwrap();
+    for (field, from) in [
+        ("StackId", "StackId"),
+        ("RequestId", "RequestId"),
+        ("LogicalResourceId", "LogicalResourceId"),
+    ] {
+        assert_eq!(body[field], event[from], "{field}");
+    }
+    assert_eq!(body["PhysicalResourceId"], "hookledger-schema");
+    assert_eq!(body["NoEcho"], false);
+    assert!(
+        body["Reason"].is_string() && body["Data"].is_object(),
+        "{body}"
+    );
+    body
+}
+
+fn every_migration(sets: &[MigrationSet]) -> Vec<String> {
+    std::iter::once(MigrationSet::ledger())
+        .chain(sets.iter().cloned())
+        .flat_map(|s| s.names())
+        .collect()
+}
+
+#[tokio::test]
+async fn create_on_a_fresh_database_applies_every_migration_and_answers_success() {
+    let db = TestDb::empty().await.unwrap();
+    let sets = handlers::migrations();
+    let state = state(db.settings(1), sets.clone()).await;
+    let server = s3(200).await;
+    let event = request(&server, "Create", json!({"Version": "1"}));
+    let returned = invoke(&state, event.clone(), 60).await.unwrap();
+    let body = answer(&server, &event);
+    assert_eq!(body["Status"], "SUCCESS", "{body}");
+    assert_eq!(returned, body, "the function returns what it sent");
+    let applied: Vec<String> = body["Data"]["Applied"]
+        .as_str()
+        .unwrap()
+        .split(',')
+        .map(str::to_owned)
+        .collect();
+    assert_eq!(applied, every_migration(&sets));
+    assert_eq!(body["Data"]["DatabaseAhead"], "false");
+    let client = db.connect().await.unwrap();
+    let tables: i64 = client
+        .query_one(
+            "SELECT count(*) FROM pg_tables WHERE schemaname = 'public'
+               AND tablename IN ('webhook_event', 'outbox', 'orders', 'subscriptions')",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(tables, 4);
+
+    // Again (a second Create, then an Update): nothing applied, still SUCCESS.
+    for kind in ["Create", "Update"] {
+        let server = s3(200).await;
+        let event = request(&server, kind, json!({"Version": "2"}));
+        invoke(&state, event.clone(), 60).await.unwrap();
+        let body = answer(&server, &event);
+        assert_eq!(body["Status"], "SUCCESS", "{body}");
+        assert_eq!(body["Data"]["AppliedCount"], "0", "{body}");
+        assert_eq!(body["Data"]["Applied"], "");
+    }
+}
+
+/// A set whose one migration fails, as a broken handlers' migration would.
+fn broken_set() -> MigrationSet {
+    let migration =
+        refinery::Migration::unapplied("V1__create_broken", "CREATE TABLE broken (").unwrap();
+    MigrationSet::new("broken", refinery::Runner::new(&[migration]))
+}
+
+#[tokio::test]
+async fn a_failing_migration_answers_failed_with_a_short_reason() {
+    let db = TestDb::empty().await.unwrap();
+    let state = state(db.settings(1), vec![broken_set()]).await;
+    let server = s3(200).await;
+    let event = request(&server, "Create", json!({}));
+    invoke(&state, event.clone(), 60).await.unwrap();
+    let body = answer(&server, &event);
+    assert_eq!(body["Status"], "FAILED", "{body}");
+    let reason = body["Reason"].as_str().unwrap();
+    assert!(reason.contains("V1__create_broken"), "{reason}");
+    assert!(reason.len() <= 600, "{reason}");
+    assert!(
+        !reason.contains("postgres://"),
+        "no connection string: {reason}"
+    );
+}
+
+#[tokio::test]
+async fn a_database_the_admin_cannot_write_answers_failed() {
+    let db = TestDb::empty().await.unwrap();
+    // An "admin" that may connect but not create anything (PostgreSQL 15: no CREATE on public).
+    let weak = unique("weak_admin");
+    db.connect()
+        .await
+        .unwrap()
+        .batch_execute(&format!(
+            "CREATE ROLE {weak} LOGIN PASSWORD 'weak-pass-1234'"
+        ))
+        .await
+        .unwrap();
+    let mut settings = db.settings(1);
+    let url = user_url(&db.url, &weak).replacen(
+        &format!("{weak}@"),
+        &format!("{weak}:weak-pass-1234@"),
+        1,
+    );
+    settings.url = url.into();
+    let state = state(settings, Vec::new()).await;
+    let server = s3(200).await;
+    let event = request(&server, "Update", json!({"Version": "9"}));
+    invoke(&state, event.clone(), 60).await.unwrap();
+    let body = answer(&server, &event);
+    assert_eq!(body["Status"], "FAILED", "{body}");
+    let reason = body["Reason"].as_str().unwrap();
+    assert!(reason.contains("permission denied"), "{reason}");
+    assert!(!reason.contains("weak-pass-1234"), "{reason}");
+}
+
+#[tokio::test]
+async fn delete_answers_success_without_connecting_and_leaves_the_schema() {
+    let db = TestDb::new(&[]).await.unwrap();
+    // Nothing listens there: Delete must not need the database.
+    let state = state(
+        DatabaseSettings::with_url("postgres://nobody@127.0.0.1:1/none"),
+        Vec::new(),
+    )
+    .await;
+    let server = s3(200).await;
+    let event = request(&server, "Delete", json!({"Version": "1"}));
+    invoke(&state, event.clone(), 60).await.unwrap();
+    assert_eq!(answer(&server, &event)["Status"], "SUCCESS");
+    let tables: i64 = db
+        .connect()
+        .await
+        .unwrap()
+        .query_one(
+            "SELECT count(*) FROM pg_tables WHERE tablename = 'webhook_event'",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(tables, 1);
+}
+
+#[tokio::test]
+async fn a_rollback_to_an_older_build_on_a_newer_database_succeeds_a_divergent_one_fails() {
+    let db = TestDb::new(&handlers::migrations()).await.unwrap();
+    let client = db.connect().await.unwrap();
+    // A newer build applied V99 to the ledger's set; this (older) build does not know it.
+    client
+        .batch_execute(
+            "CREATE TABLE from_the_future (id int);
+             INSERT INTO refinery_schema_history (version, name, applied_on, checksum)
+             VALUES (99, 'create_from_the_future', '2030-01-01T00:00:00Z', '1')",
+        )
+        .await
+        .unwrap();
+    let state = state(db.settings(1), handlers::migrations()).await;
+    let server = s3(200).await;
+    let event = request(&server, "Update", json!({"Version": "old"}));
+    invoke(&state, event.clone(), 60).await.unwrap();
+    let body = answer(&server, &event);
+    assert_eq!(body["Status"], "SUCCESS", "{body}");
+    assert_eq!(body["Data"]["DatabaseAhead"], "true");
+    assert_eq!(body["Data"]["Ahead"], "V99__create_from_the_future");
+    assert_eq!(body["Data"]["AppliedCount"], "0");
+    // The CLI's `hookledger migrate` (migrate_with) behaves the same.
+    let applied = shared::db::migrate_with(&db.settings(1), &handlers::migrations())
+        .await
+        .unwrap();
+    assert!(applied.is_empty());
+
+    // A migration this build knows, recorded with another checksum: a divergence still fails.
+    client
+        .batch_execute("UPDATE refinery_schema_history SET checksum = '42' WHERE version = 1")
+        .await
+        .unwrap();
+    let server = s3(200).await;
+    let event = request(&server, "Update", json!({"Version": "old"}));
+    invoke(&state, event.clone(), 60).await.unwrap();
+    let body = answer(&server, &event);
+    assert_eq!(body["Status"], "FAILED", "{body}");
+    assert!(body["Reason"].as_str().unwrap().contains("V1"), "{body}");
+}
+
+#[tokio::test]
+async fn a_migration_past_the_deadline_answers_failed_timed_out_in_time() {
+    let db = TestDb::empty().await.unwrap();
+    let slow = refinery::Migration::unapplied("V1__wait", "SELECT pg_sleep(30)").unwrap();
+    let mut state = state(
+        db.settings(1),
+        vec![MigrationSet::new("slow", refinery::Runner::new(&[slow]))],
+    )
+    .await;
+    state.resource.margin = Duration::from_secs(2);
+    let server = s3(200).await;
+    let event = request(&server, "Create", json!({}));
+    let started = std::time::Instant::now();
+    invoke(&state, event.clone(), 6).await.unwrap();
+    assert!(
+        started.elapsed() < Duration::from_secs(6),
+        "{:?}",
+        started.elapsed()
+    );
+    let body = answer(&server, &event);
+    assert_eq!(body["Status"], "FAILED");
+    assert!(
+        body["Reason"].as_str().unwrap().starts_with("timed out"),
+        "{body}"
+    );
+}
+
+#[tokio::test]
+async fn an_answer_s3_refuses_is_retried_then_the_invocation_fails() {
+    let state = state(
+        DatabaseSettings::with_url("postgres://x@127.0.0.1:1/x"),
+        Vec::new(),
+    )
+    .await;
+    // Refused once, then taken.
+    let calls = Arc::new(AtomicUsize::new(0));
+    let seen = calls.clone();
+    let server = FakeServer::start(move |_| {
+        if seen.fetch_add(1, Ordering::SeqCst) == 0 {
+            Answer::raw(503, "SlowDown")
+        } else {
+            Answer::raw(200, "")
+        }
+    })
+    .await
+    .unwrap();
+    let event = request(&server, "Delete", json!({}));
+    invoke(&state, event, 60).await.unwrap();
+    assert_eq!(server.requests_with("PUT").len(), 2);
+    // Always refused: a few attempts, then the invocation fails.
+    let server = s3(403).await;
+    let error = invoke(&state, request(&server, "Delete", json!({})), 60)
+        .await
+        .unwrap_err();
+    assert!(error.contains("403"), "{error}");
+    assert_eq!(
+        server.requests_with("PUT").len(),
+        shared::custom_resource::SEND_ATTEMPTS as usize
+    );
+    // No ResponseURL: nothing to answer, the invocation fails.
+    assert!(invoke(&state, json!({"RequestType": "Create"}), 60)
+        .await
+        .is_err());
+}
+
+async fn emulator() -> aws_sdk_secretsmanager::Client {
+    assert!(
+        std::env::var("AWS_ENDPOINT_URL_SECRETS_MANAGER").is_ok(),
+        "AWS_ENDPOINT_URL_SECRETS_MANAGER: run with make test (it starts the moto emulator)"
+    );
+    let config = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
+    aws_sdk_secretsmanager::Client::new(&config)
+}
+
+async fn login_secret(client: &aws_sdk_secretsmanager::Client, value: &Value) -> String {
+    client
+        .create_secret()
+        .name(unique("hookledger/login"))
+        .secret_string(value.to_string())
+        .send()
+        .await
+        .unwrap()
+        .arn
+        .unwrap()
+}
+
+/// Whether `verifier` (`SCRAM-SHA-256$<iterations>:<salt>$<StoredKey>:<ServerKey>`, as
+/// pg_authid keeps it) was made from `password` (RFC 5802: StoredKey = H(HMAC(SaltedPassword,
+/// "Client Key")), SaltedPassword = PBKDF2-HMAC-SHA-256). The throwaway cluster trusts local
+/// connections, so this is how the test knows the password is right.
+fn scram_matches(verifier: &str, password: &str) -> bool {
+    let b64 = base64::engine::general_purpose::STANDARD;
+    let Some(rest) = verifier.strip_prefix("SCRAM-SHA-256$") else {
+        return false;
+    };
+    let (params, keys) = rest.split_once('$').unwrap();
+    let (iterations, salt) = params.split_once(':').unwrap();
+    let (stored, _) = keys.split_once(':').unwrap();
+    let iterations: u32 = iterations.parse().unwrap();
+    let salt = b64.decode(salt).unwrap();
+    let hmac = |key: &[u8], data: &[u8]| -> Vec<u8> {
+        let mut mac = <Hmac<Sha256> as KeyInit>::new_from_slice(key).unwrap();
+        mac.update(data);
+        mac.finalize().into_bytes().to_vec()
+    };
+    let mut u = hmac(
+        password.as_bytes(),
+        &[salt.as_slice(), &[0, 0, 0, 1]].concat(),
+    );
+    let mut salted = u.clone();
+    for _ in 1..iterations {
+        u = hmac(password.as_bytes(), &u);
+        for (s, x) in salted.iter_mut().zip(&u) {
+            *s ^= x;
+        }
+    }
+    let client_key = hmac(&salted, b"Client Key");
+    Sha256::digest(&client_key).to_vec() == b64.decode(stored).unwrap()
+}
+
+#[tokio::test]
+async fn logins_are_provisioned_from_their_secrets_and_do_their_functions_work() {
+    let aws = emulator().await;
+    let db = TestDb::empty().await.unwrap();
+    let receiver = unique("receiver_login");
+    let sweeper = unique("sweeper_login");
+    // A quote, a backslash and a dollar in the password.
+    let password = "it's a \\ pa$$word";
+    let receiver_arn = login_secret(
+        &aws,
+        &json!({"username": receiver, "password": password, "engine": "postgres"}),
+    )
+    .await;
+    let sweeper_arn = login_secret(
+        &aws,
+        &json!({"username": sweeper, "password": "s3cret-sweep"}),
+    )
+    .await;
+    let properties = |version: &str| {
+        json!({
+            "Version": version,
+            "Logins": [
+                {"Role": "receiver", "SecretArn": receiver_arn, "StatementTimeoutMs": "5000",
+                 "LockTimeoutMs": "2000", "IdleInTransactionTimeoutMs": "10000"},
+                {"Role": "sweeper", "SecretArn": sweeper_arn},
+            ],
+            "ConnectionBudget": {"UseProxy": "false", "Functions": [
+                {"Name": "receiver", "ReservedConcurrency": "5", "PoolSize": "1"},
+                {"Name": "sweeper", "ReservedConcurrency": "0", "PoolSize": "1"}]}
+        })
+    };
+    let state = state(db.settings(1), handlers::migrations()).await;
+    let server = s3(200).await;
+    let event = request(&server, "Create", properties("1"));
+    invoke(&state, event.clone(), 60).await.unwrap();
+    let body = answer(&server, &event);
+    assert_eq!(body["Status"], "SUCCESS", "{body}");
+    assert_eq!(body["Data"]["Logins"], format!("{receiver},{sweeper}"));
+    assert_eq!(
+        body["Data"]["Unreserved"], "sweeper",
+        "reported, not failed"
+    );
+    assert_eq!(body["Data"]["ReservedConnections"], "5");
+    assert!(!body.to_string().contains("pa$$word") && !body.to_string().contains("s3cret"));
+
+    let admin = db.connect().await.unwrap();
+    let row = admin
+        .query_one(
+            "SELECT a.rolcanlogin, a.rolpassword, coalesce(r.rolconfig, '{}'),
+                    pg_has_role(a.rolname, 'hookledger_receiver', 'MEMBER'),
+                    pg_has_role(a.rolname, 'hookledger_sweeper', 'MEMBER')
+             FROM pg_authid a JOIN pg_roles r ON r.oid = a.oid WHERE a.rolname = $1",
+            &[&receiver],
+        )
+        .await
+        .unwrap();
+    let (login, verifier, config, in_receiver, in_sweeper): (
+        bool,
+        String,
+        Vec<String>,
+        bool,
+        bool,
+    ) = (row.get(0), row.get(1), row.get(2), row.get(3), row.get(4));
+    assert!(login && in_receiver && !in_sweeper);
+    assert!(
+        scram_matches(&verifier, password),
+        "the stored verifier is the secret's password"
+    );
+    assert!(!scram_matches(&verifier, "its a \\ pa$$word"));
+    let mut config = config;
+    config.sort();
+    assert_eq!(
+        config,
+        [
+            "idle_in_transaction_session_timeout=10000",
+            "lock_timeout=2000",
+            "statement_timeout=5000"
+        ]
+    );
+
+    // The receiver's login does its work; the sweeper's cannot insert.
+    let mut receiver_db = db.settings(2);
+    receiver_db.url = user_url(&db.url, &receiver).into();
+    let app = crate::helpers::spawn_app_over(db.clone(), receiver_db);
+    let reply = app
+        .receive(
+            "stripe",
+            &crate::helpers::stripe_payment("evt_login_1", "ord_login_1", 5, crate::helpers::NOW),
+        )
+        .await;
+    assert_eq!(reply.status, 200, "{reply:?}");
+    let mut sweeper_db = db.settings(1);
+    sweeper_db.url = user_url(&db.url, &sweeper).into();
+    let sweeper_client = shared::db::connect(&sweeper_db).await.unwrap();
+    let error = sweeper_client
+        .execute("INSERT INTO outbox (source, event_id, n, event_type, target, payload, content_type) VALUES ('a','b',1,'c','d','','e')", &[])
+        .await
+        .unwrap_err();
+    assert_eq!(error.code().map(|c| c.code()), Some("42501"));
+
+    // A rotated password (the secret's new value) and changed timeouts apply on Update.
+    aws.put_secret_value()
+        .secret_id(&receiver_arn)
+        .secret_string(json!({"username": receiver, "password": "rotated'pw"}).to_string())
+        .send()
+        .await
+        .unwrap();
+    let mut changed = properties("2");
+    changed["Logins"][0]["LockTimeoutMs"] = json!("3000");
+    changed["Logins"][0]
+        .as_object_mut()
+        .unwrap()
+        .remove("StatementTimeoutMs");
+    let server = s3(200).await;
+    let event = request(&server, "Update", changed);
+    invoke(&state, event.clone(), 60).await.unwrap();
+    assert_eq!(answer(&server, &event)["Status"], "SUCCESS");
+    let row = admin
+        .query_one(
+            "SELECT a.rolpassword, coalesce(r.rolconfig, '{}')
+             FROM pg_authid a JOIN pg_roles r ON r.oid = a.oid WHERE a.rolname = $1",
+            &[&receiver],
+        )
+        .await
+        .unwrap();
+    let (verifier, mut config): (String, Vec<String>) = (row.get(0), row.get(1));
+    config.sort();
+    assert!(scram_matches(&verifier, "rotated'pw"));
+    assert_eq!(
+        config,
+        [
+            "idle_in_transaction_session_timeout=10000",
+            "lock_timeout=3000"
+        ]
+    );
+}
+
+#[tokio::test]
+async fn a_login_that_is_not_an_identifier_or_is_the_admin_is_refused() {
+    let aws = emulator().await;
+    let db = TestDb::empty().await.unwrap();
+    let state = state(db.settings(1), Vec::new()).await;
+    for (username, expected) in [
+        ("x\"; DROP TABLE webhook_event; --", "identifier"),
+        ("postgres", "reserved"),
+    ] {
+        let arn = login_secret(
+            &aws,
+            &json!({"username": username, "password": "pw-123456"}),
+        )
+        .await;
+        let server = s3(200).await;
+        let event = request(
+            &server,
+            "Create",
+            json!({"Logins": [{"Role": "worker", "SecretArn": arn}]}),
+        );
+        invoke(&state, event.clone(), 60).await.unwrap();
+        let body = answer(&server, &event);
+        assert_eq!(body["Status"], "FAILED", "{body}");
+        let reason = body["Reason"].as_str().unwrap();
+        assert!(
+            reason.contains(expected) && reason.contains("worker"),
+            "{reason}"
+        );
+        assert!(!reason.contains("pw-123456"));
+    }
+}
+
+#[tokio::test]
+async fn an_over_budget_connection_budget_answers_failed_unless_behind_a_proxy() {
+    let db = TestDb::empty().await.unwrap();
+    let state = state(db.settings(1), Vec::new()).await;
+    let usable: i64 = db
+        .connect()
+        .await
+        .unwrap()
+        .query_one(
+            "SELECT current_setting('max_connections')::int8
+                  - current_setting('superuser_reserved_connections')::int8",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    let budget = |use_proxy: &str| {
+        json!({"ConnectionBudget": {"UseProxy": use_proxy, "Functions": [
+            {"Name": "receiver", "ReservedConcurrency": usable.to_string(), "PoolSize": "1"},
+            {"Name": "worker", "ReservedConcurrency": "1", "PoolSize": "1"}]}})
+    };
+    let server = s3(200).await;
+    let event = request(&server, "Create", budget("false"));
+    invoke(&state, event.clone(), 60).await.unwrap();
+    let body = answer(&server, &event);
+    assert_eq!(body["Status"], "FAILED", "{body}");
+    let reason = body["Reason"].as_str().unwrap();
+    assert!(
+        reason.contains(&format!("{}", usable + 1)) && reason.contains(&usable.to_string()),
+        "{reason}"
+    );
+    // Read-only check first: nothing was migrated.
+    let tables: i64 = db
+        .connect()
+        .await
+        .unwrap()
+        .query_one(
+            "SELECT count(*) FROM pg_tables WHERE schemaname = 'public'",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(tables, 0);
+    // Behind RDS Proxy the same budget passes.
+    let server = s3(200).await;
+    let event = request(&server, "Create", budget("true"));
+    invoke(&state, event.clone(), 60).await.unwrap();
+    let body = answer(&server, &event);
+    assert_eq!(body["Status"], "SUCCESS", "{body}");
+    assert_eq!(body["Data"]["UsableConnections"], usable.to_string());
+}
