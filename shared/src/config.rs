@@ -769,6 +769,11 @@ impl Settings {
             Some(_) => db_endpoint(&lookup)?,
             None => crate::secrets::DbEndpoint::default(),
         };
+        if db_arn.is_some() && set("HOOKLEDGER_DB_CA_FILE").is_none() {
+            // The connector will trust the compiled-in RDS CAs: parse them while the secrets
+            // are fetched.
+            crate::db::preload_rds_ca_certificates();
+        }
         let secrets = crate::secrets::Secrets::from_env().await;
         let database_url = match &db_arn {
             Some(arn) => Some(secrets.database_url_with(arn, &endpoint).await?),

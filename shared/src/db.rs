@@ -103,14 +103,46 @@ pub fn pg_config(settings: &DatabaseSettings) -> Result<tokio_postgres::Config, 
 pub const RDS_CA_BUNDLE: &[u8] = include_bytes!("../certs/rds-global-bundle.pem");
 
 /// [`RDS_CA_BUNDLE`] parsed: one certificate per RDS root CA (87 in the committed bundle).
-/// Costs about a millisecond (see the README's Configuration section), so only connectors that
-/// trust the bundle parse it.
+/// Parsed once per process and shared (OpenSSL 3 takes tens of microseconds per certificate:
+/// about 5 ms of CPU for the bundle on the development machine, release build), so only
+/// connectors that trust the bundle pay, once; [`preload_rds_ca_certificates`] moves even that
+/// off the cold start's critical path.
 ///
 /// # Errors
 /// [`DbError::Ca`] when the bundle does not parse or holds no certificate (a broken refresh).
 pub fn rds_ca_certificates() -> Result<Vec<native_tls::Certificate>, DbError> {
-    parse_ca_pem("the compiled-in RDS CA bundle", RDS_CA_BUNDLE)
+    static PARSED: std::sync::OnceLock<Result<Vec<native_tls::Certificate>, String>> =
+        std::sync::OnceLock::new();
+    PARSED
+        .get_or_init(|| {
+            parse_ca_pem(RDS_CA_ORIGIN, RDS_CA_BUNDLE).map_err(|error| match error {
+                DbError::Ca { reason, .. } => reason,
+                other => other.to_string(),
+            })
+        })
+        .clone()
+        .map_err(|reason| DbError::Ca {
+            path: RDS_CA_ORIGIN.to_owned(),
+            reason,
+        })
 }
+
+/// Starts parsing [`RDS_CA_BUNDLE`] on a background thread, so that it overlaps the cold
+/// start's Secrets Manager round trips; a later [`rds_ca_certificates`] waits for it (or
+/// parses itself if the thread could not start). Called by `crate::config` when a
+/// secret-configured connection without `HOOKLEDGER_DB_CA_FILE` will need the bundle.
+pub fn preload_rds_ca_certificates() {
+    let spawned = std::thread::Builder::new()
+        .name("rds-ca-parse".to_owned())
+        .spawn(|| {
+            let _ = rds_ca_certificates();
+        });
+    if let Err(error) = spawned {
+        tracing::debug!(%error, "cannot preload the RDS CA bundle; parsing it when needed");
+    }
+}
+
+const RDS_CA_ORIGIN: &str = "the compiled-in RDS CA bundle";
 
 fn parse_ca_pem(origin: &str, pem: &[u8]) -> Result<Vec<native_tls::Certificate>, DbError> {
     let ca_error = |reason: String| DbError::Ca {
