@@ -4,7 +4,7 @@ VENV := .venv-tools
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export SAM_CLI_TELEMETRY := 0
 
-.PHONY: demo run test migrate replay redrive inspect stuck sweep audit bench-sweep bench-load tools postgres build clean
+.PHONY: demo run test package migrate replay redrive inspect stuck sweep audit bench-sweep bench-load tools postgres build clean
 
 ## demo: set up, run the receiver under cargo-lambda on a throwaway PostgreSQL, deliver events/, print
 demo: tools postgres
@@ -18,6 +18,13 @@ run: tools postgres
 ## when the end-to-end tests number fewer than tests/minimum-e2e-tests)
 test: tools postgres
 	HOOKLEDGER_TOOLS_PYTHON=$(CURDIR)/$(VENV)/bin/python scripts/test.sh
+
+## package: every function crate built for Lambda (provided.al2023, glibc 2.34) with cargo-lambda
+## in one release build, zipped (<target dir>/lambda/<function>/bootstrap.zip), each bootstrap
+## checked to run there; prints the sizes. ARCH=arm64 (default) or ARCH=x86_64
+ARCH ?= arm64
+package: $(VENV)/.installed
+	ARCH=$(ARCH) scripts/package.sh
 
 # The operator CLI's wrappers need the database (and, except migrate, the sources) in the
 # environment, as the functions do.

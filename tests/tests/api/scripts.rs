@@ -1,6 +1,7 @@
 //! The shell logic behind `make demo`, `make run` and `make test`: `scripts/demo-lib.sh` (where
 //! the build lands, how the sources and the environment reach cargo lambda's emulator) and
-//! `scripts/check-test-log.sh` (when a test run counts as a pass).
+//! `scripts/check-test-log.sh` (when a test run counts as a pass); and, without building,
+//! `make package`: `scripts/package.sh`'s build command and `scripts/check-bootstrap.py`.
 
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
@@ -341,4 +342,207 @@ fn make_test_fails_on_ignored_tests_and_short_end_to_end_runs() {
     assert!(text.contains("no test ran"), "{text}");
     let (passed, text) = check_log(&cargo_log(ok, e2e, none), "sixty-four");
     assert!(!passed, "{text}");
+}
+
+/// Runs `scripts/package.sh --dry-run` (what `make package` would build, without building) with
+/// `arch` as ARCH (unset when None).
+fn package_dry_run(arch: Option<&str>) -> Output {
+    let mut command = Command::new("bash");
+    command
+        .arg(root().join("scripts/package.sh"))
+        .arg("--dry-run")
+        .current_dir(root());
+    match arch {
+        Some(arch) => command.env("ARCH", arch),
+        None => command.env_remove("ARCH"),
+    };
+    command.output().expect("bash runs")
+}
+
+#[test]
+fn make_package_builds_every_function_crate_at_once_for_al2023s_glibc() {
+    let syntax = Command::new("bash")
+        .args(["-n", "scripts/package.sh"])
+        .current_dir(root())
+        .output()
+        .expect("bash runs");
+    assert!(
+        syntax.status.success(),
+        "{}",
+        String::from_utf8_lossy(&syntax.stderr)
+    );
+
+    // Every functions/<crate> (found, not listed: a new function is packaged without editing
+    // the script), in ONE cargo lambda build, arm64 unless asked otherwise, pinned to glibc 2.34.
+    let mut crates: Vec<String> = std::fs::read_dir(root().join("functions"))
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter(|dir| dir.join("Cargo.toml").is_file())
+        .map(|dir| dir.file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
+    crates.sort();
+    assert!(crates.len() >= 5, "{crates:?}");
+    for (arch, target) in [
+        (None, "aarch64-unknown-linux-gnu.2.34"),
+        (Some("arm64"), "aarch64-unknown-linux-gnu.2.34"),
+        (Some("x86_64"), "x86_64-unknown-linux-gnu.2.34"),
+    ] {
+        let out = stdout(&package_dry_run(arch));
+        let builds: Vec<&str> = out
+            .lines()
+            .filter(|line| line.starts_with("cargo lambda build "))
+            .collect();
+        assert_eq!(builds.len(), 1, "{arch:?}: {out}");
+        let build = builds[0];
+        assert!(
+            build.contains("--release") && build.contains("--output-format zip"),
+            "{build}"
+        );
+        assert!(build.contains(&format!("--target {target} ")), "{build}");
+        for name in &crates {
+            assert!(build.contains(&format!(" -p {name}")), "{name}: {build}");
+            assert!(
+                out.lines()
+                    .any(|line| line.ends_with(&format!("/lambda/{name}/bootstrap.zip"))),
+                "{name}: {out}"
+            );
+        }
+    }
+
+    let refused = package_dry_run(Some("sparc"));
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("ARCH must be arm64"),
+        "{}",
+        String::from_utf8_lossy(&refused.stderr)
+    );
+}
+
+/// Runs `scripts/check-bootstrap.py` with `args`: (passed, stdout + stderr).
+fn check_bootstrap(args: &[&str]) -> (bool, String) {
+    let output = Command::new("python3")
+        .arg(root().join("scripts/check-bootstrap.py"))
+        .args(args)
+        .output()
+        .expect("python3 runs");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    (output.status.success(), text)
+}
+
+#[test]
+fn the_bootstrap_check_refuses_another_architecture_libssl_and_a_newer_glibc() {
+    // The host's /bin/true is a small dynamically linked glibc executable that needs only
+    // libc.so.6: what a bootstrap looks like, without building one.
+    let (host, other) = match std::env::consts::ARCH {
+        "aarch64" => ("arm64", "x86_64"),
+        _ => ("x86_64", "arm64"),
+    };
+    let scratch = Scratch::new("bootstrap-check");
+    let true_bin = std::fs::read("/bin/true").unwrap();
+    let plain = scratch.0.join("bootstrap");
+    std::fs::write(&plain, &true_bin).unwrap();
+    let plain = plain.to_str().unwrap();
+
+    let (passed, text) = check_bootstrap(&["--arch", host, "--max-glibc", "99.0", plain]);
+    assert!(passed, "{text}");
+    assert!(
+        text.contains("dynamically linked glibc") && text.contains("needs libc.so.6"),
+        "{text}"
+    );
+    // The highest GLIBC_x.y it reports is the one readelf finds, where binutils is installed.
+    let highest = text
+        .split("highest glibc symbol version GLIBC_")
+        .nth(1)
+        .and_then(|rest| rest.split([';', '\n']).next())
+        .unwrap_or_else(|| panic!("no glibc version in {text}"))
+        .to_owned();
+    if let Ok(readelf) = Command::new("readelf").args(["-V", plain]).output() {
+        let listing = String::from_utf8_lossy(&readelf.stdout);
+        let mut versions: Vec<Vec<u32>> = listing
+            .split_whitespace()
+            .filter_map(|word| word.strip_prefix("GLIBC_"))
+            .filter_map(|v| v.split('.').map(|n| n.parse().ok()).collect())
+            .collect();
+        versions.sort();
+        let expected: Vec<u32> = highest.split('.').map(|n| n.parse().unwrap()).collect();
+        assert_eq!(versions.last(), Some(&expected), "{listing}");
+    }
+
+    // A glibc newer than the runtime's: refused, naming the version.
+    let (passed, text) = check_bootstrap(&["--arch", host, "--max-glibc", "2.0", plain]);
+    assert!(!passed, "{text}");
+    assert!(
+        text.contains(&format!("needs GLIBC_{highest} > 2.0")),
+        "{text}"
+    );
+
+    // Built for the other architecture: refused.
+    let (passed, text) = check_bootstrap(&["--arch", other, "--max-glibc", "99.0", plain]);
+    assert!(!passed, "{text}");
+    assert!(text.contains(&format!("not {other}")), "{text}");
+
+    // The same binary made to need libssl.so (same length as libc.so.6): refused, OpenSSL
+    // must be static.
+    let needle = b"libc.so.6\0";
+    let mut patched = true_bin.clone();
+    let mut replaced = 0;
+    let mut i = 0;
+    while i + needle.len() <= patched.len() {
+        if &patched[i..i + needle.len()] == needle {
+            patched[i..i + needle.len()].copy_from_slice(b"libssl.so\0");
+            replaced += 1;
+        }
+        i += 1;
+    }
+    assert!(replaced > 0);
+    let ssl = scratch.0.join("ssl-bootstrap");
+    std::fs::write(&ssl, &patched).unwrap();
+    let (passed, text) =
+        check_bootstrap(&["--arch", host, "--max-glibc", "99.0", ssl.to_str().unwrap()]);
+    assert!(!passed, "{text}");
+    assert!(text.contains("links libssl.so"), "{text}");
+
+    // A zip is checked inside: exactly one executable `bootstrap`.
+    let zip = |name: &str, mode: &str| {
+        let path = scratch.0.join(name);
+        let made = Command::new("python3")
+            .args([
+                "-c",
+                "import sys, zipfile\n\
+                 z = zipfile.ZipFile(sys.argv[1], 'w')\n\
+                 i = zipfile.ZipInfo('bootstrap')\n\
+                 i.create_system = 3\n\
+                 i.external_attr = int(sys.argv[2], 8) << 16\n\
+                 z.writestr(i, open(sys.argv[3], 'rb').read())\n\
+                 z.close()",
+            ])
+            .arg(&path)
+            .arg(mode)
+            .arg(plain)
+            .status()
+            .expect("python3 runs");
+        assert!(made.success());
+        path.to_str().unwrap().to_owned()
+    };
+    let (passed, text) = check_bootstrap(&[
+        "--arch",
+        host,
+        "--max-glibc",
+        "99.0",
+        &zip("ok.zip", "100755"),
+    ]);
+    assert!(passed, "{text}");
+    let (passed, text) = check_bootstrap(&[
+        "--arch",
+        host,
+        "--max-glibc",
+        "99.0",
+        &zip("not-executable.zip", "100644"),
+    ]);
+    assert!(!passed, "{text}");
+    assert!(text.contains("not executable"), "{text}");
 }

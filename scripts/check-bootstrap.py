@@ -1,0 +1,235 @@
+#!/usr/bin/env python3
+"""Checks that a Lambda bootstrap (or a bootstrap.zip) can run on provided.al2023.
+
+Reads the ELF file itself (no readelf needed: only Python's standard library), 64-bit
+little-endian only (x86_64 and arm64 Lambda):
+
+- the ELF machine is the architecture asked for (x86_64 = EM_X86_64, arm64 = EM_AARCH64);
+- it is static, or dynamically linked only against libraries every al2023 image has: glibc's
+  own (libc.so.6, libm.so.6, libpthread.so.0, libdl.so.2, librt.so.1, libutil.so.1, the
+  ld-linux loader) and libgcc_s.so.1 (Rust's unwinder); never libssl/libcrypto (OpenSSL is
+  vendored and linked statically) nor anything else;
+- its interpreter is the architecture's glibc loader;
+- the highest GLIBC_x.y symbol version it needs is at most --max-glibc (al2023: 2.34);
+- for a zip: it holds exactly one file, `bootstrap`, with its executable bits set.
+
+Prints one line per file; exits 1 when any check fails, 2 on bad usage or an unreadable file.
+"""
+
+import argparse
+import io
+import re
+import struct
+import sys
+import zipfile
+
+MACHINES = {"x86_64": 62, "arm64": 183}
+MACHINE_NAMES = {62: "x86_64", 183: "arm64 (aarch64)", 3: "x86 (i386)", 40: "arm (32-bit)"}
+INTERPRETERS = {
+    "x86_64": {"/lib64/ld-linux-x86-64.so.2", "/lib/ld-linux-x86-64.so.2"},
+    "arm64": {"/lib/ld-linux-aarch64.so.1", "/lib64/ld-linux-aarch64.so.1"},
+}
+# What al2023's base image (and so the provided.al2023 runtime) has: glibc and libgcc.
+ALLOWED = {
+    "libc.so.6",
+    "libm.so.6",
+    "libgcc_s.so.1",
+    "libpthread.so.0",
+    "libdl.so.2",
+    "librt.so.1",
+    "libutil.so.1",
+    "ld-linux-x86-64.so.2",
+    "ld-linux-aarch64.so.1",
+}
+
+PT_LOAD, PT_DYNAMIC, PT_INTERP = 1, 2, 3
+DT_NULL, DT_NEEDED, DT_STRTAB, DT_STRSZ = 0, 1, 5, 10
+DT_VERNEED, DT_VERNEEDNUM = 0x6FFFFFFE, 0x6FFFFFFF
+
+
+class ElfError(Exception):
+    """The file is not an ELF file this checker reads."""
+
+
+def _cstr(data, offset):
+    end = data.find(b"\0", offset)
+    if end < 0:
+        raise ElfError(f"unterminated string at {offset:#x}")
+    return data[offset:end].decode("utf-8", "replace")
+
+
+def parse(data):
+    """The facts the checks need: machine, type, interpreter, NEEDED libraries, and the
+    symbol versions required from each library (.gnu.version_r, read through the dynamic
+    segment, so a stripped binary works too)."""
+    if data[:4] != b"\x7fELF":
+        raise ElfError("not an ELF file")
+    if data[4] != 2 or data[5] != 1:
+        raise ElfError("not a 64-bit little-endian ELF file")
+    e_type, e_machine = struct.unpack_from("<HH", data, 16)
+    (e_phoff,) = struct.unpack_from("<Q", data, 32)
+    e_phentsize, e_phnum = struct.unpack_from("<HH", data, 54)
+    segments = []
+    for i in range(e_phnum):
+        p_type, _flags, p_offset, p_vaddr, _paddr, p_filesz, _memsz, _align = struct.unpack_from(
+            "<IIQQQQQQ", data, e_phoff + i * e_phentsize
+        )
+        segments.append((p_type, p_offset, p_vaddr, p_filesz))
+
+    def file_offset(vaddr):
+        for p_type, p_offset, p_vaddr, p_filesz in segments:
+            if p_type == PT_LOAD and p_vaddr <= vaddr < p_vaddr + p_filesz:
+                return vaddr - p_vaddr + p_offset
+        raise ElfError(f"address {vaddr:#x} is in no loaded segment")
+
+    info = {
+        "machine": e_machine,
+        "pie": e_type == 3,
+        "interpreter": None,
+        "dynamic": False,
+        "needed": [],
+        "versions": {},
+    }
+    for p_type, p_offset, _vaddr, p_filesz in segments:
+        if p_type == PT_INTERP:
+            info["interpreter"] = _cstr(data[p_offset : p_offset + p_filesz], 0)
+        if p_type != PT_DYNAMIC:
+            continue
+        info["dynamic"] = True
+        tags = []
+        for off in range(p_offset, p_offset + p_filesz, 16):
+            d_tag, d_val = struct.unpack_from("<qQ", data, off)
+            if d_tag == DT_NULL:
+                break
+            tags.append((d_tag, d_val))
+        values = dict(tags)
+        if DT_STRTAB not in values:
+            continue
+        strtab = file_offset(values[DT_STRTAB])
+        info["needed"] = [_cstr(data, strtab + v) for t, v in tags if t == DT_NEEDED]
+        if DT_VERNEED in values:
+            off = file_offset(values[DT_VERNEED])
+            for _ in range(values.get(DT_VERNEEDNUM, 0)):
+                _ver, vn_cnt, vn_file, vn_aux, vn_next = struct.unpack_from("<HHIII", data, off)
+                names = info["versions"].setdefault(_cstr(data, strtab + vn_file), [])
+                aux = off + vn_aux
+                for _ in range(vn_cnt):
+                    _hash, _vflags, _other, vna_name, vna_next = struct.unpack_from("<IHHII", data, aux)
+                    names.append(_cstr(data, strtab + vna_name))
+                    if not vna_next:
+                        break
+                    aux += vna_next
+                if not vn_next:
+                    break
+                off += vn_next
+    return info
+
+
+def version_key(text):
+    return tuple(int(part) for part in text.split("."))
+
+
+def glibc_versions(info):
+    found = set()
+    for names in info["versions"].values():
+        for name in names:
+            m = re.fullmatch(r"GLIBC_(\d+(?:\.\d+)+)", name)
+            if m:
+                found.add(m.group(1))
+    return sorted(found, key=version_key)
+
+
+def check(data, arch, max_glibc):
+    """(problems, description) for one bootstrap's bytes."""
+    info = parse(data)
+    problems = []
+    want = MACHINES[arch]
+    if info["machine"] != want:
+        got = MACHINE_NAMES.get(info["machine"], f"e_machine {info['machine']}")
+        problems.append(f"built for {got}, not {arch}")
+    needed = info["needed"]
+    for lib in needed:
+        if re.match(r"lib(ssl|crypto)\.so", lib):
+            problems.append(f"links {lib} (OpenSSL must be vendored and static)")
+        elif lib not in ALLOWED:
+            problems.append(f"links {lib}, which al2023's base image does not have")
+    interp = info["interpreter"]
+    if interp is not None and interp not in INTERPRETERS[arch]:
+        problems.append(f"interpreter {interp} is not {arch}'s glibc loader")
+    versions = glibc_versions(info)
+    highest = versions[-1] if versions else None
+    if highest and version_key(highest) > version_key(max_glibc):
+        newer = [v for v in versions if version_key(v) > version_key(max_glibc)]
+        problems.append(
+            f"needs GLIBC_{highest} > {max_glibc} (symbols versioned {', '.join('GLIBC_' + v for v in newer)})"
+        )
+
+    if interp is None and not needed:
+        kind = "static executable" + (" (static-pie)" if info["pie"] else "")
+    else:
+        kind = "dynamically linked glibc " + ("PIE executable" if info["pie"] else "executable")
+        kind += f", interpreter {interp}" if interp else ", no interpreter"
+    parts = [f"ELF 64-bit {MACHINE_NAMES.get(info['machine'], info['machine'])}", kind]
+    if needed:
+        parts.append("needs " + " ".join(needed))
+    parts.append(f"highest glibc symbol version GLIBC_{highest}" if highest else "no glibc symbol versions")
+    others = sorted({n for names in info["versions"].values() for n in names if not n.startswith("GLIBC_")})
+    if others:
+        parts.append("also " + " ".join(others))
+    ssl = re.search(rb"OpenSSL (\d+\.\d+\.\d+)", data)
+    if ssl:
+        parts.append(f"OpenSSL {ssl.group(1).decode()} compiled in")
+    return problems, "; ".join(parts)
+
+
+def read_target(path):
+    """The bootstrap's bytes, and problems with its packaging (for a zip)."""
+    with open(path, "rb") as f:
+        data = f.read()
+    if data[:4] != b"PK\x03\x04":
+        return data, []
+    problems = []
+    with zipfile.ZipFile(io.BytesIO(data)) as z:
+        names = z.namelist()
+        if names != ["bootstrap"]:
+            problems.append(f"zip holds {names}, not just bootstrap")
+        if "bootstrap" not in names:
+            return None, problems
+        entry = z.getinfo("bootstrap")
+        mode = entry.external_attr >> 16
+        if entry.create_system != 3 or mode & 0o111 != 0o111:
+            problems.append(f"bootstrap in the zip is not executable (mode {mode:o})")
+        return z.read("bootstrap"), problems
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--arch", required=True, choices=sorted(MACHINES))
+    ap.add_argument("--max-glibc", default="2.34", help="highest GLIBC_x.y allowed (al2023: 2.34)")
+    ap.add_argument("files", nargs="+", metavar="FILE", help="a bootstrap or a bootstrap.zip")
+    args = ap.parse_args(argv)
+    if not re.fullmatch(r"\d+(\.\d+)+", args.max_glibc):
+        ap.error(f"--max-glibc {args.max_glibc!r} is not a version like 2.34")
+    failed = False
+    for path in args.files:
+        try:
+            data, problems = read_target(path)
+            description = ""
+            if data is not None:
+                more, description = check(data, args.arch, args.max_glibc)
+                problems += more
+        except (OSError, ElfError, zipfile.BadZipFile, struct.error) as e:
+            print(f"{path}: cannot read: {e}", file=sys.stderr)
+            return 2
+        if problems:
+            failed = True
+            print(f"FAIL {path}: {description}")
+            for p in problems:
+                print(f"  - {p}")
+        else:
+            print(f"ok   {path}: {description}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
