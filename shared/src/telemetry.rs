@@ -384,7 +384,7 @@ pub fn delivery_document(
 }
 
 /// Emits the per-delivery metrics ([`delivery_document`], timestamped now) as one EMF line on
-/// stdout, and a debug tracing event `emf_metric = "deliveries"` (source, outcome,
+/// stdout, and a debug tracing event `emf_metric = "deliveries"` (source, `emf_outcome`,
 /// `latency_ms`). `source` must be a configured source's name or [`UNKNOWN_SOURCE`]; `outcome`
 /// one of the receive path's fixed outcome names (so the dimensions stay bounded).
 pub fn emit_delivery(source: &str, outcome: &str, latency: Duration) {
@@ -393,7 +393,8 @@ pub fn emit_delivery(source: &str, outcome: &str, latency: Duration) {
     tracing::debug!(
         emf_metric = MetricName::Deliveries.as_str(),
         source,
-        outcome,
+        // Not `outcome`: that field names the `delivery` log lines.
+        emf_outcome = outcome,
         value = 1u64,
         latency_ms = document[MetricName::DeliveryLatency.as_str()].as_u64(),
         "metric counted"
@@ -561,7 +562,8 @@ mod tests {
         );
         // What a delivery adds to stdout (CloudWatch Logs ingestion is billed by the byte):
         // the line plus its newline, here with a 15-character source.
-        assert!(line.len() + 1 <= 320, "{} bytes: {line}", line.len() + 1);
+        let bytes = line.len() + 1;
+        assert!(bytes <= 320, "{bytes} bytes: {line}");
     }
 
     #[test]

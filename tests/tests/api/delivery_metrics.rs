@@ -18,7 +18,7 @@ fn deliveries(logs: &Captured) -> BTreeMap<(String, String), usize> {
         assert!(line["latency_ms"].is_u64(), "{line}");
         let key = (
             line["source"].as_str().unwrap().to_owned(),
-            line["outcome"].as_str().unwrap().to_owned(),
+            line["emf_outcome"].as_str().unwrap().to_owned(),
         );
         *counted.entry(key).or_default() += 1;
     }
@@ -70,7 +70,7 @@ async fn every_delivery_is_counted_once_by_source_and_outcome() {
     let counted: Vec<String> = logs
         .with("emf_metric", "deliveries")
         .iter()
-        .map(|line| line["outcome"].as_str().unwrap().to_owned())
+        .map(|line| line["emf_outcome"].as_str().unwrap().to_owned())
         .collect();
     assert_eq!(logged, counted);
 }
