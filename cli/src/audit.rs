@@ -162,7 +162,13 @@ fn summary(report: &AuditReport) -> String {
                         .unwrap_or_default()
                 ),
             ),
-            ("past retention", audit.past_retention.to_string()),
+            (
+                "past retention",
+                format!(
+                    "{} ({} over an hour past)",
+                    audit.past_retention, audit.past_retention_overdue
+                ),
+            ),
         ];
         for (label, value) in rows {
             text.push_str(&format!("  {label:<18} {value}\n"));

@@ -9,6 +9,7 @@
 //! | `stuck_oldest_age` | Seconds | the oldest of them: since `claimed_at` (a claim) or `lease_expires_at` (a lease); 0 when none |
 //! | `oldest_key_age` | Seconds | the oldest key still in the ledger (any status); absent when the source has none |
 //! | `past_retention` | Count | keys the sweeper should have deleted: `completed` claimed before the retention cutoff plus `dead` dead before the dead-letter cutoff |
+//! | `past_retention_overdue` | Count | the same, more than [`SWEEP_GRACE`] (an hour) past the cutoffs: keys a sweeper running every five minutes would have deleted; nonzero means the sweep stalled or falls behind |
 //! | `dead_letters` | Count | `dead` rows |
 //! | `dead_letters_new` | Count | rows that went dead since the last recorded run |
 //! | `dead_letter_oldest_age` | Seconds | since the oldest `dead_at`; 0 when none |
@@ -57,7 +58,7 @@ use crate::config::{AuditSettings, Sources};
 use crate::ledger::audit as sql;
 use crate::ledger::sweep::{oldest_key, outbox_sources_present, sources_present};
 use crate::ledger::{Connection, LedgerError};
-use crate::telemetry::{rfc3339, Metric};
+use crate::telemetry::{rfc3339, Metric, MetricName};
 
 /// The most rows any one count reads; a count this high is reported as capped ("at least").
 pub const CAP: u64 = 100_000;
@@ -70,6 +71,12 @@ pub const IDLE_PIDS_LOGGED: usize = 50;
 
 /// What the first run counts "since the last run" over: the five minutes before it.
 pub const FIRST_RUN_WINDOW: Duration = Duration::from_secs(300);
+
+/// How long past its cutoff a key may still be in the ledger before it counts in
+/// `past_retention_overdue`: twelve of the sweeper's five-minute periods. `past_retention`
+/// itself is rarely 0 under steady traffic (keys keep expiring between two sweeps), so it
+/// cannot tell a late sweep from a stalled one; this figure can.
+pub const SWEEP_GRACE: Duration = Duration::from_secs(3600);
 
 /// The dimension value of database-wide metrics (no source name can be `*`).
 pub const DATABASE_DIMENSION: &str = "*";
@@ -119,6 +126,8 @@ pub struct SourceAudit {
     pub oldest_key_too_young: bool,
     /// Completed keys past retention plus dead letters past dead-letter retention, still there.
     pub past_retention: u64,
+    /// The part of `past_retention` more than [`SWEEP_GRACE`] past its cutoff.
+    pub past_retention_overdue: u64,
     /// Dead letters.
     pub dead_letters: u64,
     /// Dead letters added since the last recorded run.
@@ -151,30 +160,37 @@ pub struct SourceAudit {
 
 impl SourceAudit {
     /// The source's EMF metrics (see the module's table), in a fixed order.
-    pub fn metrics(&self) -> Vec<Metric<'static>> {
+    pub fn metrics(&self) -> Vec<Metric> {
         let mut metrics = vec![
-            Metric::count("stuck_claims", self.stuck_claims),
-            Metric::seconds("stuck_oldest_age", self.stuck_oldest_age),
+            Metric::new(MetricName::StuckClaims, self.stuck_claims),
+            Metric::new(MetricName::StuckOldestAge, self.stuck_oldest_age),
         ];
         if let Some(age) = self.oldest_key_age {
-            metrics.push(Metric::seconds("oldest_key_age", age));
+            metrics.push(Metric::new(MetricName::OldestKeyAge, age));
         }
         metrics.extend([
-            Metric::count("past_retention", self.past_retention),
-            Metric::count("dead_letters", self.dead_letters),
-            Metric::count("dead_letters_new", self.dead_letters_new),
-            Metric::seconds("dead_letter_oldest_age", self.dead_letter_oldest_age),
-            Metric::count("ordering_ties_new", self.ordering_ties_new),
-            Metric::count("backlog_due", self.backlog_due),
-            Metric::seconds("backlog_oldest_age", self.backlog_oldest_age),
-            Metric::count("outbox_backlog", self.outbox_backlog),
-            Metric::seconds("outbox_backlog_oldest_age", self.outbox_backlog_oldest_age),
-            Metric::count("outbox_dead", self.outbox_dead),
-            Metric::count("outbox_dead_new", self.outbox_dead_new),
-            Metric::seconds("outbox_dead_oldest_age", self.outbox_dead_oldest_age),
+            Metric::new(MetricName::PastRetention, self.past_retention),
+            Metric::new(
+                MetricName::PastRetentionOverdue,
+                self.past_retention_overdue,
+            ),
+            Metric::new(MetricName::DeadLetters, self.dead_letters),
+            Metric::new(MetricName::DeadLettersNew, self.dead_letters_new),
+            Metric::new(MetricName::DeadLetterOldestAge, self.dead_letter_oldest_age),
+            Metric::new(MetricName::OrderingTiesNew, self.ordering_ties_new),
+            Metric::new(MetricName::BacklogDue, self.backlog_due),
+            Metric::new(MetricName::BacklogOldestAge, self.backlog_oldest_age),
+            Metric::new(MetricName::OutboxBacklog, self.outbox_backlog),
+            Metric::new(
+                MetricName::OutboxBacklogOldestAge,
+                self.outbox_backlog_oldest_age,
+            ),
+            Metric::new(MetricName::OutboxDead, self.outbox_dead),
+            Metric::new(MetricName::OutboxDeadNew, self.outbox_dead_new),
+            Metric::new(MetricName::OutboxDeadOldestAge, self.outbox_dead_oldest_age),
         ]);
         if self.expected_interval_secs.is_some() {
-            metrics.push(Metric::count("source_quiet", u64::from(self.quiet)));
+            metrics.push(Metric::new(MetricName::SourceQuiet, u64::from(self.quiet)));
         }
         metrics
     }
@@ -212,8 +228,8 @@ impl AuditReport {
             .collect()
     }
 
-    fn metric_sets(&self) -> Vec<(&str, Vec<Metric<'static>>)> {
-        let mut sets: Vec<(&str, Vec<Metric<'static>>)> = self
+    fn metric_sets(&self) -> Vec<(&str, Vec<Metric>)> {
+        let mut sets: Vec<(&str, Vec<Metric>)> = self
             .sources
             .iter()
             .map(|(source, audit)| (source.as_str(), audit.metrics()))
@@ -221,12 +237,12 @@ impl AuditReport {
         sets.push((
             DATABASE_DIMENSION,
             vec![
-                Metric::count(
-                    "idle_in_transaction_sessions",
+                Metric::new(
+                    MetricName::IdleInTransactionSessions,
                     self.idle_in_transaction.sessions,
                 ),
-                Metric::seconds(
-                    "idle_in_transaction_longest",
+                Metric::new(
+                    MetricName::IdleInTransactionLongest,
                     self.idle_in_transaction.longest_secs,
                 ),
             ],
@@ -393,6 +409,17 @@ async fn audit_in_transaction(
             cap,
         )
         .await?;
+        let overdue_at = now
+            .checked_sub(SWEEP_GRACE)
+            .unwrap_or(SystemTime::UNIX_EPOCH);
+        let (completed_overdue, dead_overdue) = sql::past_retention(
+            conn,
+            &name,
+            retention.completed_cutoff(overdue_at),
+            retention.dead_cutoff(overdue_at),
+            cap,
+        )
+        .await?;
         let dead = sql::dead_letters(conn, &name, since, now, cap).await?;
         let outbox_dead = sql::outbox_dead(conn, &name, since, now, cap).await?;
         let outbox = outbox_backlog.get(&name).copied();
@@ -416,6 +443,10 @@ async fn audit_in_transaction(
             ("stuck_claims", stuck_claims),
             ("backlog_due", backlog_due),
             ("past_retention", completed_past.max(dead_past)),
+            (
+                "past_retention_overdue",
+                completed_overdue.max(dead_overdue),
+            ),
             ("dead_letters", dead.total),
             ("dead_letters_new", dead.new),
             ("outbox_backlog", outbox_count),
@@ -441,6 +472,7 @@ async fn audit_in_transaction(
                     (Some(age), Some(horizon)) if age < horizon.as_secs()
                 ),
                 past_retention: completed_past + dead_past,
+                past_retention_overdue: completed_overdue + dead_overdue,
                 dead_letters: dead.total,
                 dead_letters_new: dead.new,
                 dead_letter_oldest_age: dead.oldest.map_or(0, |at| age(now, at)),

@@ -160,7 +160,7 @@ pub async fn advance(
         metric = "ordering_tie",
         "two events carry the same version: recorded in ordering_tie for the handler to resolve"
     );
-    crate::telemetry::count("ordering_tie", entity.source, 1);
+    crate::telemetry::count(crate::telemetry::MetricName::OrderingTie, entity.source, 1);
     Ok(Advance::Tie {
         applied_event_id: current_event,
     })

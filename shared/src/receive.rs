@@ -40,6 +40,7 @@ use crate::extract::{extract, Extracted};
 use crate::handlers::{apply, fatal_body, ApplyError, Event, Registry, FATAL_STATUS};
 use crate::ledger::{self, Accept, Claim, Expiry, NewEvent};
 use crate::sources_refresh::LiveSources;
+use crate::telemetry::{MetricName, UNKNOWN_SOURCE};
 
 /// Seconds a provider is asked to wait before retrying an in-flight duplicate.
 pub const RETRY_AFTER_SECS: u32 = 5;
@@ -129,8 +130,9 @@ impl Receiver {
             detail: None,
         };
         let reply = self.decide(&mut trace, source, headers, body, now).await;
+        let elapsed = started.elapsed();
         // Microsecond resolution is plenty for a log line.
-        let latency_ms = (started.elapsed().as_secs_f64() * 1e6).round() / 1e3;
+        let latency_ms = (elapsed.as_secs_f64() * 1e6).round() / 1e3;
         let event_id = trace.event_id.as_deref().unwrap_or("");
         let event_type = trace.event_type.as_deref().unwrap_or("");
         if reply.status >= 500 || reply.outcome == "digest_mismatch" {
@@ -167,7 +169,20 @@ impl Receiver {
                 "delivery"
             );
         }
+        self.count_delivery(source, reply.outcome, elapsed);
         reply
+    }
+
+    /// The per-delivery metrics (`deliveries`, `delivery_latency` by source and outcome), with
+    /// an unconfigured source counted as [`UNKNOWN_SOURCE`]: the path segment is the sender's
+    /// choice, and every distinct dimension value would be a new custom metric.
+    fn count_delivery(&self, source: &str, outcome: &str, latency: std::time::Duration) {
+        let source = if self.sources.get(source).is_some() {
+            source
+        } else {
+            UNKNOWN_SOURCE
+        };
+        crate::telemetry::emit_delivery(source, outcome, latency);
     }
 
     /// Refuses a delivery the transport could not read (e.g. a body flagged base64 that does
@@ -184,6 +199,7 @@ impl Receiver {
             reason,
             "delivery"
         );
+        self.count_delivery(source, outcome, std::time::Duration::ZERO);
         reply
     }
 
@@ -227,7 +243,7 @@ impl Receiver {
             Ok(verified) => trace.key_index = Some(verified.key_index),
             Err(error) => {
                 trace.detail = Some(format!("{error:?}"));
-                crate::telemetry::count("signature_failed", source, 1);
+                crate::telemetry::count(MetricName::SignatureFailed, source, 1);
                 return Reply::error(401, "unauthorized", error.reason());
             }
         }
@@ -377,7 +393,7 @@ impl Receiver {
                 if reply.outcome == "digest_mismatch" {
                     trace.detail =
                         Some("stored payload identity differs from this body's".to_owned());
-                    crate::telemetry::count("digest_mismatch", source, 1);
+                    crate::telemetry::count(MetricName::DigestMismatch, source, 1);
                 }
                 reply
             }
@@ -473,7 +489,7 @@ impl Receiver {
             error = chain.as_str(),
             "handler failed fatally: the event is kept dead for an operator to fix and re-drive"
         );
-        crate::telemetry::count("handler_fatal", new_event.source, 1);
+        crate::telemetry::count(MetricName::HandlerFatal, new_event.source, 1);
         let body = fatal_body();
         match ledger::record_dead(conn, new_event, &chain, FATAL_STATUS, &body, expiry).await? {
             Some(stored) => Ok(Reply {
@@ -532,7 +548,7 @@ impl Receiver {
                 %error,
                 "doorbell failed; the worker's schedule will drain the event"
             );
-            crate::telemetry::count("doorbell_failed", event.source, 1);
+            crate::telemetry::count(MetricName::DoorbellFailed, event.source, 1);
         }
     }
 
@@ -561,7 +577,7 @@ impl Receiver {
                     metric = "shadow_duplicate",
                     "shadow mode processed a duplicate that enforcement would skip"
                 );
-                crate::telemetry::count("shadow_duplicate", event.source, 1);
+                crate::telemetry::count(MetricName::ShadowDuplicate, event.source, 1);
             }
             Err(error) => tracing::warn!(
                 source = event.source,

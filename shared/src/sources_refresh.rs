@@ -328,7 +328,7 @@ impl LiveSources {
         }
         gate.last_read = Some(now);
         refresher.reads.fetch_add(1, Ordering::SeqCst);
-        crate::telemetry::count("secrets_refreshed", trigger, 1);
+        crate::telemetry::count(crate::telemetry::MetricName::SecretsRefreshed, trigger, 1);
         let from = refresher.from.kind();
         let text = match tokio::time::timeout(REFRESH_TIMEOUT, refresher.from.read()).await {
             Ok(Ok(text)) => text,

@@ -234,7 +234,7 @@ impl SweepReport {
             );
         }
         for (source, rows) in &self.deleted_by_source {
-            crate::telemetry::count("swept", source, *rows);
+            crate::telemetry::count(crate::telemetry::MetricName::Swept, source, *rows);
         }
     }
 }

@@ -375,7 +375,7 @@ impl Worker {
                     metric = "lease_lost",
                     "completion refused: the lease expired and another worker took the event over"
                 );
-                crate::telemetry::count("lease_lost", &leased.source, 1);
+                crate::telemetry::count(crate::telemetry::MetricName::LeaseLost, &leased.source, 1);
                 return Ok(Processed::Lost);
             }
             Attempt::Failed(error) => {

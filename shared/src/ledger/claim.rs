@@ -350,7 +350,11 @@ pub(crate) async fn retake_expired(
         metric = "expired_key_reclaimed",
         "a key past its retention is claimed again as a new event (as if it had been swept)"
     );
-    crate::telemetry::count("expired_key_reclaimed", event.source, 1);
+    crate::telemetry::count(
+        crate::telemetry::MetricName::ExpiredKeyReclaimed,
+        event.source,
+        1,
+    );
     let digest: &[u8] = event.digest;
     let identity: &[u8] = event.identity;
     let status = row.status.as_str();

@@ -24,8 +24,9 @@
 //!
 //! Logs one line per dispatch (`outbox dispatch`: source, event_id, n, target, attempt,
 //! outcome, status, latency_ms, and error when it failed; never the payload) and one EMF line
-//! per source and step with the counts `outbox_delivered`, `outbox_retried`, `outbox_dead`,
-//! `outbox_lost` that are not zero.
+//! per source and step with the counts `outbox_delivered`, `outbox_retried`,
+//! `outbox_dead_lettered`, `outbox_lost` that are not zero (the auditor's `outbox_dead` is the
+//! total of dead messages, a different figure).
 
 use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime};
@@ -36,7 +37,7 @@ use serde::Serialize;
 use super::{DispatchError, Dispatched, Target};
 use crate::config::{SourceConfig, DEFAULT_MAX_ATTEMPTS};
 use crate::ledger::outbox::{self as sql, Leased, Outcome};
-use crate::telemetry::Metric;
+use crate::telemetry::{Metric, MetricName};
 use crate::work::{backoff, WorkError, Worker};
 
 /// What one drain did with the outbox; part of [`crate::work::Summary`].
@@ -177,16 +178,16 @@ impl Worker {
             log(leased, outcome, *latency, recorded);
         }
         for (source, counts) in per_source {
-            let metrics: Vec<Metric<'_>> = [
-                "outbox_delivered",
-                "outbox_retried",
-                "outbox_dead",
-                "outbox_lost",
+            let metrics: Vec<Metric> = [
+                MetricName::OutboxDelivered,
+                MetricName::OutboxRetried,
+                MetricName::OutboxDeadLettered,
+                MetricName::OutboxLost,
             ]
-            .iter()
+            .into_iter()
             .zip(counts)
             .filter(|(_, n)| *n > 0)
-            .map(|(name, n)| Metric::count(name, n))
+            .map(|(name, n)| Metric::new(name, n))
             .collect();
             crate::telemetry::emit_metrics(source, &metrics);
         }

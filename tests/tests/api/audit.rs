@@ -138,6 +138,7 @@ fn quiet_default(audit: &SourceAudit) -> SourceAudit {
         stuck_claims: 0,
         stuck_oldest_age: 0,
         past_retention: 0,
+        past_retention_overdue: 0,
         dead_letters: 0,
         dead_letters_new: 0,
         dead_letter_oldest_age: 0,
@@ -325,6 +326,7 @@ async fn audit_figures_on_a_seeded_ledger_equal_hand_computed_values() {
             retention_secs: 30 * DAY as u64,
             oldest_key_too_young: false,
             past_retention: 2,
+            past_retention_overdue: 2,
             dead_letters: 3,
             dead_letters_new: 1,
             dead_letter_oldest_age: 91 * DAY as u64,
@@ -383,6 +385,7 @@ async fn audit_figures_on_a_seeded_ledger_equal_hand_computed_values() {
             oldest_key_too_young: false,
             // The completed key past 30 days; the dead one (10 days) is within 90.
             past_retention: 1,
+            past_retention_overdue: 1,
             dead_letters: 1,
             dead_letter_oldest_age: 10 * DAY as u64,
             expected_interval_secs: None,
@@ -406,6 +409,94 @@ async fn audit_figures_on_a_seeded_ledger_equal_hand_computed_values() {
         .unwrap()
         .get(0);
     assert_eq!(last, at(0));
+}
+
+/// `past_retention` is rarely 0 under steady traffic (keys expire between two sweeps), so the
+/// retention alarm reads `past_retention_overdue`: only keys more than `SWEEP_GRACE` (an hour)
+/// past their cutoff, which a sweeper running every five minutes would have deleted.
+#[tokio::test]
+async fn keys_an_hour_past_retention_are_overdue_and_keys_just_past_it_are_not() {
+    let app = spawn_app().await;
+    let grace = shared::audit::SWEEP_GRACE.as_secs() as i64;
+    assert_eq!(grace, HOUR);
+    // stripe keeps completed keys 30 days and dead letters 90 days.
+    seed(
+        &app,
+        "stripe",
+        "just",
+        "completed",
+        -30 * DAY - 10 * MINUTE,
+        None,
+        None,
+        None,
+    )
+    .await;
+    seed(
+        &app,
+        "stripe",
+        "late",
+        "completed",
+        -30 * DAY - 2 * HOUR,
+        None,
+        None,
+        None,
+    )
+    .await;
+    seed(
+        &app,
+        "stripe",
+        "kept",
+        "completed",
+        -29 * DAY,
+        None,
+        None,
+        None,
+    )
+    .await;
+    seed(
+        &app,
+        "stripe",
+        "dead-just",
+        "dead",
+        -DAY,
+        None,
+        None,
+        Some(-90 * DAY - MINUTE),
+    )
+    .await;
+    seed(
+        &app,
+        "stripe",
+        "dead-late",
+        "dead",
+        -DAY,
+        None,
+        None,
+        Some(-90 * DAY - 2 * HOUR),
+    )
+    .await;
+    let report = audit(
+        &app,
+        &sources_with_intervals(),
+        &AuditSettings::default(),
+        0,
+    )
+    .await;
+    let stripe = &report.sources["stripe"];
+    assert_eq!(
+        (stripe.past_retention, stripe.past_retention_overdue),
+        (4, 2),
+        "{stripe:?}"
+    );
+    let metric = |name: &str| {
+        stripe
+            .metrics()
+            .iter()
+            .find(|m| m.name == name)
+            .map(|m| m.value)
+    };
+    assert_eq!(metric("past_retention"), Some(4));
+    assert_eq!(metric("past_retention_overdue"), Some(2));
 }
 
 #[tokio::test]
@@ -569,6 +660,7 @@ async fn audit_emf_is_valid_embedded_metric_format() {
                 "stuck_claims",
                 "stuck_oldest_age",
                 "past_retention",
+                "past_retention_overdue",
                 "dead_letters",
                 "dead_letters_new",
                 "dead_letter_oldest_age",

@@ -605,8 +605,23 @@ async fn a_target_answering_400_kills_the_message_at_once_with_its_status() {
     shop.deliver("shop", "msg_refused", "order.paid").await;
     shop.server
         .then(Answer::Status(400, vec![], "unknown order schema"));
+    let (logs, guard) = capture_logs();
     let summary = shop.drain_at(soon()).await;
+    drop(guard);
     assert_eq!(summary.outbox.dead, 1, "{summary:?}");
+    // Counted as `outbox_dead_lettered`, not under the auditor's `outbox_dead` (a total of dead
+    // messages: one name for both would mix a gauge and a counter in one CloudWatch metric).
+    let counted = logs.with("emf_metric", "outbox_dead_lettered");
+    assert_eq!(counted.len(), 1, "{}", logs.text());
+    assert_eq!(
+        (&counted[0]["source"], &counted[0]["value"]),
+        (&"shop".into(), &1.into())
+    );
+    assert!(
+        logs.with("emf_metric", "outbox_dead").is_empty(),
+        "{}",
+        logs.text()
+    );
     let message = &shop.messages("msg_refused").await[0];
     assert_eq!(
         (

@@ -1,0 +1,726 @@
+//! template.yaml against the workspace: (a) one `AWS::Serverless::Function` per function crate
+//! and no other, (b) every hookledger metric an alarm or the dashboard names is in
+//! `shared::telemetry::REGISTRY` (same string, same dimensions), (c) each function's IAM
+//! actions are exactly the expected set, with no `*` resource on secrets or functions. No
+//! database.
+//!
+//! The template is read by cfn-lint's decoder (`cfnlint.decode.cfn_yaml`, in the tools venv as
+//! a dependency of the SAM CLI) through `HOOKLEDGER_TOOLS_PYTHON`: it is how AWS's own linter
+//! reads CloudFormation YAML, and it turns every short-form tag (`!Ref`, `!Sub`, `!GetAtt`,
+//! `!If`, ...) into the long form (`{"Ref": ..}`, `{"Fn::Sub": ..}`), so the checks below see
+//! plain JSON. `HOOKLEDGER_TEMPLATE` names another template file to check (e.g. a merge
+//! candidate); the default is the repository's template.yaml.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+use shared::telemetry::{MetricName, METRIC_NAMESPACE};
+
+/// The template as JSON, read by cfn-lint's decoder.
+fn decode(path: &Path) -> Value {
+    let python = std::env::var("HOOKLEDGER_TOOLS_PYTHON").expect(
+        "HOOKLEDGER_TOOLS_PYTHON: run with make test (its venv has cfn-lint, which reads the template)",
+    );
+    let output = Command::new(python)
+        .args([
+            "-c",
+            "import json, sys\n\
+             from cfnlint.decode import cfn_yaml\n\
+             print(json.dumps(cfn_yaml.load(sys.argv[1])))",
+        ])
+        .arg(path)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "decoding {}: {}",
+        path.display(),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).unwrap()
+}
+
+fn template_path() -> PathBuf {
+    std::env::var_os("HOOKLEDGER_TEMPLATE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| hookledger_tests::repo_root().join("template.yaml"))
+}
+
+fn template() -> Value {
+    decode(&template_path())
+}
+
+/// A template from YAML text (the checks' own tests).
+fn template_from(yaml: &str) -> Value {
+    let dir = std::env::temp_dir().join(format!("hookledger-template-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(format!("t{}.yaml", rand_suffix()));
+    std::fs::write(&path, yaml).unwrap();
+    let decoded = decode(&path);
+    let _ = std::fs::remove_file(&path);
+    decoded
+}
+
+fn rand_suffix() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos()
+}
+
+fn resources(template: &Value) -> Vec<(&str, &Value)> {
+    template["Resources"]
+        .as_object()
+        .map(|r| r.iter().map(|(k, v)| (k.as_str(), v)).collect())
+        .unwrap_or_default()
+}
+
+fn functions(template: &Value) -> Vec<(&str, &Value)> {
+    resources(template)
+        .into_iter()
+        .filter(|(_, r)| r["Type"] == "AWS::Serverless::Function")
+        .collect()
+}
+
+// ---- (a) functions and crates ----
+
+/// The crates under `functions/` (directories with a Cargo.toml).
+fn function_crates() -> BTreeSet<String> {
+    let dir = hookledger_tests::repo_root().join("functions");
+    std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.join("Cargo.toml").is_file())
+        .map(|path| path.file_name().unwrap().to_string_lossy().into_owned())
+        .collect()
+}
+
+/// What is wrong between the template's function resources and `crates`.
+fn function_problems(template: &Value, crates: &BTreeSet<String>) -> Vec<String> {
+    let mut problems = Vec::new();
+    let mut by_crate: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for (id, resource) in functions(template) {
+        let code_uri = resource["Properties"]["CodeUri"].as_str().unwrap_or("");
+        let binary = resource["Metadata"]["BuildProperties"]["Binary"]
+            .as_str()
+            .unwrap_or("");
+        let Some(krate) = code_uri.strip_prefix("functions/") else {
+            problems.push(format!(
+                "{id}: CodeUri {code_uri:?} is not functions/<crate>"
+            ));
+            continue;
+        };
+        if !crates.contains(krate) {
+            problems.push(format!("{id}: CodeUri {code_uri} has no crate"));
+        }
+        if binary != krate {
+            problems.push(format!(
+                "{id}: BuildProperties.Binary {binary:?} is not its crate {krate:?}"
+            ));
+        }
+        if resource["Metadata"]["BuildMethod"] != "rust-cargolambda" {
+            problems.push(format!(
+                "{id}: Metadata.BuildMethod is not rust-cargolambda"
+            ));
+        }
+        by_crate.entry(krate).or_default().push(id);
+    }
+    for krate in crates {
+        match by_crate.get(krate.as_str()).map(Vec::len).unwrap_or(0) {
+            1 => {}
+            0 => problems.push(format!(
+                "functions/{krate} has no AWS::Serverless::Function"
+            )),
+            n => problems.push(format!(
+                "functions/{krate} has {n} function resources: {:?}",
+                by_crate[krate.as_str()]
+            )),
+        }
+    }
+    problems
+}
+
+#[test]
+fn template_has_one_function_per_function_crate_and_no_other() {
+    let crates = function_crates();
+    assert!(
+        crates.contains("receiver") && crates.contains("worker"),
+        "{crates:?}"
+    );
+    let problems = function_problems(&template(), &crates);
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+// ---- (b) metric names ----
+
+/// A hookledger metric as a template names it: where, the name, its dimension names (sorted).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Named {
+    place: String,
+    name: String,
+    dimensions: BTreeSet<String>,
+}
+
+/// The text of a string or of `Fn::Sub`'s template string.
+fn text(value: &Value) -> Option<&str> {
+    match value {
+        Value::String(s) => Some(s),
+        Value::Object(o) => match o.get("Fn::Sub") {
+            Some(Value::String(s)) => Some(s),
+            Some(Value::Array(a)) => a.first().and_then(Value::as_str),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// Every `FUNC(metric) FROM SCHEMA(namespace, dims..)` or `FROM namespace` of a Metrics
+/// Insights query, as `(metric, namespace, Some(dims) | None)`.
+fn insights_metrics(query: &str) -> Vec<(String, String, Option<BTreeSet<String>>)> {
+    let mut found = Vec::new();
+    let upper = query.to_ascii_uppercase();
+    let mut from = 0;
+    while let Some(at) = upper[from..].find("SELECT ") {
+        let select = from + at + "SELECT ".len();
+        let open = select + query[select..].find('(').unwrap_or(0);
+        let close = open + query[open..].find(')').unwrap_or(0);
+        let metric = query[open + 1..close].trim().trim_matches('"').to_owned();
+        let rest = &query[close..];
+        let rest_upper = &upper[close..];
+        let Some(f) = rest_upper.find(" FROM ") else {
+            break;
+        };
+        let source = rest[f + " FROM ".len()..].trim_start();
+        if source.to_ascii_uppercase().starts_with("SCHEMA(") {
+            let inner = &source["SCHEMA(".len()..source.find(')').unwrap_or(source.len())];
+            let mut parts = inner
+                .split(',')
+                .map(|p| p.trim().trim_matches('"').to_owned());
+            let namespace = parts.next().unwrap_or_default();
+            found.push((metric, namespace, Some(parts.collect())));
+        } else {
+            let namespace = source
+                .split_whitespace()
+                .next()
+                .unwrap_or("")
+                .trim_matches('"')
+                .to_owned();
+            found.push((metric, namespace, None));
+        }
+        from = close;
+    }
+    found
+}
+
+fn from_query(place: &str, query: &str, out: &mut Vec<Named>) {
+    for (name, namespace, dimensions) in insights_metrics(query) {
+        if namespace == METRIC_NAMESPACE {
+            out.push(Named {
+                place: place.to_owned(),
+                name,
+                // A FROM without SCHEMA covers any dimensions: nothing to compare.
+                dimensions: dimensions.unwrap_or_default(),
+            });
+        }
+    }
+}
+
+/// The hookledger metrics the alarms name (`MetricName`, `Metrics[].MetricStat`, Metrics
+/// Insights `Expression`s) and the dashboard names (metric arrays, `expression`s).
+fn named_metrics(template: &Value) -> Vec<Named> {
+    let mut out = Vec::new();
+    for (id, resource) in resources(template) {
+        let properties = &resource["Properties"];
+        match resource["Type"].as_str() {
+            Some("AWS::CloudWatch::Alarm") => {
+                if properties["Namespace"] == METRIC_NAMESPACE {
+                    out.push(Named {
+                        place: id.to_owned(),
+                        name: properties["MetricName"].as_str().unwrap_or("").to_owned(),
+                        dimensions: dimension_names(&properties["Dimensions"]),
+                    });
+                }
+                for metric in properties["Metrics"].as_array().into_iter().flatten() {
+                    let stat = &metric["MetricStat"]["Metric"];
+                    if stat["Namespace"] == METRIC_NAMESPACE {
+                        out.push(Named {
+                            place: id.to_owned(),
+                            name: stat["MetricName"].as_str().unwrap_or("").to_owned(),
+                            dimensions: dimension_names(&stat["Dimensions"]),
+                        });
+                    }
+                    if let Some(query) = text(&metric["Expression"]) {
+                        from_query(id, query, &mut out);
+                    }
+                }
+            }
+            Some("AWS::CloudWatch::Dashboard") => {
+                let body = text(&properties["DashboardBody"])
+                    .unwrap_or_else(|| panic!("{id}: DashboardBody is not a string or !Sub"));
+                dashboard_metrics(id, body, &mut out);
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+fn dimension_names(dimensions: &Value) -> BTreeSet<String> {
+    dimensions
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|d| d["Name"].as_str().map(str::to_owned))
+        .collect()
+}
+
+/// `body` with every `${...}` of `!Sub` replaced by a placeholder (they all sit inside JSON
+/// strings), parsed; then every metric array and expression of every widget.
+fn dashboard_metrics(id: &str, body: &str, out: &mut Vec<Named>) {
+    let mut plain = String::new();
+    let mut rest = body;
+    while let Some(at) = rest.find("${") {
+        plain.push_str(&rest[..at]);
+        let end = rest[at..]
+            .find('}')
+            .map(|e| at + e + 1)
+            .unwrap_or(rest.len());
+        plain.push_str("SUBSTITUTED");
+        rest = &rest[end..];
+    }
+    plain.push_str(rest);
+    let body: Value = serde_json::from_str(&plain)
+        .unwrap_or_else(|error| panic!("{id}: the dashboard body is not JSON: {error}"));
+    for (index, widget) in body["widgets"].as_array().into_iter().flatten().enumerate() {
+        let place = format!("{id} widget {index} ({})", widget["properties"]["title"]);
+        let (mut namespace, mut name) = (String::new(), String::new());
+        let mut previous: Vec<String> = Vec::new();
+        for metric in widget["properties"]["metrics"]
+            .as_array()
+            .into_iter()
+            .flatten()
+        {
+            let items = metric.as_array().cloned().unwrap_or_default();
+            if let Some(query) = items
+                .iter()
+                .find_map(|item| item["expression"].as_str().map(str::to_owned))
+            {
+                from_query(&place, &query, out);
+                continue;
+            }
+            // [namespace, name, dim, value, ..., {options}]; "." repeats the previous entry.
+            let strings: Vec<&str> = items.iter().filter_map(Value::as_str).collect();
+            if strings.len() < 2 {
+                continue;
+            }
+            if strings[0] != "." {
+                namespace = strings[0].to_owned();
+            }
+            if strings[1] != "." {
+                name = strings[1].to_owned();
+            }
+            let dimensions: Vec<String> = strings[2..]
+                .chunks(2)
+                .enumerate()
+                .map(|(i, pair)| match (pair[0], previous.get(i)) {
+                    (".", Some(before)) => before.clone(),
+                    (name, _) => name.to_owned(),
+                })
+                .collect();
+            if namespace == METRIC_NAMESPACE {
+                out.push(Named {
+                    place: place.clone(),
+                    name: name.clone(),
+                    dimensions: dimensions.iter().cloned().collect(),
+                });
+            }
+            previous = dimensions;
+        }
+    }
+}
+
+/// What is wrong with `named`: a name not in the registry, or dimensions not the registered
+/// ones.
+fn metric_problems(named: &[Named]) -> Vec<String> {
+    let mut problems = Vec::new();
+    for metric in named {
+        match MetricName::from_name(&metric.name) {
+            None => problems.push(format!(
+                "{}: {:?} is not in shared::telemetry::REGISTRY",
+                metric.place, metric.name
+            )),
+            Some(registered) => {
+                let expected: BTreeSet<String> = registered
+                    .spec()
+                    .dimensions
+                    .iter()
+                    .map(|d| (*d).to_owned())
+                    .collect();
+                if !metric.dimensions.is_empty() && metric.dimensions != expected {
+                    problems.push(format!(
+                        "{}: {} with dimensions {:?}, registered with {:?}",
+                        metric.place, metric.name, metric.dimensions, expected
+                    ));
+                }
+            }
+        }
+    }
+    problems
+}
+
+#[test]
+fn template_alarms_and_dashboard_name_only_registered_metrics() {
+    let template = template();
+    let named = named_metrics(&template);
+    let problems = metric_problems(&named);
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+    let names: BTreeSet<&str> = named.iter().map(|m| m.name.as_str()).collect();
+    // The checks saw the alarms and the dashboard (not an empty list).
+    for expected in [
+        "stuck_claims",
+        "dead_letters_new",
+        "digest_mismatch",
+        "signature_failed",
+        "past_retention_overdue",
+        "outbox_backlog_oldest_age",
+        "outbox_dead_new",
+        "deliveries",
+        "delivery_latency",
+        "backlog_due",
+        "swept",
+        "idle_in_transaction_sessions",
+    ] {
+        assert!(
+            names.contains(expected),
+            "{expected} not found in {names:?}"
+        );
+    }
+    let places: BTreeSet<&str> = named.iter().map(|m| m.place.as_str()).collect();
+    assert!(
+        places.iter().any(|p| p.starts_with("Dashboard widget")),
+        "{places:?}"
+    );
+}
+
+// ---- (c) IAM ----
+
+/// Actions of the SAM policy templates in use (from the SAM policy template list).
+fn template_actions(name: &str) -> Option<&'static [&'static str]> {
+    Some(match name {
+        "LambdaInvokePolicy" => &["lambda:InvokeFunction"],
+        "SQSSendMessagePolicy" => &["sqs:SendMessage*"],
+        "EventBridgePutEventsPolicy" => &["events:PutEvents"],
+        "AWSSecretsManagerGetSecretValuePolicy" => &["secretsmanager:GetSecretValue"],
+        _ => return None,
+    })
+}
+
+/// Both branches of an `Fn::If` (without `AWS::NoValue`), or the value itself.
+fn branches(value: &Value) -> Vec<&Value> {
+    match value.get("Fn::If").and_then(Value::as_array) {
+        Some(parts) if parts.len() == 3 => parts[1..]
+            .iter()
+            .filter(|v| v.get("Ref").and_then(Value::as_str) != Some("AWS::NoValue"))
+            .flat_map(branches)
+            .collect(),
+        _ => vec![value],
+    }
+}
+
+/// The items of a list that may itself be an `Fn::If`, each item possibly an `Fn::If`.
+fn items(value: &Value) -> Vec<&Value> {
+    branches(value)
+        .into_iter()
+        .flat_map(|v| match v {
+            Value::Array(a) => a.iter().flat_map(branches).collect(),
+            other => vec![other],
+        })
+        .collect()
+}
+
+/// A statement's resources as text: strings, `!Sub` templates, `Ref:X`, `GetAtt:X.Y`.
+fn resource_texts(value: &Value) -> Vec<String> {
+    items(value)
+        .into_iter()
+        .map(|v| match v {
+            Value::String(s) => s.clone(),
+            Value::Object(o) => {
+                if let Some(r) = o.get("Ref").and_then(Value::as_str) {
+                    format!("Ref:{r}")
+                } else if let Some(g) = o.get("Fn::GetAtt") {
+                    let parts: Vec<&str> = match g {
+                        Value::Array(a) => a.iter().filter_map(Value::as_str).collect(),
+                        Value::String(s) => vec![s.as_str()],
+                        _ => vec![],
+                    };
+                    format!("GetAtt:{}", parts.join("."))
+                } else if let Some(s) = text(v) {
+                    s.to_owned()
+                } else {
+                    v.to_string()
+                }
+            }
+            other => other.to_string(),
+        })
+        .collect()
+}
+
+/// One function's granted actions, and what is wrong with its policies.
+fn function_actions(id: &str, function: &Value) -> (BTreeSet<String>, Vec<String>) {
+    let mut actions = BTreeSet::new();
+    let mut problems = Vec::new();
+    let properties = &function["Properties"];
+    if !properties["Role"].is_null() {
+        problems.push(format!(
+            "{id}: an explicit Role is not checked; use Policies"
+        ));
+    }
+    for policy in items(&properties["Policies"]) {
+        match policy {
+            Value::String(name) => problems.push(format!("{id}: managed policy {name}")),
+            Value::Object(o) if o.contains_key("Statement") => {
+                for statement in items(&o["Statement"]) {
+                    if statement["Effect"] != "Allow"
+                        || statement.get("NotAction").is_some()
+                        || statement.get("NotResource").is_some()
+                    {
+                        problems.push(format!("{id}: statement {statement} is not a plain Allow"));
+                    }
+                    let granted: Vec<String> = items(&statement["Action"])
+                        .into_iter()
+                        .filter_map(|a| a.as_str().map(str::to_owned))
+                        .collect();
+                    let resources = resource_texts(&statement["Resource"]);
+                    for action in &granted {
+                        let guarded =
+                            action.starts_with("secretsmanager:") || action.starts_with("lambda:");
+                        if guarded {
+                            if let Some(wild) = resources.iter().find(|r| r.contains('*')) {
+                                problems.push(format!("{id}: {action} on {wild}"));
+                            }
+                        }
+                        if action.contains('*') {
+                            problems.push(format!("{id}: wildcard action {action}"));
+                        }
+                        if action == "lambda:InvokeFunction"
+                            && resources.iter().any(|r| !r.contains("WorkerFunction"))
+                        {
+                            problems.push(format!(
+                                "{id}: lambda:InvokeFunction on {resources:?}, not the worker only"
+                            ));
+                        }
+                    }
+                    actions.extend(granted);
+                }
+            }
+            Value::Object(o) if o.len() == 1 => {
+                let (name, arguments) = o.iter().next().unwrap();
+                match template_actions(name) {
+                    Some(granted) => {
+                        if name == "LambdaInvokePolicy"
+                            && !arguments["FunctionName"]
+                                .to_string()
+                                .contains("WorkerFunction")
+                        {
+                            problems.push(format!("{id}: {name} on {}", arguments["FunctionName"]));
+                        }
+                        actions.extend(granted.iter().map(|a| (*a).to_owned()));
+                    }
+                    None => problems.push(format!("{id}: unknown policy template {name}")),
+                }
+            }
+            other => problems.push(format!("{id}: unreadable policy {other}")),
+        }
+    }
+    (actions, problems)
+}
+
+/// Contract 5: each function's actions (besides the execution roles SAM attaches).
+fn expected_actions() -> BTreeMap<&'static str, BTreeSet<String>> {
+    let set = |actions: &[&str]| actions.iter().map(|a| (*a).to_owned()).collect();
+    let secrets = "secretsmanager:GetSecretValue";
+    BTreeMap::from([
+        ("receiver", set(&[secrets, "lambda:InvokeFunction"])),
+        (
+            "worker",
+            set(&[secrets, "sqs:SendMessage", "events:PutEvents"]),
+        ),
+        ("sweeper", set(&[secrets])),
+        ("auditor", set(&[secrets])),
+        ("replay", set(&[secrets])),
+        ("migrate", set(&[secrets])),
+    ])
+}
+
+fn iam_problems(template: &Value) -> Vec<String> {
+    let expected = expected_actions();
+    let mut problems = Vec::new();
+    let mut seen = BTreeSet::new();
+    for (id, function) in functions(template) {
+        let binary = function["Metadata"]["BuildProperties"]["Binary"]
+            .as_str()
+            .unwrap_or("");
+        seen.insert(binary.to_owned());
+        let (actions, mut found) = function_actions(id, function);
+        problems.append(&mut found);
+        match expected.get(binary) {
+            None => problems.push(format!("{id}: no expected actions for binary {binary:?}")),
+            Some(want) if *want != actions => problems.push(format!(
+                "{id}: actions {actions:?}, expected exactly {want:?}"
+            )),
+            Some(_) => {}
+        }
+    }
+    for binary in expected.keys() {
+        if !seen.contains(*binary) {
+            problems.push(format!("no function resource builds {binary}"));
+        }
+    }
+    problems
+}
+
+#[test]
+fn template_function_roles_have_exactly_the_expected_actions() {
+    let problems = iam_problems(&template());
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+// ---- The checks catch what they are for ----
+
+const FIXTURE: &str = r#"
+Conditions:
+  HasQueues: !Equals [a, b]
+Resources:
+  ReceiverFunction:
+    Type: AWS::Serverless::Function
+    Metadata: { BuildMethod: rust-cargolambda, BuildProperties: { Binary: receiver } }
+    Properties:
+      CodeUri: functions/receiver
+      Policies:
+        - Statement:
+            - Effect: Allow
+              Action: secretsmanager:GetSecretValue
+              Resource: [!Ref DbSecret, !If [HasQueues, !Ref A, !Ref B]]
+            - !If
+              - HasQueues
+              - Effect: Allow
+                Action: lambda:InvokeFunction
+                Resource: !GetAtt WorkerFunction.Arn
+              - !Ref AWS::NoValue
+  WorkerFunction:
+    Type: AWS::Serverless::Function
+    Metadata: { BuildMethod: rust-cargolambda, BuildProperties: { Binary: worker } }
+    Properties:
+      CodeUri: functions/worker
+      Policies:
+        - !If
+          - HasQueues
+          - SQSSendMessagePolicy: { QueueName: q }
+          - !Ref AWS::NoValue
+        - Statement:
+            - Effect: Allow
+              Action: [secretsmanager:GetSecretValue]
+              Resource: !Sub "arn:aws:secretsmanager:${AWS::Region}:1:secret:*"
+            - Effect: Allow
+              Action: events:PutEvents
+              Resource: !Ref Buses
+  Api:
+    Type: AWS::ApiGatewayV2::Api
+    Properties: { Name: x, ProtocolType: HTTP }
+  Rest:
+    Type: AWS::ApiGateway::RestApi
+    Properties: { Name: x }
+  Good:
+    Type: AWS::CloudWatch::Alarm
+    Properties:
+      Metrics:
+        - Id: q
+          Expression: "SELECT MAX(stuck_claims) FROM SCHEMA(hookledger, source)"
+          Period: 300
+  Bad:
+    Type: AWS::CloudWatch::Alarm
+    Properties:
+      Namespace: hookledger
+      MetricName: stuck_claim
+      Dimensions: [{ Name: source, Value: "*" }]
+  WrongSchema:
+    Type: AWS::CloudWatch::Alarm
+    Properties:
+      Metrics:
+        - Id: q
+          Expression: !Sub "SELECT SUM(deliveries) FROM SCHEMA(\"hookledger\", source) -- ${AWS::Region}"
+  Lambda:
+    Type: AWS::CloudWatch::Alarm
+    Properties: { Namespace: AWS/Lambda, MetricName: Errors }
+  Dashboard:
+    Type: AWS::CloudWatch::Dashboard
+    Properties:
+      DashboardBody: !Sub |
+        {"widgets": [{"properties": {"title": "t", "region": "${AWS::Region}", "metrics": [
+          ["hookledger", "swept", "source", "stripe"],
+          [".", "sweept", ".", "."],
+          ["hookledger", "swept", "source", "stripe"],
+          [".", ".", ".", "github"],
+          ["AWS/Lambda", "Errors", "FunctionName", "${ReceiverFunction}"],
+          [{"expression": "SELECT SUM(delivery_latency) FROM SCHEMA(hookledger, outcome, source) GROUP BY source", "id": "a"}]
+        ]}}]}
+"#;
+
+#[test]
+fn the_template_checks_report_what_they_are_for() {
+    let template = template_from(FIXTURE);
+
+    // (a): crates without a resource, resources without a crate.
+    let crates: BTreeSet<String> = ["receiver", "worker", "migrate"].map(String::from).into();
+    assert_eq!(
+        function_problems(&template, &crates),
+        ["functions/migrate has no AWS::Serverless::Function"]
+    );
+    let crates: BTreeSet<String> = ["receiver"].map(String::from).into();
+    assert_eq!(
+        function_problems(&template, &crates),
+        ["WorkerFunction: CodeUri functions/worker has no crate"]
+    );
+
+    // (b): an unregistered name in an alarm and in a dashboard array ("." repeats the
+    // namespace), a registered one under the wrong SCHEMA; AWS namespaces are not ours.
+    let problems = metric_problems(&named_metrics(&template));
+    assert_eq!(problems.len(), 3, "{problems:#?}");
+    assert!(
+        problems[0].starts_with("Bad: \"stuck_claim\" is not"),
+        "{problems:#?}"
+    );
+    assert!(problems[1].contains("\"sweept\" is not"), "{problems:#?}");
+    assert!(
+        problems[2].starts_with("WrongSchema: deliveries with dimensions {\"source\"}"),
+        "{problems:#?}"
+    );
+
+    // (c): actions through !If (a conditional statement, a conditional policy template), a
+    // wildcard secret, missing functions; both !If branches count.
+    let problems = iam_problems(&template);
+    assert!(
+        problems
+            .iter()
+            .any(|p| p.starts_with("WorkerFunction: actions") && p.contains("\"sqs:SendMessage*\"")),
+        "{problems:#?}"
+    );
+    assert!(
+        problems
+            .iter()
+            .any(|p| p.starts_with("WorkerFunction: secretsmanager:GetSecretValue on arn:aws:secretsmanager:${AWS::Region}:1:secret:*")),
+        "{problems:#?}"
+    );
+    for missing in ["sweeper", "auditor", "replay", "migrate"] {
+        assert!(
+            problems.contains(&format!("no function resource builds {missing}")),
+            "{problems:#?}"
+        );
+    }
+    assert!(
+        !problems.iter().any(|p| p.starts_with("ReceiverFunction")),
+        "the receiver's conditional invoke of the worker is what it should have: {problems:#?}"
+    );
+}
