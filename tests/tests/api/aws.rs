@@ -276,7 +276,8 @@ fn secrets_lookup(vars: Vec<(&'static str, String)>) -> impl Fn(&str) -> Option<
     }
 }
 
-async fn emulator() -> aws_sdk_secretsmanager::Client {
+/// A Secrets Manager client on the moto emulator `make test` starts.
+pub(crate) async fn emulator() -> aws_sdk_secretsmanager::Client {
     assert!(
         std::env::var("AWS_ENDPOINT_URL_SECRETS_MANAGER").is_ok(),
         "AWS_ENDPOINT_URL_SECRETS_MANAGER: run with make test (it starts the moto emulator)"

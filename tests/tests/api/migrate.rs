@@ -348,15 +348,6 @@ async fn an_answer_s3_refuses_is_retried_then_the_invocation_fails() {
         .is_err());
 }
 
-async fn emulator() -> aws_sdk_secretsmanager::Client {
-    assert!(
-        std::env::var("AWS_ENDPOINT_URL_SECRETS_MANAGER").is_ok(),
-        "AWS_ENDPOINT_URL_SECRETS_MANAGER: run with make test (it starts the moto emulator)"
-    );
-    let config = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
-    aws_sdk_secretsmanager::Client::new(&config)
-}
-
 async fn login_secret(client: &aws_sdk_secretsmanager::Client, value: &Value) -> String {
     client
         .create_secret()
@@ -405,7 +396,7 @@ fn scram_matches(verifier: &str, password: &str) -> bool {
 
 #[tokio::test]
 async fn logins_are_provisioned_from_their_secrets_and_do_their_functions_work() {
-    let aws = emulator().await;
+    let aws = crate::aws::emulator().await;
     let db = TestDb::empty().await.unwrap();
     let receiver = unique("receiver_login");
     let sweeper = unique("sweeper_login");
@@ -542,7 +533,7 @@ async fn logins_are_provisioned_from_their_secrets_and_do_their_functions_work()
 
 #[tokio::test]
 async fn a_login_that_is_not_an_identifier_or_is_the_admin_is_refused() {
-    let aws = emulator().await;
+    let aws = crate::aws::emulator().await;
     let db = TestDb::empty().await.unwrap();
     let state = state(db.settings(1), Vec::new()).await;
     for (username, expected) in [

@@ -92,14 +92,7 @@ async fn each_role_has_exactly_its_privileges_on_every_table() {
         ("orders", handlers_table),
         ("subscriptions", handlers_table),
     ]);
-    let roles = [
-        "hookledger_receiver",
-        "hookledger_worker",
-        "hookledger_sweeper",
-        "hookledger_auditor",
-        "hookledger_replay",
-        "hookledger_handlers",
-    ];
+    let roles = shared::schema::GROUP_ROLES;
     let mut actual: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for role in roles {
         for row in client.query(PRIVILEGES, &[&role]).await.unwrap() {
