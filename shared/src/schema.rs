@@ -35,6 +35,10 @@ use crate::db::{MigrationReport, MigrationSet};
 /// names settings, roles and ARNs, never a password or a connection string.
 #[derive(Debug, thiserror::Error)]
 pub enum SchemaError {
+    /// The function's own database settings could not be read at cold start (the admin
+    /// secret missing, unreadable or malformed; a bad `HOOKLEDGER_DB_*` variable).
+    #[error("the migrate function's database settings: {0}")]
+    Settings(String),
     /// The resource properties do not have the documented shape.
     #[error("invalid resource properties: {0}")]
     Properties(String),

@@ -34,8 +34,10 @@ pub const DEFAULT_MARGIN: Duration = Duration::from_secs(15);
 /// Everything one invocation needs, built once per execution environment.
 #[derive(Debug, Clone)]
 pub struct SchemaResource {
-    /// The admin (owner) connection settings.
-    pub database: DatabaseSettings,
+    /// The admin (owner) connection settings, or why they could not be read at cold start:
+    /// then every Create and Update answers FAILED with that reason (and Delete SUCCESS), so
+    /// a wrong admin secret fails the deploy at once instead of leaving CloudFormation waiting.
+    pub database: Result<DatabaseSettings, String>,
     /// Where the login secrets are read (`None`: a request with logins fails).
     pub secrets: Option<crate::secrets::Secrets>,
     /// The migration sets after the ledger's (`handlers::migrations()`).
@@ -52,7 +54,7 @@ impl SchemaResource {
     /// # Errors
     /// When the HTTP client cannot be built (its TLS back end).
     pub fn new(
-        database: DatabaseSettings,
+        database: Result<DatabaseSettings, String>,
         secrets: Option<crate::secrets::Secrets>,
         sets: Vec<MigrationSet>,
     ) -> Result<Self, String> {
@@ -130,7 +132,7 @@ impl SchemaResource {
         let properties = request.resource_properties.clone();
         let work = tokio::spawn(async move { this.create_or_update(&properties).await });
         let abort = work.abort_handle();
-        let mut known = vec![url_password(&self.database)];
+        let mut known = vec![self.database.as_ref().ok().and_then(url_password)];
         let result = match tokio::time::timeout(budget, work).await {
             Ok(Ok(Ok((report, passwords)))) => {
                 known.extend(passwords);
@@ -162,6 +164,10 @@ impl SchemaResource {
         properties: &Value,
     ) -> Result<(SchemaReport, Vec<Option<SecretString>>), (SchemaError, Vec<Option<SecretString>>)>
     {
+        let database = match &self.database {
+            Ok(database) => database,
+            Err(reason) => return Err((SchemaError::Settings(reason.clone()), Vec::new())),
+        };
         let properties = SchemaProperties::from_value(properties).map_err(|e| (e, Vec::new()))?;
         let logins = self.read_logins(&properties.logins).await;
         let logins = logins.map_err(|e| (e, Vec::new()))?;
@@ -170,7 +176,7 @@ impl SchemaResource {
             .map(|(_, c)| Some(c.password.clone()))
             .collect();
         let result = async {
-            let mut client = crate::db::connect(&self.database).await?;
+            let mut client = crate::db::connect(database).await?;
             super::apply(&mut client, &properties, &self.sets, &logins).await
         }
         .await;

@@ -58,7 +58,7 @@ async fn state(database: DatabaseSettings, sets: Vec<MigrationSet>) -> AppState 
     let _ = tracing_subscriber::fmt().with_test_writer().try_init();
     let secrets = shared::secrets::Secrets::from_env().await;
     AppState {
-        resource: SchemaResource::new(database, Some(secrets), sets).unwrap(),
+        resource: SchemaResource::new(Ok(database), Some(secrets), sets).unwrap(),
     }
 }
 
@@ -614,4 +614,40 @@ async fn an_over_budget_connection_budget_answers_failed_unless_behind_a_proxy()
     let body = answer(&server, &event);
     assert_eq!(body["Status"], "SUCCESS", "{body}");
     assert_eq!(body["Data"]["UsableConnections"], usable.to_string());
+}
+
+#[tokio::test]
+async fn unreadable_admin_settings_answer_failed_on_create_and_success_on_delete() {
+    // What main.rs does when the admin secret cannot be read at cold start: the function
+    // still starts and answers, so the deploy fails at once (not after ServiceTimeout) and
+    // the rollback's Delete completes.
+    let settings = shared::schema::resource::database_settings_from(|name| match name {
+        "HOOKLEDGER_DB_SECRET_ARN" => Some("not-an-arn".to_owned()),
+        "AWS_ENDPOINT_URL_SECRETS_MANAGER" => Some("http://127.0.0.1:1".to_owned()),
+        _ => None,
+    })
+    .await
+    .map_err(|e| e.to_string());
+    let reason = settings
+        .clone()
+        .err()
+        .expect("a bad admin secret is an error");
+    let secrets = shared::secrets::Secrets::from_env().await;
+    let state = AppState {
+        resource: SchemaResource::new(settings, Some(secrets), Vec::new()).unwrap(),
+    };
+    let server = s3(200).await;
+    let create = request(&server, "Create", json!({"Version": "1"}));
+    invoke(&state, create.clone(), 60).await.unwrap();
+    let answered = answer(&server, &create);
+    assert_eq!(answered["Status"], "FAILED", "{answered}");
+    let text = answered["Reason"].as_str().unwrap_or_default();
+    assert!(
+        text.contains("database settings") && text.contains(&reason[..reason.len().min(20)]),
+        "the reason says what is wrong: {text}"
+    );
+    let server = s3(200).await;
+    let delete = request(&server, "Delete", json!({"Version": "1"}));
+    invoke(&state, delete.clone(), 60).await.unwrap();
+    assert_eq!(answer(&server, &delete)["Status"], "SUCCESS");
 }
