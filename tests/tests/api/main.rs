@@ -19,6 +19,7 @@ mod pooler;
 mod receive;
 mod redrive;
 mod replay;
+mod review_deploy;
 mod robustness;
 mod roles;
 mod scripts;
