@@ -129,14 +129,26 @@ def version_key(text):
     return tuple(int(part) for part in text.split("."))
 
 
+# glibc's symbol versions that are not GLIBC_<x.y>, with the release that introduced them: a
+# binary needing one of these needs at least that glibc (GLIBC_ABI_DT_RELR: the packed
+# relocations of `-z pack-relative-relocs`, glibc 2.36). Any other GLIBC_* name (GLIBC_PRIVATE,
+# one from a future glibc) is refused as unknown.
+GLIBC_ABI_VERSIONS = {"GLIBC_ABI_DT_RELR": "2.36"}
+
+
 def glibc_versions(info):
-    found = set()
+    """(the glibc releases the binary's versioned symbols need, the unknown GLIBC_* names)."""
+    found, unknown = set(), set()
     for names in info["versions"].values():
         for name in names:
             m = re.fullmatch(r"GLIBC_(\d+(?:\.\d+)+)", name)
             if m:
                 found.add(m.group(1))
-    return sorted(found, key=version_key)
+            elif name in GLIBC_ABI_VERSIONS:
+                found.add(GLIBC_ABI_VERSIONS[name])
+            elif name.startswith("GLIBC_"):
+                unknown.add(name)
+    return sorted(found, key=version_key), sorted(unknown)
 
 
 def check(data, arch, max_glibc):
@@ -156,7 +168,13 @@ def check(data, arch, max_glibc):
     interp = info["interpreter"]
     if interp is not None and interp not in INTERPRETERS[arch]:
         problems.append(f"interpreter {interp} is not {arch}'s glibc loader")
-    versions = glibc_versions(info)
+    versions, unknown = glibc_versions(info)
+    for name in unknown:
+        problems.append(f"needs {name}, a glibc symbol version this check does not know")
+    abi = sorted({n for names in info["versions"].values() for n in names if n in GLIBC_ABI_VERSIONS})
+    for name in abi:
+        if version_key(GLIBC_ABI_VERSIONS[name]) > version_key(max_glibc):
+            problems.append(f"needs {name} (glibc {GLIBC_ABI_VERSIONS[name]}) > {max_glibc}")
     highest = versions[-1] if versions else None
     if highest and version_key(highest) > version_key(max_glibc):
         newer = [v for v in versions if version_key(v) > version_key(max_glibc)]

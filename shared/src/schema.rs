@@ -120,7 +120,7 @@ pub enum FunctionRole {
 }
 
 impl FunctionRole {
-    /// Every function role, in the order of contract 2.
+    /// Every function role, in the template's order.
     pub const ALL: [FunctionRole; 5] = [
         Self::Receiver,
         Self::Worker,
@@ -420,6 +420,7 @@ pub fn check_budget(budget: &ConnectionBudget, usable: i64) -> Result<BudgetRepo
 pub async fn provision_logins(
     client: &mut tokio_postgres::Client,
     logins: &[(LoginSpec, LoginCredentials)],
+    owner: &str,
 ) -> Result<Vec<String>, SchemaError> {
     if logins.is_empty() {
         return Ok(Vec::new());
@@ -431,10 +432,19 @@ pub async fn provision_logins(
             role: login.role.name(),
             problem: problem.to_owned(),
         };
+        // An existing role is taken over only when it is plainly a login: no attribute beyond
+        // LOGIN, no membership outside the hookledger_ groups, and not another stack's (roles
+        // are cluster-wide: a second stack on the same server with the same login names would
+        // otherwise replace the first one's passwords).
         let existing = tx
             .query_opt(
-                "SELECT rolsuper, rolname = session_user FROM pg_roles WHERE rolname = $1",
-                &[&login.username],
+                "SELECT r.rolsuper, r.rolname = session_user,
+                        r.rolcreaterole OR r.rolcreatedb OR r.rolbypassrls OR r.rolreplication,
+                        EXISTS (SELECT 1 FROM pg_auth_members m JOIN pg_roles g ON g.oid = m.roleid
+                                WHERE m.member = r.oid AND g.rolname <> ALL ($2::text[])),
+                        shobj_description(r.oid, 'pg_authid')
+                 FROM pg_roles r WHERE r.rolname = $1",
+                &[&login.username, &GROUP_ROLES.as_slice()],
             )
             .await?;
         if let Some(row) = &existing {
@@ -443,6 +453,24 @@ pub async fn provision_logins(
             }
             if row.try_get::<_, bool>(0)? {
                 return Err(refuse("username is an existing superuser"));
+            }
+            if row.try_get::<_, bool>(2)? || row.try_get::<_, bool>(3)? {
+                return Err(refuse(
+                    "username names an existing role with more than a login's rights \
+                     (CREATEROLE, CREATEDB, BYPASSRLS, REPLICATION or other memberships): \
+                     give the function a login of its own",
+                ));
+            }
+            let comment: Option<String> = row.try_get(4)?;
+            if let Some(other) = comment
+                .as_deref()
+                .and_then(|c| c.strip_prefix(LOGIN_MARKER))
+                .filter(|other| *other != owner)
+            {
+                return Err(refuse(&format!(
+                    "username is already the login of another deployment ({other}); give \
+                     this stack its own DatabaseLoginPrefix"
+                )));
             }
         }
         // The server quotes (%I, %L) by its own rules; the password goes as a SCRAM verifier.
@@ -495,11 +523,27 @@ pub async fn provision_logins(
             };
         }
         tx.batch_execute(&grants).await?;
+        let mark: String = tx
+            .query_one(
+                "SELECT format('COMMENT ON ROLE %I IS %L', $1::text, $2::text)",
+                &[&login.username, &format!("{LOGIN_MARKER}{owner}")],
+            )
+            .await?
+            .try_get(0)?;
+        tx.batch_execute(&mark).await?;
         names.push(login.username.clone());
     }
     tx.commit().await?;
     Ok(names)
 }
+
+/// The start of the comment the migrate function puts on each login it provisions, followed by
+/// the deployment that owns it (the CloudFormation stack id).
+pub const LOGIN_MARKER: &str = "hookledger login of ";
+
+/// The advisory lock key that serialises [`apply`] on one database (two deploys at once, a
+/// retried invocation while an abandoned one still runs): `hashtext('hookledger.schema')`.
+const APPLY_LOCK: &str = "SELECT pg_advisory_lock(hashtext('hookledger.schema'))";
 
 /// `"name"` with `"` doubled (SQL identifier quoting; [`check_username`] already refused any
 /// character that would need it).
@@ -518,9 +562,11 @@ pub struct SchemaReport {
     pub budget: Option<BudgetReport>,
 }
 
-/// Applies `properties` to the database behind `client`: checks the budget (read-only, so an
-/// over-budget deploy changes nothing), migrates (the ledger's set, then `sets`), and
-/// provisions the logins from `logins` (credentials already read and checked).
+/// Applies `properties` to the database behind `client`: takes the database's schema advisory
+/// lock (one deploy at a time), sets `lock_timeout` to `lock_timeout_ms` for what follows,
+/// checks the budget (read-only, so an over-budget deploy changes nothing), migrates (the
+/// ledger's set, then `sets`), and provisions the logins from `logins` (credentials already
+/// read and checked) as `owner`'s (the stack id, recorded on each login).
 ///
 /// # Errors
 /// [`SchemaError::OverBudget`], [`SchemaError::Migrate`], and as [`provision_logins`].
@@ -529,13 +575,25 @@ pub async fn apply(
     properties: &SchemaProperties,
     sets: &[MigrationSet],
     logins: &[(LoginSpec, LoginCredentials)],
+    owner: &str,
+    lock_timeout_ms: u64,
 ) -> Result<SchemaReport, SchemaError> {
+    // One apply at a time per database (waiting under the session's lock_timeout as it is);
+    // the lock is the session's and ends with it. Then the migrations' own lock limit.
+    client
+        .batch_execute(APPLY_LOCK)
+        .await
+        .map_err(|e| SchemaError::Db(format!("waiting for another deploy's migration: {e}")))?;
+    client
+        .batch_execute(&format!("SET lock_timeout = {lock_timeout_ms}"))
+        .await
+        .map_err(|e| SchemaError::Db(e.to_string()))?;
     let budget = match &properties.connection_budget {
         Some(budget) => Some(check_budget(budget, usable_connections(client).await?)?),
         None => None,
     };
     let migrations = crate::db::migrate_client(client, sets).await?;
-    let logins = provision_logins(client, logins).await?;
+    let logins = provision_logins(client, logins, owner).await?;
     Ok(SchemaReport {
         migrations,
         logins,

@@ -1,5 +1,5 @@
 //! The migrate function's logic: one CloudFormation request in, one answer `PUT` out, always
-//! (contract 3 of the deployment: `Custom::HookledgerSchema`).
+//! (`Custom::HookledgerSchema`, the `Schema` resource of template.yaml).
 //!
 //! - Create / Update: read the properties, the login secrets, connect with the admin (owner)
 //!   settings, [`super::apply`]; SUCCESS with `Data`, or FAILED with a short `Reason`.
@@ -130,7 +130,8 @@ impl SchemaResource {
         let budget = crate::invocation::remaining(deadline).saturating_sub(self.margin);
         let this = self.clone();
         let properties = request.resource_properties.clone();
-        let work = tokio::spawn(async move { this.create_or_update(&properties).await });
+        let owner = request.stack_id.clone();
+        let work = tokio::spawn(async move { this.create_or_update(&properties, &owner).await });
         let abort = work.abort_handle();
         let mut known = vec![self.database.as_ref().ok().and_then(url_password)];
         let result = match tokio::time::timeout(budget, work).await {
@@ -162,6 +163,7 @@ impl SchemaResource {
     async fn create_or_update(
         &self,
         properties: &Value,
+        owner: &str,
     ) -> Result<(SchemaReport, Vec<Option<SecretString>>), (SchemaError, Vec<Option<SecretString>>)>
     {
         let database = match &self.database {
@@ -177,7 +179,20 @@ impl SchemaResource {
             .collect();
         let result = async {
             let mut client = crate::db::connect(database).await?;
-            super::apply(&mut client, &properties, &self.sets, &logins).await
+            // A direct session of its own (never pooled): the limits are the session's, so a
+            // migration blocked behind a lock gives up after lock_timeout instead of queueing
+            // the receivers' statements behind it until the deadline. The advisory lock that
+            // serialises deploys waits up to the statement limit.
+            client
+                .batch_execute(&format!(
+                    "SET statement_timeout = {st}; SET idle_in_transaction_session_timeout = {idle}; \
+                     SET lock_timeout = {st}",
+                    st = database.statement_timeout_ms,
+                    idle = database.idle_in_transaction_timeout_ms,
+                ))
+                .await
+                .map_err(|e| SchemaError::Db(e.to_string()))?;
+            super::apply(&mut client, &properties, &self.sets, &logins, owner, database.lock_timeout_ms).await
         }
         .await;
         match result {

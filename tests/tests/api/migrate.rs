@@ -22,7 +22,7 @@ use crate::roles::user_url;
 
 static NEXT: AtomicUsize = AtomicUsize::new(0);
 
-fn unique(prefix: &str) -> String {
+pub(crate) fn unique(prefix: &str) -> String {
     format!(
         "{prefix}_{}_{}",
         std::process::id(),
@@ -31,14 +31,14 @@ fn unique(prefix: &str) -> String {
 }
 
 /// The stand-in for S3: answers `status` to every request, recording it.
-async fn s3(status: u16) -> FakeServer {
+pub(crate) async fn s3(status: u16) -> FakeServer {
     FakeServer::start(move |_| Answer::raw(status, ""))
         .await
         .unwrap()
 }
 
 /// A request of `request_type` answering to `server`, with `properties`.
-fn request(server: &FakeServer, request_type: &str, properties: Value) -> Value {
+pub(crate) fn request(server: &FakeServer, request_type: &str, properties: Value) -> Value {
     json!({
         "RequestType": request_type,
         "ServiceToken": "arn:aws:lambda:us-east-1:123456789012:function:migrate",
@@ -54,7 +54,7 @@ fn request(server: &FakeServer, request_type: &str, properties: Value) -> Value 
 
 /// The migrate function's state over `database` with `sets` (after the ledger's) and the
 /// emulator's Secrets Manager.
-async fn state(database: DatabaseSettings, sets: Vec<MigrationSet>) -> AppState {
+pub(crate) async fn state(database: DatabaseSettings, sets: Vec<MigrationSet>) -> AppState {
     let _ = tracing_subscriber::fmt().with_test_writer().try_init();
     let secrets = shared::secrets::Secrets::from_env().await;
     AppState {
@@ -63,7 +63,7 @@ async fn state(database: DatabaseSettings, sets: Vec<MigrationSet>) -> AppState 
 }
 
 /// Invokes the function handler with `event` and `secs` of invocation time.
-async fn invoke(state: &AppState, event: Value, secs: u64) -> Result<Value, String> {
+pub(crate) async fn invoke(state: &AppState, event: Value, secs: u64) -> Result<Value, String> {
     let mut context = Context::default();
     context.deadline = (SystemTime::now() + Duration::from_secs(secs))
         .duration_since(SystemTime::UNIX_EPOCH)
@@ -348,7 +348,7 @@ async fn an_answer_s3_refuses_is_retried_then_the_invocation_fails() {
         .is_err());
 }
 
-async fn login_secret(client: &aws_sdk_secretsmanager::Client, value: &Value) -> String {
+pub(crate) async fn login_secret(client: &aws_sdk_secretsmanager::Client, value: &Value) -> String {
     client
         .create_secret()
         .name(unique("hookledger/login"))
@@ -364,7 +364,7 @@ async fn login_secret(client: &aws_sdk_secretsmanager::Client, value: &Value) ->
 /// pg_authid keeps it) was made from `password` (RFC 5802: StoredKey = H(HMAC(SaltedPassword,
 /// "Client Key")), SaltedPassword = PBKDF2-HMAC-SHA-256). The throwaway cluster trusts local
 /// connections, so this is how the test knows the password is right.
-fn scram_matches(verifier: &str, password: &str) -> bool {
+pub(crate) fn scram_matches(verifier: &str, password: &str) -> bool {
     let b64 = base64::engine::general_purpose::STANDARD;
     let Some(rest) = verifier.strip_prefix("SCRAM-SHA-256$") else {
         return false;
@@ -630,8 +630,7 @@ async fn unreadable_admin_settings_answer_failed_on_create_and_success_on_delete
     .map_err(|e| e.to_string());
     let reason = settings
         .clone()
-        .err()
-        .expect("a bad admin secret is an error");
+        .expect_err("a bad admin secret is an error");
     let secrets = shared::secrets::Secrets::from_env().await;
     let state = AppState {
         resource: SchemaResource::new(settings, Some(secrets), Vec::new()).unwrap(),

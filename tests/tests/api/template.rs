@@ -1,7 +1,7 @@
 //! template.yaml against the workspace: (a) one `AWS::Serverless::Function` per function crate
 //! and no other, (b) every hookledger metric an alarm or the dashboard names is in
 //! `shared::telemetry::REGISTRY` (same string, same dimensions), (c) each function's IAM
-//! actions are exactly the expected set, with no `*` resource on secrets or functions. No
+//! actions are exactly the expected set, no `*` resource, each reads only its own secrets. No
 //! database.
 //!
 //! The template is read by cfn-lint's decoder (`cfnlint.decode.cfn_yaml`, in the tools venv as
@@ -494,11 +494,20 @@ fn function_actions(id: &str, function: &Value) -> (BTreeSet<String>, Vec<String
                         .collect();
                     let resources = resource_texts(&statement["Resource"]);
                     for action in &granted {
-                        let guarded =
-                            action.starts_with("secretsmanager:") || action.starts_with("lambda:");
-                        if guarded {
-                            if let Some(wild) = resources.iter().find(|r| r.contains('*')) {
-                                problems.push(format!("{id}: {action} on {wild}"));
+                        // Every action names its resources: the outbox's queues and buses, the
+                        // worker, the secrets (no `*` anywhere, not only on secrets).
+                        if let Some(wild) = resources.iter().find(|r| r.contains('*')) {
+                            problems.push(format!("{id}: {action} on {wild}"));
+                        }
+                        if action == "secretsmanager:GetSecretValue" {
+                            let allowed = allowed_secrets(id);
+                            for resource in &resources {
+                                if !allowed.contains(resource) {
+                                    problems.push(format!(
+                                        "{id}: may read secret {resource}, not its own \
+                                         (allowed: {allowed:?})"
+                                    ));
+                                }
                             }
                         }
                         if action.contains('*') {
@@ -537,6 +546,55 @@ fn function_actions(id: &str, function: &Value) -> (BTreeSet<String>, Vec<String
     (actions, problems)
 }
 
+/// The secrets function `id` (`ReceiverFunction`, ...) may read, as [`resource_texts`] spells
+/// them: its own database login's (the generated secret or the parameter, both branches of the
+/// template's `!If`) and the sources; the migrate function: the owner's and every login's, not
+/// the sources.
+fn allowed_secrets(id: &str) -> BTreeSet<String> {
+    let logins = ["Receiver", "Worker", "Sweeper", "Auditor", "Replay"];
+    let own = |name: &str| {
+        [
+            format!("Ref:{name}DatabaseSecret"),
+            format!("Ref:{name}DatabaseSecretArn"),
+        ]
+    };
+    match id.strip_suffix("Function") {
+        Some("Migrate") => std::iter::once("Ref:DatabaseAdminSecretArn".to_owned())
+            .chain(logins.iter().flat_map(|name| own(name)))
+            .collect(),
+        Some(name) => own(name)
+            .into_iter()
+            .chain(std::iter::once("Ref:SourcesSecretArn".to_owned()))
+            .collect(),
+        None => BTreeSet::new(),
+    }
+}
+
+/// IAM resources besides the functions' own `Policies` that grant a function's role anything
+/// (an `AWS::IAM::Policy` or `ManagedPolicy` naming `<Function>Role`, which SAM creates).
+fn side_policies(template: &Value) -> Vec<String> {
+    let roles: Vec<String> = functions(template)
+        .into_iter()
+        .map(|(id, _)| format!("{id}Role"))
+        .collect();
+    resources(template)
+        .into_iter()
+        .filter(|(_, r)| {
+            matches!(
+                r["Type"].as_str(),
+                Some("AWS::IAM::Policy" | "AWS::IAM::ManagedPolicy" | "AWS::IAM::RolePolicy")
+            )
+        })
+        .filter_map(|(id, r)| {
+            let text = r["Properties"].to_string();
+            roles
+                .iter()
+                .find(|role| text.contains(role.as_str()))
+                .map(|role| format!("{id}: grants {role} outside the function's Policies"))
+        })
+        .collect()
+}
+
 /// Contract 5: each function's actions (besides the execution roles SAM attaches).
 fn expected_actions() -> BTreeMap<&'static str, BTreeSet<String>> {
     let set = |actions: &[&str]| actions.iter().map(|a| (*a).to_owned()).collect();
@@ -556,7 +614,7 @@ fn expected_actions() -> BTreeMap<&'static str, BTreeSet<String>> {
 
 fn iam_problems(template: &Value) -> Vec<String> {
     let expected = expected_actions();
-    let mut problems = Vec::new();
+    let mut problems = side_policies(template);
     let mut seen = BTreeSet::new();
     for (id, function) in functions(template) {
         let binary = function["Metadata"]["BuildProperties"]["Binary"]
@@ -602,7 +660,7 @@ Resources:
         - Statement:
             - Effect: Allow
               Action: secretsmanager:GetSecretValue
-              Resource: [!Ref DbSecret, !If [HasQueues, !Ref A, !Ref B]]
+              Resource: [!Ref SourcesSecretArn, !If [HasQueues, !Ref ReceiverDatabaseSecret, !Ref ReceiverDatabaseSecretArn]]
             - !If
               - HasQueues
               - Effect: Allow

@@ -1,129 +1,23 @@
-//! Hostile review of issue 11 (deploy on AWS): each test here proves a defect of the migrate
-//! function (the CloudFormation custom resource `Custom::HookledgerSchema`) or of the
-//! deployment around it, and FAILS on the code as merged. Helpers are copied from
-//! `migrate.rs` (private there) so that file stays untouched.
+//! Regression tests from a hostile review of the deployment: the migrate function (the
+//! CloudFormation custom resource `Custom::HookledgerSchema`) under concurrent deploys, blocked
+//! migrations, logins that belong to another stack or to a privileged role; the bootstrap
+//! checker; the template's IAM check against mutated templates. Each failed on the code before
+//! its fix.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
-use base64::Engine as _;
-use hmac::{Hmac, KeyInit, Mac};
-use hookledger_tests::fake_providers::{Answer, FakeServer, Request};
+use hookledger_tests::fake_providers::{FakeServer, Request};
 use hookledger_tests::TestDb;
-use lambda_runtime::{Context, LambdaEvent};
-use migrate::handler::{function_handler, AppState};
 use serde_json::{json, Value};
-use sha2::{Digest, Sha256};
-use shared::config::DatabaseSettings;
 use shared::db::MigrationSet;
-use shared::schema::resource::SchemaResource;
 
-static NEXT: AtomicUsize = AtomicUsize::new(0);
+use crate::migrate::{invoke, login_secret, request, s3, scram_matches, state, unique};
 
-fn unique(prefix: &str) -> String {
-    format!(
-        "{prefix}_{}_{}",
-        std::process::id(),
-        NEXT.fetch_add(1, Ordering::Relaxed)
-    )
-}
-
-async fn s3(status: u16) -> FakeServer {
-    FakeServer::start(move |_| Answer::raw(status, ""))
-        .await
-        .unwrap()
-}
-
-fn request(server: &FakeServer, request_type: &str, properties: Value) -> Value {
-    json!({
-        "RequestType": request_type,
-        "ServiceToken": "arn:aws:lambda:us-east-1:123456789012:function:migrate",
-        "ResponseURL": format!("{}/cfn/response?X-Amz-Signature=abc", server.base_url),
-        "StackId": "arn:aws:cloudformation:us-east-1:123456789012:stack/hookledger/1",
-        "RequestId": unique("req"),
-        "LogicalResourceId": "Schema",
-        "PhysicalResourceId": "hookledger-schema",
-        "ResourceType": "Custom::HookledgerSchema",
-        "ResourceProperties": properties,
-    })
-}
-
-async fn state(database: DatabaseSettings, sets: Vec<MigrationSet>) -> AppState {
-    let _ = tracing_subscriber::fmt().with_test_writer().try_init();
-    let secrets = shared::secrets::Secrets::from_env().await;
-    AppState {
-        resource: SchemaResource::new(database, Some(secrets), sets).unwrap(),
-    }
-}
-
-async fn invoke(state: &AppState, event: Value, secs: u64) -> Result<Value, String> {
-    let mut context = Context::default();
-    context.deadline = (SystemTime::now() + Duration::from_secs(secs))
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as u64;
-    function_handler(state, LambdaEvent::new(event, context))
-        .await
-        .map_err(|e| e.to_string())
-}
-
-/// The body of the one PUT `server` received.
+/// The body of the one PUT `server` received (the shape is checked by `migrate`'s tests).
 fn answer(server: &FakeServer) -> Value {
     let puts: Vec<Request> = server.requests_with("PUT");
     assert_eq!(puts.len(), 1, "one answer: {puts:?}");
     serde_json::from_slice(&puts[0].body).unwrap()
-}
-
-async fn emulator() -> aws_sdk_secretsmanager::Client {
-    assert!(
-        std::env::var("AWS_ENDPOINT_URL_SECRETS_MANAGER").is_ok(),
-        "AWS_ENDPOINT_URL_SECRETS_MANAGER: run with make test (it starts the moto emulator)"
-    );
-    let config = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
-    aws_sdk_secretsmanager::Client::new(&config)
-}
-
-async fn login_secret(client: &aws_sdk_secretsmanager::Client, value: &Value) -> String {
-    client
-        .create_secret()
-        .name(unique("hookledger/review-login"))
-        .secret_string(value.to_string())
-        .send()
-        .await
-        .unwrap()
-        .arn
-        .unwrap()
-}
-
-/// Whether the SCRAM verifier `verifier` was made from `password` (see migrate.rs).
-fn scram_matches(verifier: &str, password: &str) -> bool {
-    let b64 = base64::engine::general_purpose::STANDARD;
-    let Some(rest) = verifier.strip_prefix("SCRAM-SHA-256$") else {
-        return false;
-    };
-    let (params, keys) = rest.split_once('$').unwrap();
-    let (iterations, salt) = params.split_once(':').unwrap();
-    let (stored, _) = keys.split_once(':').unwrap();
-    let iterations: u32 = iterations.parse().unwrap();
-    let salt = b64.decode(salt).unwrap();
-    let hmac = |key: &[u8], data: &[u8]| -> Vec<u8> {
-        let mut mac = <Hmac<Sha256> as KeyInit>::new_from_slice(key).unwrap();
-        mac.update(data);
-        mac.finalize().into_bytes().to_vec()
-    };
-    let mut u = hmac(
-        password.as_bytes(),
-        &[salt.as_slice(), &[0, 0, 0, 1]].concat(),
-    );
-    let mut salted = u.clone();
-    for _ in 1..iterations {
-        u = hmac(password.as_bytes(), &u);
-        for (s, x) in salted.iter_mut().zip(&u) {
-            *s ^= x;
-        }
-    }
-    let client_key = hmac(&salted, b"Client Key");
-    Sha256::digest(&client_key).to_vec() == b64.decode(stored).unwrap()
 }
 
 async fn verifier_of(db: &TestDb, role: &str) -> String {
@@ -146,7 +40,7 @@ async fn verifier_of(db: &TestDb, role: &str) -> String {
 /// queues behind its ACCESS EXCLUSIVE request. Abandoning the work at the margin does not
 /// cancel the server side either: the ALTER keeps waiting (and blocking) after the answer.
 #[tokio::test]
-async fn review_migrate_applies_its_lock_timeout_so_a_blocked_migration_fails_fast_and_leaves_nothing_waiting(
+async fn migrate_applies_its_lock_timeout_so_a_blocked_migration_fails_fast_and_leaves_nothing_waiting(
 ) {
     let db = TestDb::new(&[]).await.unwrap();
     // An open transaction that has read the ledger (a worker's handler holds one for up to
@@ -218,7 +112,7 @@ async fn review_migrate_applies_its_lock_timeout_so_a_blocked_migration_fails_fa
 /// `hookledger migrate` during a deploy): the runs race on the same CREATE TABLEs, because
 /// nothing serialises them (no advisory lock around `migrate_client`).
 #[tokio::test]
-async fn review_two_deploys_at_once_on_a_fresh_database_both_succeed() {
+async fn two_deploys_at_once_on_a_fresh_database_both_succeed() {
     let db = TestDb::empty().await.unwrap();
     let sets = handlers::migrations();
     let first = state(db.settings(1), sets.clone()).await;
@@ -248,8 +142,8 @@ async fn review_two_deploys_at_once_on_a_fresh_database_both_succeed() {
 /// The same race on the logins: two invocations provisioning the same new login at once
 /// both see it absent and both `CREATE ROLE` it; the second fails on pg_authid's unique index.
 #[tokio::test]
-async fn review_two_deploys_at_once_provisioning_the_same_new_login_both_succeed() {
-    let aws = emulator().await;
+async fn two_deploys_at_once_provisioning_the_same_new_login_both_succeed() {
+    let aws = crate::aws::emulator().await;
     let db = TestDb::new(&handlers::migrations()).await.unwrap();
     let username = unique("review_race_login");
     let arn = login_secret(
@@ -299,12 +193,12 @@ async fn review_two_deploys_at_once_provisioning_the_same_new_login_both_succeed
 /// to its own password, and the first stack's functions can no longer log in (the next cold
 /// start fails authentication: an outage of the first stack, caused by deploying the second).
 #[tokio::test]
-async fn review_a_second_stack_on_the_same_cluster_does_not_take_over_the_first_stacks_login() {
-    let aws = emulator().await;
+async fn a_second_stack_on_the_same_cluster_does_not_take_over_the_first_stacks_login() {
+    let aws = crate::aws::emulator().await;
     let production = TestDb::empty().await.unwrap();
     let staging = TestDb::empty().await.unwrap();
     // Both stacks generated `<prefix>_receiver` with the default prefix.
-    let username = unique("hookledger_app_receiver");
+    let username = unique("app_receiver");
     let production_secret = login_secret(
         &aws,
         &json!({"username": username, "password": "production-password"}),
@@ -336,7 +230,13 @@ async fn review_a_second_stack_on_the_same_cluster_does_not_take_over_the_first_
     let staging_state = state(staging.settings(1), Vec::new()).await;
     invoke(
         &staging_state,
-        request(&server, "Create", props(&staging_secret)),
+        {
+            // Another stack: CloudFormation gives each its own stack id.
+            let mut staging = request(&server, "Create", props(&staging_secret));
+            staging["StackId"] =
+                json!("arn:aws:cloudformation:us-east-1:123456789012:stack/staging/2");
+            staging
+        },
         60,
     )
     .await
@@ -358,10 +258,10 @@ async fn review_a_second_stack_on_the_same_cluster_does_not_take_over_the_first_
 /// `rdsadmin` has on RDS. A login whose username names an existing role keeps every attribute
 /// and membership that role had (only `hookledger_` groups are revoked): here a role with
 /// CREATEROLE and `pg_write_all_data` becomes "the receiver's login", which then can DELETE
-/// from the ledger (contract 2: the receiver cannot) and create roles.
+/// from the ledger (the receiver must not) and create roles.
 #[tokio::test]
-async fn review_a_login_that_names_an_existing_privileged_role_is_refused_or_stripped() {
-    let aws = emulator().await;
+async fn a_login_that_names_an_existing_privileged_role_is_refused_or_stripped() {
+    let aws = crate::aws::emulator().await;
     let db = TestDb::new(&[]).await.unwrap();
     let username = unique("legacy_ops");
     db.connect()
@@ -419,7 +319,7 @@ async fn review_a_login_that_names_an_existing_privileged_role_is_refused_or_str
 /// bootstrap as fit for al2023. The fixture: Debian 12's own `/usr/bin/getconf`, which needs
 /// GLIBC_2.34 at most, and GLIBC_ABI_DT_RELR.
 #[test]
-fn review_the_bootstrap_check_refuses_a_binary_needing_glibc_abi_dt_relr() {
+fn the_bootstrap_check_refuses_a_binary_needing_glibc_abi_dt_relr() {
     let fixture = "/usr/bin/getconf";
     let bytes = std::fs::read(fixture).unwrap();
     assert!(
@@ -481,7 +381,7 @@ fn iam_test_passes_on(yaml: &str, tag: &str) -> (bool, String) {
 /// one that attaches an `Action: "*"` policy to the receiver's role through a separate
 /// `AWS::IAM::Policy` all pass it.
 #[test]
-fn review_the_template_iam_test_catches_least_privilege_breaches() {
+fn the_template_iam_test_catches_least_privilege_breaches() {
     let original =
         std::fs::read_to_string(hookledger_tests::repo_root().join("template.yaml")).unwrap();
     let receiver_secrets = "                - !If [GenerateReceiverSecret, !Ref ReceiverDatabaseSecret, !Ref ReceiverDatabaseSecretArn]\n                - !Ref SourcesSecretArn\n            - Effect: Allow\n              Action: lambda:InvokeFunction";
