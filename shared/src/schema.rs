@@ -541,10 +541,6 @@ pub async fn provision_logins(
 /// the deployment that owns it (the CloudFormation stack id).
 pub const LOGIN_MARKER: &str = "hookledger login of ";
 
-/// The advisory lock key that serialises [`apply`] on one database (two deploys at once, a
-/// retried invocation while an abandoned one still runs): `hashtext('hookledger.schema')`.
-const APPLY_LOCK: &str = "SELECT pg_advisory_lock(hashtext('hookledger.schema'))";
-
 /// `"name"` with `"` doubled (SQL identifier quoting; [`check_username`] already refused any
 /// character that would need it).
 fn quote_ident(name: &str) -> String {
@@ -581,7 +577,7 @@ pub async fn apply(
     // One apply at a time per database (waiting under the session's lock_timeout as it is);
     // the lock is the session's and ends with it. Then the migrations' own lock limit.
     client
-        .batch_execute(APPLY_LOCK)
+        .batch_execute(crate::db::migrations::SCHEMA_LOCK)
         .await
         .map_err(|e| SchemaError::Db(format!("waiting for another deploy's migration: {e}")))?;
     client

@@ -117,7 +117,14 @@ pub async fn migrate_with(
     Ok(report.applied)
 }
 
-/// [`migrate_with`] over an open connection, with the full report.
+/// Takes the database's schema advisory lock for the session (re-entrant; released when the
+/// session ends): one migration run at a time per database, whether from a deploy (the migrate
+/// function), the operator CLI's `hookledger migrate`, or both at once. Concurrent runs on a
+/// fresh database otherwise collide on the catalog's unique indexes (`CREATE TYPE`, ...).
+pub(crate) const SCHEMA_LOCK: &str = "SELECT pg_advisory_lock(hashtext('hookledger.schema'))";
+
+/// [`migrate_with`] over an open connection, with the full report. Waits for the
+/// [`SCHEMA_LOCK`] first (under the session's `lock_timeout`, if any).
 ///
 /// Refinery runs strictly (`abort_divergent` and `abort_missing`, its defaults), with one
 /// exception decided here first: when a set's history holds versions this build does not have
@@ -136,6 +143,10 @@ pub async fn migrate_client(
     client: &mut tokio_postgres::Client,
     sets: &[MigrationSet],
 ) -> Result<MigrationReport, DbError> {
+    client
+        .batch_execute(SCHEMA_LOCK)
+        .await
+        .map_err(DbError::Statement)?;
     let mut report = MigrationReport::default();
     for set in std::iter::once(&MigrationSet::ledger()).chain(sets) {
         let mut runner = refinery::Runner::new(&set.migrations);

@@ -429,3 +429,25 @@ fn the_template_iam_test_catches_least_privilege_breaches() {
         "the template IAM test passed these least-privilege breaches: {passed:?}"
     );
 }
+
+/// The same race from the operator CLI's path (`hookledger migrate`, `shared::db::migrate_with`)
+/// during a deploy: the schema lock is taken by the migration runner itself, so both succeed.
+#[tokio::test]
+async fn two_migrate_with_runs_at_once_on_a_fresh_database_both_succeed() {
+    let db = TestDb::empty().await.unwrap();
+    let settings = db.settings(1);
+    let sets = handlers::migrations();
+    let (a, b) = tokio::join!(
+        shared::db::migrate_with(&settings, &sets),
+        shared::db::migrate_with(&settings, &sets),
+    );
+    let (a, b) = (a.map_err(|e| e.to_string()), b.map_err(|e| e.to_string()));
+    assert!(
+        a.is_ok() && b.is_ok(),
+        "both runs must succeed:\n{a:?}\n{b:?}"
+    );
+    assert!(
+        a.unwrap().is_empty() || b.unwrap().is_empty(),
+        "one of them found the work done"
+    );
+}
