@@ -38,6 +38,7 @@ use crate::config::{Mode, Settings, SourceConfig};
 use crate::doorbell::Doorbell;
 use crate::extract::{extract, Extracted};
 use crate::handlers::{apply, fatal_body, ApplyError, Event, Registry, FATAL_STATUS};
+use crate::ledger::one_statement::Decided;
 use crate::ledger::{self, Accept, Claim, Expiry, NewEvent};
 use crate::sources_refresh::LiveSources;
 use crate::telemetry::{MetricName, UNKNOWN_SOURCE};
@@ -423,7 +424,17 @@ impl Receiver {
         shadow: bool,
     ) -> Result<Reply, Failed> {
         let conn = self.connection().await?;
-        let tx = match ledger::claim(&conn, new_event, expiry).await? {
+        let claim = match self
+            .one_statement(&conn, config, event, new_event, expiry)
+            .await?
+        {
+            Some(Ok(reply)) => return Ok(reply),
+            Some(Err(lost)) => lost,
+            None => ledger::claim(&conn, new_event, expiry).await?,
+        };
+        // Moved whole into the match (a binding left partly moved would be dropped, borrowing
+        // `conn`, at the end of the function).
+        let tx = match std::convert::identity(claim) {
             Claim::Won(tx) => tx,
             Claim::DigestMismatch => {
                 return Ok(Reply::error(
@@ -469,6 +480,42 @@ impl Receiver {
             Err(ApplyError::Fatal(error)) => self.keep_dead(&conn, new_event, &error, expiry).await,
             Err(error) => Err(Failed::Apply(error)),
         }
+    }
+
+    /// The one-statement shape (`ledger::one_statement`), when the event can take it: the reply
+    /// of a won claim, the lost claim's outcome for the transaction shape's answers (a completed
+    /// duplicate, in flight, a digest mismatch), or `None` to take the transaction shape.
+    async fn one_statement(
+        &self,
+        conn: &ledger::Connection,
+        config: &SourceConfig,
+        event: &Event<'_>,
+        new_event: &NewEvent<'_>,
+        expiry: &Expiry,
+    ) -> Result<Option<Result<Reply, Claim<'static>>>, Failed> {
+        if new_event.replayed {
+            return Ok(None);
+        }
+        let Some((plan, outcome)) =
+            crate::handlers::plan(&self.handlers, config, conn, event).await
+        else {
+            return Ok(None);
+        };
+        Ok(
+            match ledger::one_statement::claim_and_complete(conn, new_event, &plan, expiry).await? {
+                Decided::Won(response) => Some(Ok(Reply {
+                    status: response.status,
+                    body: response.body,
+                    replayed: false,
+                    retry_after: None,
+                    outcome,
+                })),
+                Decided::Completed(stored) => Some(Err(Claim::Completed(stored))),
+                Decided::DigestMismatch => Some(Err(Claim::DigestMismatch)),
+                Decided::InFlight => Some(Err(Claim::InFlight)),
+                Decided::Undecided => None,
+            },
+        )
     }
 
     /// An inline handler failed fatally: the claim's transaction is rolled back; keep the event

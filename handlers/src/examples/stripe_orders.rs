@@ -96,4 +96,10 @@ impl Handler for PaymentIntentSucceeded {
         )?;
         Ok(Effect::ok(body))
     }
+
+    /// It decides from the payload alone and only defers one insert: the receiver sends the
+    /// claim, this insert and the completed response as one statement.
+    fn plain_sql(&self) -> bool {
+        true
+    }
 }

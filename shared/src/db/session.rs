@@ -87,6 +87,12 @@ impl Session {
         &self.begin
     }
 
+    /// Whether the limits are sent with every transaction (`SET LOCAL`), rather than carried
+    /// by the database role.
+    pub fn limits_per_transaction(&self) -> bool {
+        self.begin != "BEGIN"
+    }
+
     /// Whether statements are prepared once per connection and reused by name.
     pub fn statement_cache(&self) -> bool {
         self.statement_cache
@@ -291,6 +297,27 @@ impl Connection {
         let rows = rows?;
         committed?;
         Ok(rows)
+    }
+}
+
+impl Connection {
+    /// Runs one statement on its own: sent alone (its own implicit transaction: one statement,
+    /// one round trip) when the limits live on the database role, else as
+    /// [`Connection::autocommit`] (`BEGIN` with the `SET LOCAL` limits, the statement, `COMMIT`:
+    /// still one round trip), so it never runs without the limits.
+    ///
+    /// # Errors
+    /// `tokio_postgres::Error` when the statement fails (nothing of it is committed then).
+    pub async fn one_statement(
+        &self,
+        sql: &'static Sql,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<Vec<Row>, tokio_postgres::Error> {
+        if self.session.limits_per_transaction() {
+            return self.autocommit(sql, params).await;
+        }
+        let statement = self.prepare(sql).await?;
+        self.query(&statement, params).await
     }
 }
 

@@ -215,6 +215,23 @@ pub trait Handler: Send + Sync {
     /// # Errors
     /// [`HandlerError::Retryable`] or [`HandlerError::Fatal`]; nothing is committed then.
     async fn handle(&self, tx: &mut Tx<'_>, event: &Event<'_>) -> Result<Effect, HandlerError>;
+
+    /// Whether this handler's effect is **plain SQL**: [`Handler::handle`] decides from the
+    /// event alone and writes only through [`Tx::defer`] (no [`Tx::query`] or [`Tx::execute`],
+    /// nothing outside the database, no outbox message), each write one `INSERT ... VALUES
+    /// (...)` row with every parameter's type declared. Then the receiver (inline mode) runs
+    /// it *before* the claim and sends the claim, its writes and the completed response as one
+    /// statement (`crate::ledger::one_statement`): one round trip per new event instead of two,
+    /// and a completed duplicate answered in one. The writes are gated on the claim, so a lost
+    /// claim applies nothing.
+    ///
+    /// Default `false` (the transaction shape, always correct). Answering `true` for a handler
+    /// that reads or calls out is safe for the ledger, not for what the handler does outside it:
+    /// a read makes the receiver discard the plan and run the handler again in the transaction
+    /// shape, so anything it did before the read runs twice.
+    fn plain_sql(&self) -> bool {
+        false
+    }
 }
 
 /// Handlers by source name, then event type.
@@ -319,6 +336,49 @@ pub struct Applied {
     /// Outbox messages the commit added (built-in targets' and the handler's; none for a re-run
     /// whose messages were queued before): the worker has something to dispatch.
     pub queued: u64,
+}
+
+/// Decides `event`'s effect before any claim, for the one-statement shape
+/// (`crate::ledger::one_statement`): the plan, or `None` when the event must take the
+/// transaction shape ([`apply`]): a built-in target of the source takes the event (an outbox
+/// message), its handler is not [`Handler::plain_sql`], or the handler ran a statement,
+/// queued an outbox message or failed (the transaction shape runs it again and deals with the
+/// failure as always). An event type without a handler plans the recorded no-op.
+///
+/// Returns the plan and the outcome (`processed` or `ignored`).
+pub async fn plan(
+    registry: &Registry,
+    source: &SourceConfig,
+    conn: &crate::ledger::Connection,
+    event: &Event<'_>,
+) -> Option<(crate::ledger::one_statement::Plan, &'static str)> {
+    if source
+        .targets
+        .iter()
+        .any(|t| t.event_types.matches(event.event_type))
+    {
+        return None;
+    }
+    let mut tx = Tx::plan(conn).for_event(&source.targets, event.event_type);
+    let (effect, outcome) = match registry.get(event.source, event.event_type) {
+        Some(handler) if handler.plain_sql() => match handler.handle(&mut tx, event).await {
+            Ok(effect) => (effect, "processed"),
+            Err(_) => return None,
+        },
+        Some(_) => return None,
+        None => (ignored_effect(event), "ignored"),
+    };
+    let Some(plan) = tx.into_plan(effect.status.code(), effect.body) else {
+        tracing::warn!(
+            source = event.source,
+            event_id = event.event_id,
+            event_type = event.event_type,
+            "a plain-SQL handler ran a statement or queued an outbox message: the event takes \
+             the transaction shape (the handler should not declare plain_sql)"
+        );
+        return None;
+    };
+    crate::ledger::one_statement::composable(&plan).then_some((plan, outcome))
 }
 
 /// The media type of a built-in target's message whose payload is a form body (GitHub's

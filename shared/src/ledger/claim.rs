@@ -193,31 +193,61 @@ pub async fn claim<'c>(
     let (rolled_back, row) =
         in_order(tx.rollback(), lookup(conn, event.source, event.event_id)).await;
     rolled_back?;
-    Ok(match row? {
-        // Deleted between the conflict and the read (sweeper): the provider's retry decides.
-        None => Claim::InFlight,
+    // Deleted between the conflict and the read (sweeper): the provider's retry decides.
+    let Some(row) = row? else {
+        return Ok(Claim::InFlight);
+    };
+    Ok(match judge(&row, event, expiry) {
+        Verdict::Known(status) => Claim::Known(status),
+        Verdict::Expired => retake(conn, retake_expired(conn, event, &row, expiry, None)).await?,
+        Verdict::DigestMismatch => Claim::DigestMismatch,
+        Verdict::Completed(response) => Claim::Completed(response),
+        Verdict::Dead => retake_dead(conn, event).await?,
+        Verdict::InFlight => Claim::InFlight,
+    })
+}
+
+/// What an existing row means for a delivery (or a replayed event) that lost the claim.
+#[derive(Debug)]
+pub(crate) enum Verdict {
+    /// Replay: the key is in the ledger, whatever its bytes, status or age.
+    Known(Status),
+    /// Past the source's retention: claim it again as new (as if swept).
+    Expired,
+    /// The same event id with a different payload.
+    DigestMismatch,
+    /// Completed with the same payload: answer the stored response.
+    Completed(StoredResponse),
+    /// Dead by an inline fatal error: a redelivery runs it again.
+    Dead,
+    /// Claimed, pending or processing: someone else owns it now.
+    InFlight,
+}
+
+/// Judges the existing `row` of the key `event` lost the claim to: the one place both claim
+/// shapes (this module's transaction and `super::one_statement`) decide a duplicate.
+pub(crate) fn judge(row: &EventRow, event: &NewEvent<'_>, expiry: &Expiry) -> Verdict {
+    match row {
         // Replay: a key in the ledger is known, whatever its bytes, status or age. (An expired
         // key is not taken again: the window stays inside the look-back, so only an event the
         // API answered outside the window could find one, and it must not run twice.)
-        Some(row) if event.replayed => Claim::Known(row.status),
-        Some(row) if row.is_expired(expiry) => {
-            retake(conn, retake_expired(conn, event, &row, expiry, None)).await?
-        }
-        Some(row) if !row.same_payload(event) => Claim::DigestMismatch,
-        Some(EventRow {
+        row if event.replayed => Verdict::Known(row.status),
+        row if row.is_expired(expiry) => Verdict::Expired,
+        row if !row.same_payload(event) => Verdict::DigestMismatch,
+        EventRow {
             response: Some(response),
             status: Status::Completed,
             ..
-        }) => Claim::Completed(response),
+        } => Verdict::Completed(response.clone()),
         // Dead by an inline fatal error: a redelivery (a resend after the handler or the
         // sender was fixed) runs it again. Its fatal run rolled everything back, so nothing can
         // double; a fatal error again keeps it dead with the same answer.
-        Some(EventRow {
+        EventRow {
             status: Status::Dead,
             ..
-        }) => retake_dead(conn, event).await?,
-        Some(_) => Claim::InFlight,
-    })
+        } => Verdict::Dead,
+        _ => Verdict::InFlight,
+    }
 }
 
 static RETAKE_DEAD: Sql = Sql {
@@ -408,7 +438,7 @@ pub async fn lookup(
 }
 
 /// An [`EventRow`] from a row of [`LOOKUP`]'s columns (in that order).
-fn event_row(row: &tokio_postgres::Row) -> Result<EventRow, LedgerError> {
+pub(crate) fn event_row(row: &tokio_postgres::Row) -> Result<EventRow, LedgerError> {
     let status = Status::parse(row.try_get::<_, &str>(0)?)?;
     let response_status: Option<i16> = row.try_get(2)?;
     let response_body: Option<String> = row.try_get(3)?;

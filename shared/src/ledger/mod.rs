@@ -11,15 +11,23 @@
 //! blocks on the first's uncommitted tuple (bounded by `lock_timeout`) and sees the conflict
 //! once the first commits; if the first rolls back, the second wins.
 //!
-//! Round trips for a new event (inline mode): `BEGIN` (with its `SET LOCAL` limits) + claim
-//! pipelined; then the handler's deferred writes + its outbox messages (one statement) +
-//! completion + `COMMIT` pipelined.
+//! Round trips for a new event (inline mode), in one of two shapes:
+//!
+//! - **one statement** ([`one_statement`]) when the handler's effect is plain SQL (or there is
+//!   no handler) and nothing goes to the outbox: the claim, the handler's writes and the
+//!   completed response in one statement, one round trip; a completed duplicate is answered
+//!   from the same round trip;
+//! - **the transaction** otherwise: `BEGIN` (with its `SET LOCAL` limits) + claim pipelined;
+//!   then the handler's deferred writes + its outbox messages (one statement) + completion +
+//!   `COMMIT` pipelined.
 
 pub mod audit;
 pub mod claim;
 pub mod deferred;
+mod gate;
 pub mod inspect;
 pub mod lease;
+pub mod one_statement;
 pub mod outbox;
 pub mod redrive;
 pub mod redrive_outbox;

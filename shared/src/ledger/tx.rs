@@ -40,12 +40,25 @@ pub(crate) enum Guard {
     Leased { token: i64 },
     /// Shadow mode's re-processing of a duplicate: the effect only, the ledger untouched.
     Shadow,
+    /// A plain-SQL handler deciding its effect before the claim (`super::one_statement`): no
+    /// statement is sent; its deferred writes are collected, and one that runs a statement
+    /// now makes the event take the transaction shape instead.
+    Plan,
 }
 
 /// One statement a handler deferred to the end of its transaction.
-struct Deferred {
-    sql: &'static Sql,
-    params: Vec<Box<dyn ToSql + Sync + Send>>,
+pub(crate) struct Deferred {
+    pub(crate) sql: &'static Sql,
+    pub(crate) params: Vec<Box<dyn ToSql + Sync + Send>>,
+}
+
+impl std::fmt::Debug for Deferred {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Deferred")
+            .field("sql", &self.sql.text)
+            .field("params", &self.params.len())
+            .finish()
+    }
 }
 
 /// One outbox message queued in a [`Tx`], written at completion as number `n` = its position
@@ -75,6 +88,8 @@ pub struct Tx<'c> {
     queued: Vec<Queued>,
     /// When the messages are due (`None`: the transaction's `now()`).
     due_at: Option<SystemTime>,
+    /// A plan ([`Guard::Plan`]) tried to run a statement now.
+    touched: bool,
 }
 
 impl std::fmt::Debug for Tx<'_> {
@@ -284,6 +299,7 @@ impl<'c> Tx<'c> {
             event_type: "",
             queued: Vec::new(),
             due_at: None,
+            touched: false,
         }
     }
 
@@ -299,6 +315,7 @@ impl<'c> Tx<'c> {
             event_type: "",
             queued: Vec::new(),
             due_at: None,
+            touched: false,
         }
     }
 
@@ -427,6 +444,14 @@ impl<'c> Tx<'c> {
         want: Want,
     ) -> Result<Sent, HandlerError> {
         check_statement(sql)?;
+        if self.guard == Guard::Plan {
+            // Reading before deciding: this handler is not plain SQL after all. What it does
+            // with this error does not matter, its result is discarded.
+            self.touched = true;
+            return Err(HandlerError::retryable(
+                "a plain-SQL handler ran a statement before the claim",
+            ));
+        }
         let conn = self.conn;
         let statement = conn.prepare(sql).await?;
         let run = async {
@@ -471,6 +496,10 @@ impl<'c> Tx<'c> {
         status: u16,
         body: &serde_json::Value,
     ) -> Result<(StoredResponse, u64), CompleteError> {
+        if self.guard == Guard::Plan {
+            // A plan is applied by `super::one_statement`, never committed from here.
+            return Err(CompleteError::Lost);
+        }
         let conn = self.conn;
         let deferred = std::mem::take(&mut self.deferred);
         let queued = std::mem::take(&mut self.queued);
@@ -500,7 +529,7 @@ impl<'c> Tx<'c> {
             statements.push(conn.prepare(write.sql).await.map_err(LedgerError::from)?);
         }
         let completion_sql = match self.guard {
-            Guard::Shadow => None,
+            Guard::Shadow | Guard::Plan => None,
             Guard::Claimed => Some(&COMPLETE),
             Guard::Leased { .. } => Some(&COMPLETE_LEASED),
         };
@@ -636,6 +665,31 @@ enum Want {
 enum Sent {
     Rows(Vec<Row>),
     Count(u64),
+}
+
+impl<'c> Tx<'c> {
+    /// A plan: a handler's `Tx` that sends nothing (see [`Guard::Plan`]).
+    pub(crate) fn plan(conn: &'c Connection) -> Self {
+        Self::lazy(conn, Guard::Plan)
+    }
+
+    /// What the handler decided through this plan, with `status` and `body` as its response:
+    /// `None` when it cannot ride in one statement (it ran a statement, or queued outbox
+    /// messages, which the transaction shape writes).
+    pub(crate) fn into_plan(
+        mut self,
+        status: u16,
+        body: serde_json::Value,
+    ) -> Option<super::one_statement::Plan> {
+        if self.touched || !self.queued.is_empty() {
+            return None;
+        }
+        Some(super::one_statement::Plan {
+            status,
+            body,
+            writes: std::mem::take(&mut self.deferred),
+        })
+    }
 }
 
 /// A transaction for shadow mode's re-processing of a duplicate: the handler runs and its

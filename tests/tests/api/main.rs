@@ -14,6 +14,7 @@ mod hardening;
 mod helpers;
 mod interop;
 mod migrate;
+mod one_statement;
 mod outbox;
 mod outbox_review;
 mod pooler;

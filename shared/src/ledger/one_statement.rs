@@ -1,0 +1,288 @@
+//! A new event in one statement and one round trip: the claim, the handler's writes and the
+//! completed response together, for handlers whose effect is plain SQL (see
+//! `crate::handlers::Handler::plain_sql`).
+//!
+//! The statement, for a handler that deferred one insert:
+//!
+//! ```sql
+//! WITH claimed AS (
+//!     INSERT INTO webhook_event (..., status, attempts, response_status, response_body, completed_at)
+//!     VALUES (..., 'completed', 1, $7, $8, now())
+//!     ON CONFLICT (source, event_id) DO NOTHING
+//!     RETURNING response_body::text AS body
+//! ),
+//! w1 AS (INSERT INTO orders (...) SELECT $9, $10, ... FROM claimed ON CONFLICT (order_id) DO NOTHING)
+//! SELECT <no row columns>, true AS won, body FROM claimed
+//! UNION ALL
+//! SELECT <the existing row's columns>, false, NULL FROM webhook_event
+//! WHERE source = $1 AND event_id = $2 AND NOT EXISTS (SELECT 1 FROM claimed)
+//! ```
+//!
+//! - **Gated on the claim.** Each write selects its row `FROM claimed` (`super::gate` rewrites
+//!   the handler's `INSERT ... VALUES`), and `claimed` returns a row only when the claim
+//!   inserted one: a lost claim writes nothing. The statement is atomic: a write that fails
+//!   (a CHECK, a unique violation) fails the claim with it, and nothing is left behind.
+//! - **Inserted completed.** The row is written once, already `completed` with its response: no
+//!   second tuple version, no dead tuple, no `claimed` state anyone could see.
+//! - **A duplicate in the same round trip.** When the claim is lost the same statement returns
+//!   the existing row as the statement's snapshot sees it, judged like the transaction shape's
+//!   lookup (`super::claim::judge`). A winner that was still uncommitted when the statement
+//!   started is invisible to that snapshot (the insert waited for it and then saw the conflict):
+//!   only then is a second statement needed, and the caller takes the transaction shape.
+//! - **Limits.** When the session's limits live on the database role (`HOOKLEDGER_DB_TRANSACTION_LIMITS=false`,
+//!   what the deploy sets up) the statement is sent alone: one statement, one round trip, its
+//!   own implicit transaction. Otherwise it is wrapped in `BEGIN` with its `SET LOCAL` limits
+//!   and `COMMIT`, still one round trip ([`super::Connection::one_statement`]).
+//!
+//! Statements are composed once per sequence of handler statements and cached for the life of
+//! the process (at most [`MAX_COMPOSED`] of them; past that, the transaction shape).
+
+use std::collections::HashMap;
+use std::sync::{Mutex, OnceLock};
+
+use tokio_postgres::types::{Json, ToSql, Type};
+
+use super::claim::{event_row, judge, Verdict};
+use super::gate::gate;
+use super::tx::Deferred;
+use super::{is_lock_timeout, Connection, Expiry, LedgerError, NewEvent, StoredResponse};
+use crate::db::Sql;
+
+/// The most distinct composed statements kept (each handler's sequence of deferred statements
+/// is one); a process that would compose more takes the transaction shape for the rest.
+pub const MAX_COMPOSED: usize = 256;
+
+/// The claim's parameters: `$1` source, `$2` event id, `$3` event type, `$4` digest, `$5`
+/// payload, `$6` payload identity, `$7` response status, `$8` response body. The handler's
+/// statements' parameters follow, each shifted past the ones before.
+const CLAIM_TYPES: [Type; 8] = [
+    Type::TEXT,
+    Type::TEXT,
+    Type::TEXT,
+    Type::BYTEA,
+    Type::BYTEA,
+    Type::BYTEA,
+    Type::INT2,
+    Type::JSONB,
+];
+
+const CLAIMED: &str = "\
+WITH claimed AS (
+    INSERT INTO webhook_event
+        (source, event_id, event_type, payload_digest, payload, status, payload_identity,
+         attempts, response_status, response_body, completed_at)
+    VALUES ($1, $2, $3, $4, $5, 'completed', $6, 1, $7, $8, now())
+    -- A concurrent claim of the same key waits here for the first to commit or roll back.
+    ON CONFLICT (source, event_id) DO NOTHING
+    -- The stored text is what the first answer and every retry send, byte for byte.
+    RETURNING response_body::text AS body
+)";
+
+/// The existing row's columns in `super::claim`'s lookup order (so `event_row` reads them),
+/// then `won` and the stored body.
+const ANSWER: &str = "
+SELECT NULL::text, NULL::bytea, NULL::smallint, NULL::text, NULL::bytea, NULL::timestamptz,
+       NULL::timestamptz, NULL::boolean, true AS won, body
+FROM claimed
+UNION ALL
+SELECT status::text, payload_digest, response_status, response_body::text, payload_identity,
+       claimed_at, dead_at, replayed_at IS NOT NULL, false, NULL
+FROM webhook_event
+WHERE source = $1
+  AND event_id = $2
+  AND NOT EXISTS (SELECT 1 FROM claimed)";
+
+/// What a plain-SQL handler decided before any claim: the response to store and the writes to
+/// apply with it.
+#[derive(Debug)]
+pub struct Plan {
+    /// The response status (a 2xx).
+    pub status: u16,
+    /// The response body.
+    pub body: serde_json::Value,
+    /// The handler's deferred writes, in order.
+    pub(crate) writes: Vec<Deferred>,
+}
+
+/// What the one statement decided.
+#[derive(Debug)]
+pub enum Decided {
+    /// The claim won: the row is committed `completed` with this response (exactly as stored)
+    /// and the handler's writes are committed with it.
+    Won(StoredResponse),
+    /// The claim was lost to a committed row: a completed duplicate (its stored response).
+    Completed(StoredResponse),
+    /// The claim was lost to a row with another payload: 409, nothing written.
+    DigestMismatch,
+    /// The claim was lost to a row someone else owns now (or the wait for it hit
+    /// `lock_timeout`): 409 with `Retry-After`, nothing written.
+    InFlight,
+    /// Nothing was written and the statement cannot decide (an expired or dead row to take
+    /// again, a winner committed after the statement began, a write the database refused):
+    /// take the transaction shape, which decides every case.
+    Undecided,
+}
+
+/// The composed statement for a sequence of handler statements, or `None` when one of them is
+/// not the shape `super::gate` rewrites (or the cache is full).
+fn composed(writes: &[&'static Sql]) -> Option<&'static Sql> {
+    static CACHE: OnceLock<Mutex<HashMap<Vec<usize>, Option<&'static Sql>>>> = OnceLock::new();
+    let key: Vec<usize> = writes
+        .iter()
+        .map(|sql| *sql as *const Sql as usize)
+        .collect();
+    let cache = CACHE.get_or_init(|| Mutex::new(HashMap::new()));
+    let mut cache = cache
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    if let Some(found) = cache.get(&key) {
+        return *found;
+    }
+    if cache.len() >= MAX_COMPOSED {
+        return None;
+    }
+    let built = compose(writes);
+    cache.insert(key, built);
+    built
+}
+
+/// Builds (and leaks, once per sequence: see [`composed`]) the statement for `writes`.
+fn compose(writes: &[&'static Sql]) -> Option<&'static Sql> {
+    let mut text = String::from(CLAIMED);
+    let mut types: Vec<Type> = CLAIM_TYPES.to_vec();
+    for (n, write) in writes.iter().enumerate() {
+        let gated = gate(write.text, write.types.len(), types.len())?;
+        text.push_str(&format!(",\nw{} AS (\n{}\n)", n + 1, gated.text));
+        // Every declared type is passed (the handler passes one value per declared type).
+        types.extend(write.types.iter().cloned());
+    }
+    text.push_str(ANSWER);
+    let sql: &'static Sql = Box::leak(Box::new(Sql {
+        text: Box::leak(text.into_boxed_str()),
+        types: Box::leak(types.into_boxed_slice()),
+    }));
+    Some(sql)
+}
+
+/// Whether `plan`'s writes can ride in one statement (composing and caching it if needed).
+pub fn composable(plan: &Plan) -> bool {
+    let writes: Vec<&'static Sql> = plan.writes.iter().map(|w| w.sql).collect();
+    composed(&writes).is_some()
+}
+
+/// Claims `event` (a signed delivery, never a replayed one) and applies `plan` in one
+/// statement; see the module docs.
+///
+/// # Errors
+/// [`LedgerError::Db`] when PostgreSQL fails for a reason the transaction shape would fail for
+/// too (check [`LedgerError::is_unavailable`]). A `lock_timeout` is [`Decided::InFlight`]; a
+/// data exception or integrity violation (SQLSTATE classes 22 and 23: a write or the response
+/// body the database refuses) is [`Decided::Undecided`], so the transaction shape runs the
+/// handler again and classifies the failure as it always does.
+pub async fn claim_and_complete(
+    conn: &Connection,
+    event: &NewEvent<'_>,
+    plan: &Plan,
+    expiry: &Expiry,
+) -> Result<Decided, LedgerError> {
+    debug_assert!(!event.replayed, "replay takes the transaction shape");
+    let writes: Vec<&'static Sql> = plan.writes.iter().map(|w| w.sql).collect();
+    let Some(sql) = composed(&writes) else {
+        return Ok(Decided::Undecided);
+    };
+    let digest: &[u8] = event.digest;
+    let identity: &[u8] = event.identity;
+    let status = i16::try_from(plan.status).unwrap_or(500);
+    let body = Json(&plan.body);
+    let mut params: Vec<&(dyn ToSql + Sync)> = vec![
+        &event.source,
+        &event.event_id,
+        &event.event_type,
+        &digest,
+        &event.payload,
+        &identity,
+        &status,
+        &body,
+    ];
+    for write in &plan.writes {
+        params.extend(
+            write
+                .params
+                .iter()
+                .map(|p| p.as_ref() as &(dyn ToSql + Sync)),
+        );
+    }
+    if params.len() != sql.types.len() {
+        // A handler passed more or fewer values than its statement declares: the transaction
+        // shape sends it as written and reports the database's error.
+        return Ok(Decided::Undecided);
+    }
+    let rows = match conn.one_statement(sql, &params).await {
+        Ok(rows) => rows,
+        Err(error) if is_lock_timeout(&error) => return Ok(Decided::InFlight),
+        Err(error)
+            if error
+                .code()
+                .is_some_and(|c| c.code().starts_with("22") || c.code().starts_with("23")) =>
+        {
+            return Ok(Decided::Undecided)
+        }
+        Err(error) => return Err(error.into()),
+    };
+    let Some(row) = rows.first() else {
+        return Ok(Decided::Undecided);
+    };
+    if row.try_get::<_, bool>(8)? {
+        return Ok(Decided::Won(StoredResponse {
+            status: plan.status,
+            body: row.try_get(9)?,
+        }));
+    }
+    let existing = event_row(row)?;
+    Ok(match judge(&existing, event, expiry) {
+        Verdict::Completed(response) => Decided::Completed(response),
+        Verdict::DigestMismatch => Decided::DigestMismatch,
+        Verdict::InFlight => Decided::InFlight,
+        Verdict::Expired | Verdict::Dead | Verdict::Known(_) => Decided::Undecided,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    static ORDER: Sql = Sql {
+        text: "INSERT INTO orders (order_id, total_minor) VALUES ($1, $2) ON CONFLICT DO NOTHING",
+        types: &[Type::TEXT, Type::INT8],
+    };
+    static UPDATE: Sql = Sql {
+        text: "UPDATE orders SET total_minor = $2 WHERE order_id = $1",
+        types: &[Type::TEXT, Type::INT8],
+    };
+
+    #[test]
+    fn writes_are_numbered_after_the_claim_and_each_other() {
+        let sql = composed(&[&ORDER, &ORDER]).expect("composed");
+        assert!(
+            sql.text.contains("SELECT $9, $10 FROM claimed"),
+            "{}",
+            sql.text
+        );
+        assert!(
+            sql.text.contains("SELECT $11, $12 FROM claimed"),
+            "{}",
+            sql.text
+        );
+        assert_eq!(sql.types.len(), 12);
+        // Cached: the same sequence is the same statement.
+        assert!(std::ptr::eq(
+            sql,
+            composed(&[&ORDER, &ORDER]).expect("cached")
+        ));
+        assert!(
+            composed(&[]).is_some(),
+            "no writes (an ignored event) is one statement too"
+        );
+        assert!(composed(&[&ORDER, &UPDATE]).is_none());
+    }
+}
