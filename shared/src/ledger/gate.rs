@@ -411,3 +411,91 @@ mod tests {
         );
     }
 }
+
+/// Hostile review: inputs the scanner must refuse or copy exactly.
+#[cfg(test)]
+mod hostile {
+    use super::*;
+
+    /// A dollar-quote tag may hold non-ASCII letters (its tag follows identifier rules:
+    /// PostgreSQL documentation, "Dollar-Quoted String Constants"); a `$1` inside is text.
+    #[test]
+    fn a_dollar_quote_with_a_non_ascii_tag_is_copied_or_refused() {
+        let sql = "INSERT INTO t (a) VALUES ($é$ $1 $é$ || $1)";
+        if let Some(gated) = gate(sql, 1, 8) {
+            assert!(gated.text.contains("$é$ $1 $é$"), "{}", gated.text);
+        }
+    }
+
+    /// Identifiers may hold non-ASCII letters and `$`: `prié$1` is one identifier.
+    #[test]
+    fn an_identifier_with_a_non_ascii_letter_then_a_dollar_is_copied_or_refused() {
+        let sql = "INSERT INTO t (prié$1) VALUES ($1)";
+        if let Some(gated) = gate(sql, 1, 8) {
+            assert!(gated.text.contains("(prié$1)"), "{}", gated.text);
+        }
+    }
+
+    /// `$0` is no parameter (PostgreSQL: "there is no parameter $0"); shifted it would become
+    /// one of the claim's own parameters.
+    #[test]
+    fn parameter_zero_is_refused() {
+        assert_eq!(gate("INSERT INTO t (a) VALUES ($0)", 1, 8), None);
+    }
+
+    /// A parameter number near `usize::MAX` must be refused, not overflow when shifted.
+    #[test]
+    fn a_huge_parameter_number_is_refused_without_a_panic() {
+        let sql = format!("INSERT INTO t (a) VALUES (${})", usize::MAX);
+        let result = std::panic::catch_unwind(|| gate(&sql, 1, 8));
+        assert_eq!(result.ok(), Some(None));
+    }
+
+    /// An `E''` string continued on the next line keeps taking backslash escapes (PostgreSQL
+    /// documentation, "String Constants with C-Style Escapes" and the continuation rule): the
+    /// `\'` in the second segment is a quote inside the string, and the `$1` after it is text.
+    #[test]
+    fn an_escape_string_continued_on_a_new_line_keeps_its_escapes() {
+        let sql = "INSERT INTO t (a, b) VALUES (E'x'\n'\\' $1 ', $1) -- ')";
+        if let Some(gated) = gate(sql, 1, 8) {
+            assert!(gated.text.contains("'\\' $1 '"), "{}", gated.text);
+        }
+    }
+
+    /// Held: everything else a hostile handler might write.
+    #[test]
+    fn held_shapes() {
+        for (sql, declared) in [
+            ("INSERT INTO t VALUES ($1); -- done", 1),
+            (
+                "INSERT INTO t VALUES ($1) ON CONFLICT (a) DO UPDATE SET a = $1, b = 2",
+                1,
+            ),
+            ("INSERT INTO t VALUES ('VALUES (' || $1)", 1),
+            ("INSERT INTO t SELECT * FROM (VALUES ($1)) v", 1),
+            ("INSERT INTO t VALUES ($1) RETURNING a, b", 1),
+            (
+                "INSERT INTO t VALUES ($1);;  ; INSERT INTO t VALUES ($1)",
+                1,
+            ),
+            ("INSERT INTO t VALUES ($1) /* unterminated", 1),
+            ("INSERT INTO t VALUES ($1) $x$ unterminated", 1),
+        ] {
+            let gated = gate(sql, declared, 8);
+            if let Some(g) = &gated {
+                assert!(!g.text.contains("$1)"), "{sql}: {}", g.text);
+                assert!(g.text.contains("FROM claimed"), "{sql}: {}", g.text);
+            }
+        }
+        let kept = gate("INSERT INTO t (a) VALUES ($1::int8 + $1::int)", 1, 8).expect("casts");
+        assert_eq!(
+            kept.text,
+            "INSERT INTO t (a) SELECT $9::int8 + $9::int FROM claimed"
+        );
+        let kept = gate("INSERT INTO t (a) VALUES ('VALUES ($1)')", 0, 8).expect("in a string");
+        assert_eq!(
+            kept.text,
+            "INSERT INTO t (a) SELECT 'VALUES ($1)' FROM claimed"
+        );
+    }
+}

@@ -15,6 +15,7 @@ mod helpers;
 mod interop;
 mod migrate;
 mod one_statement;
+mod one_statement_hostile;
 mod outbox;
 mod outbox_review;
 mod pooler;
