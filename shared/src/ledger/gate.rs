@@ -16,12 +16,17 @@
 //! - it has one top-level `VALUES` list of exactly one row, with no `DEFAULT` in it;
 //! - what follows the row is nothing, `ON CONFLICT ...` or `RETURNING ...`;
 //! - every `$n` is covered by the declared types (`n <= types.len()`);
-//! - no top-level `;` except trailing ones.
+//! - no top-level `;` except trailing ones;
+//! - no subquery (`SELECT`, `TABLE` or `WITH` anywhere): it would read in the composed
+//!   statement's snapshot, without the claim and the writes before it, and could name a table
+//!   the composed statement's CTE names shadow;
+//! - no `$0`, and no `E''` string continued by another segment (which keeps its escapes).
 //!
 //! The scanner knows PostgreSQL's lexical rules for what can hide a `$n`, a parenthesis or a
 //! keyword: `'...'` strings (with `''`), `E'...'` strings (with backslash escapes), `"..."`
-//! identifiers, `$tag$...$tag$` dollar quotes, `--` comments (ended by a newline or carriage
-//! return) and nested `/* */` comments (PostgreSQL documentation, "Lexical Structure").
+//! identifiers, words and dollar-quote tags (which may hold non-ASCII letters),
+//! `$tag$...$tag$` dollar quotes, `--` comments (ended by a newline or carriage return) and
+//! nested `/* */` comments (PostgreSQL documentation, "Lexical Structure").
 
 /// The rewritten statement and the highest parameter number it uses (before the offset).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -68,9 +73,14 @@ fn scan(sql: &str, offset: usize) -> Option<(String, Vec<Item>, usize)> {
             b'\'' => {
                 // E'...' strings take backslash escapes; the E was copied as a word already.
                 let escapes = out.ends_with(['E', 'e'])
-                    && !out[..out.len() - 1]
-                        .ends_with(|ch: char| ch.is_ascii_alphanumeric() || ch == '_');
+                    && !out[..out.len() - 1].ends_with(|ch: char| {
+                        ch.is_ascii_alphanumeric() || ch == '_' || !ch.is_ascii()
+                    });
                 let end = string_end(bytes, i, escapes)?;
+                if escapes && continues(&sql[end..]) {
+                    // A continued E'' string keeps its escapes in the next segment.
+                    return None;
+                }
                 out.push_str(&sql[i..end]);
                 i = end;
             }
@@ -94,13 +104,18 @@ fn scan(sql: &str, offset: usize) -> Option<(String, Vec<Item>, usize)> {
                     .iter()
                     .take_while(|b| b.is_ascii_digit())
                     .count();
-                let preceded_by_word =
-                    out.ends_with(|ch: char| ch.is_ascii_alphanumeric() || ch == '_' || ch == '$');
+                let preceded_by_word = out.ends_with(|ch: char| {
+                    ch.is_ascii_alphanumeric() || ch == '_' || ch == '$' || !ch.is_ascii()
+                });
                 if digits > 0 && !preceded_by_word {
                     let n: usize = sql[i + 1..i + 1 + digits].parse().ok()?;
+                    if n == 0 {
+                        // No such parameter; shifted it would be one of the claim's.
+                        return None;
+                    }
                     max_param = max_param.max(n);
                     out.push('$');
-                    out.push_str(&(n + offset).to_string());
+                    out.push_str(&n.checked_add(offset)?.to_string());
                     i += 1 + digits;
                 } else if let Some(end) = dollar_quote_end(sql, i) {
                     out.push_str(&sql[i..end]);
@@ -141,10 +156,14 @@ fn scan(sql: &str, offset: usize) -> Option<(String, Vec<Item>, usize)> {
                 out.push(';');
                 i += 1;
             }
-            c if c.is_ascii_alphabetic() || c == b'_' => {
+            // Identifiers may hold any non-ASCII character (PostgreSQL's lexer: bytes
+            // \200-\377), so a word never ends inside a UTF-8 sequence.
+            c if c.is_ascii_alphabetic() || c == b'_' || !c.is_ascii() => {
                 let len = bytes[i..]
                     .iter()
-                    .take_while(|b| b.is_ascii_alphanumeric() || **b == b'_' || **b == b'$')
+                    .take_while(|b| {
+                        b.is_ascii_alphanumeric() || **b == b'_' || **b == b'$' || !b.is_ascii()
+                    })
                     .count();
                 let start = out.len();
                 out.push_str(&sql[i..i + len]);
@@ -178,6 +197,22 @@ fn string_end(bytes: &[u8], start: usize, escapes: bool) -> Option<usize> {
         }
     }
     None
+}
+
+/// Whether `rest` (what follows a string literal) may continue it: a `'` after nothing but
+/// whitespace and `--` comments. PostgreSQL continues the string when they hold a newline
+/// (its lexer's `quotecontinue`), and an `E''` string's next segment keeps the backslash
+/// escapes; without a newline the text is a syntax error anyway, so `true` is safe.
+fn continues(rest: &str) -> bool {
+    let mut rest = rest;
+    loop {
+        let trimmed = rest.trim_start_matches([' ', '\t', '\n', '\r', '\x0c']);
+        if let Some(comment) = trimmed.strip_prefix("--") {
+            rest = comment.find(['\n', '\r']).map_or("", |at| &comment[at..]);
+        } else {
+            return trimmed.starts_with('\'');
+        }
+    }
 }
 
 /// The end (exclusive) of the quoted identifier starting at `start` (a `"`, doubled inside).
@@ -225,7 +260,7 @@ fn dollar_quote_end(sql: &str, start: usize) -> Option<usize> {
     let rest = &sql[start + 1..];
     let tag_len = rest
         .bytes()
-        .take_while(|b| b.is_ascii_alphanumeric() || *b == b'_')
+        .take_while(|b| b.is_ascii_alphanumeric() || *b == b'_' || !b.is_ascii())
         .count();
     if rest.as_bytes().get(tag_len) != Some(&b'$')
         || rest.as_bytes().first().is_some_and(|b| b.is_ascii_digit())
@@ -270,6 +305,18 @@ pub(crate) fn gate(sql: &str, declared: usize, offset: usize) -> Option<Gated> {
         .iter()
         .any(|i| matches!(i, Item::Semicolon { at, .. } if *at < end_of_statement))
     {
+        return None;
+    }
+    // A subquery reads in the statement's one snapshot, where the claim and the writes before
+    // it are not visible yet, and could name a table the composed statement's CTEs shadow
+    // (`claimed`, `w1`, ...): the transaction shape runs it after them.
+    if items.iter().any(|i| {
+        word(i).is_some_and(|(w, _, _, _)| {
+            ["SELECT", "TABLE", "WITH"]
+                .iter()
+                .any(|k| w.eq_ignore_ascii_case(k))
+        })
+    }) {
         return None;
     }
     let values_at = items.iter().position(|i| {

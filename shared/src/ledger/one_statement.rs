@@ -52,6 +52,11 @@ use crate::db::Sql;
 /// is one); a process that would compose more takes the transaction shape for the rest.
 pub const MAX_COMPOSED: usize = 256;
 
+/// The most parameters one statement can bind (the protocol counts them in 16 bits:
+/// PostgreSQL documentation, "Message Formats", Bind); a plan with more takes the transaction
+/// shape, whose statements are one write each.
+const MAX_PARAMETERS: usize = u16::MAX as usize;
+
 /// The claim's parameters: `$1` source, `$2` event id, `$3` event type, `$4` digest, `$5`
 /// payload, `$6` payload identity, `$7` response status, `$8` response body. The handler's
 /// statements' parameters follow, each shifted past the ones before.
@@ -156,6 +161,9 @@ fn compose(writes: &[&'static Sql]) -> Option<&'static Sql> {
         // Every declared type is passed (the handler passes one value per declared type).
         types.extend(write.types.iter().cloned());
     }
+    if types.len() > MAX_PARAMETERS {
+        return None;
+    }
     text.push_str(ANSWER);
     let sql: &'static Sql = Box::leak(Box::new(Sql {
         text: Box::leak(text.into_boxed_str()),
@@ -177,7 +185,8 @@ pub fn composable(plan: &Plan) -> bool {
 /// [`LedgerError::Db`] when PostgreSQL fails for a reason the transaction shape would fail for
 /// too (check [`LedgerError::is_unavailable`]). A `lock_timeout` is [`Decided::InFlight`]; a
 /// data exception or integrity violation (SQLSTATE classes 22 and 23: a write or the response
-/// body the database refuses) is [`Decided::Undecided`], so the transaction shape runs the
+/// body the database refuses) or a cardinality violation (class 21: two writes of one plan
+/// upserting the same row, which one statement cannot do) is [`Decided::Undecided`], so the transaction shape runs the
 /// handler again and classifies the failure as it always does.
 pub async fn claim_and_complete(
     conn: &Connection,
@@ -223,7 +232,7 @@ pub async fn claim_and_complete(
         Err(error)
             if error
                 .code()
-                .is_some_and(|c| c.code().starts_with("22") || c.code().starts_with("23")) =>
+                .is_some_and(|c| ["21", "22", "23"].iter().any(|k| c.code().starts_with(k))) =>
         {
             return Ok(Decided::Undecided)
         }
