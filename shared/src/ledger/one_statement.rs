@@ -45,7 +45,7 @@ use tokio_postgres::types::{Json, ToSql, Type};
 use super::claim::{event_row, judge, Verdict};
 use super::gate::gate;
 use super::tx::Deferred;
-use super::{is_lock_timeout, Connection, Expiry, LedgerError, NewEvent, StoredResponse};
+use super::{Connection, Expiry, LedgerError, NewEvent, StoredResponse};
 use crate::db::Sql;
 
 /// The most distinct composed statements kept (each handler's sequence of deferred statements
@@ -119,8 +119,8 @@ pub enum Decided {
     Completed(StoredResponse),
     /// The claim was lost to a row with another payload: 409, nothing written.
     DigestMismatch,
-    /// The claim was lost to a row someone else owns now (or the wait for it hit
-    /// `lock_timeout`): 409 with `Retry-After`, nothing written.
+    /// The claim was lost to a committed row someone else owns now (pending or processing):
+    /// 409 with `Retry-After`, nothing written.
     InFlight,
     /// Nothing was written and the statement cannot decide (an expired or dead row to take
     /// again, a winner committed after the statement began, a write the database refused):
@@ -183,7 +183,7 @@ pub fn composable(plan: &Plan) -> bool {
 ///
 /// # Errors
 /// [`LedgerError::Db`] when PostgreSQL fails for a reason the transaction shape would fail for
-/// too (check [`LedgerError::is_unavailable`]). A `lock_timeout` is [`Decided::InFlight`]; a
+/// too (check [`LedgerError::is_unavailable`]). A `lock_timeout` (SQLSTATE 55P03), a
 /// data exception or integrity violation (SQLSTATE classes 22 and 23: a write or the response
 /// body the database refuses) or a cardinality violation (class 21: two writes of one plan
 /// upserting the same row, which one statement cannot do) is [`Decided::Undecided`], so the transaction shape runs the
@@ -228,11 +228,14 @@ pub async fn claim_and_complete(
     }
     let rows = match conn.one_statement(sql, &params).await {
         Ok(rows) => rows,
-        Err(error) if is_lock_timeout(&error) => return Ok(Decided::InFlight),
+        // A lock wait that timed out may have been the claim's (a duplicate of an event still
+        // in flight: 409) or a handler write's (a business row someone holds: 503); only the
+        // transaction shape, which waits for each on its own, can tell them apart.
         Err(error)
-            if error
-                .code()
-                .is_some_and(|c| ["21", "22", "23"].iter().any(|k| c.code().starts_with(k))) =>
+            if error.code().is_some_and(|c| {
+                c == &tokio_postgres::error::SqlState::LOCK_NOT_AVAILABLE
+                    || ["21", "22", "23"].iter().any(|k| c.code().starts_with(k))
+            }) =>
         {
             return Ok(Decided::Undecided)
         }
