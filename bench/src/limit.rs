@@ -284,8 +284,13 @@ async fn machine_md(client: &tokio_postgres::Client) -> String {
         .output()
         .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
         .unwrap_or_default();
+    let build = if cfg!(debug_assertions) {
+        "**debug** (unoptimised: the in-process receiver's own time is inflated; pgbench and the server-side counts are not)"
+    } else {
+        "release"
+    };
     let mut md = format!(
-        "| | |\n|---|---|\n| CPU | {cores} cores, {cpu} |\n| Load average at start | {} |\n\
+        "| | |\n|---|---|\n| bench-limit build | {build} |\n| CPU | {cores} cores, {cpu} |\n| Load average at start | {} |\n\
          | PostgreSQL | {version} |\n| pgbench | {pgbench} |\n",
         load.split_whitespace()
             .take(3)
@@ -398,7 +403,7 @@ async fn pgbench(
             .find_map(|l| l.trim().strip_prefix(prefix))
             .and_then(|rest| {
                 rest.trim()
-                    .split(|c: char| c == ' ' || c == '/')
+                    .split([' ', '/'])
                     .next()
                     .and_then(|v| v.parse().ok())
             })
