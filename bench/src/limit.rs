@@ -1001,6 +1001,17 @@ async fn scale(
             .await?;
         admin.batch_execute("CHECKPOINT").await?;
         let vacuum_secs = start.elapsed().as_secs_f64();
+        // The load leaves gigabytes of dirty pages in the OS cache; their writeback competes
+        // with the WAL flush of every commit. Wait (at most 90 s) until Dirty + Writeback in
+        // /proc/meminfo is under 64 MB, so each size is measured without its load's tail.
+        let start = Instant::now();
+        let mut dirty = dirty_mb();
+        while dirty > 64.0 && start.elapsed() < Duration::from_secs(90) {
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            dirty = dirty_mb();
+        }
+        let settle_secs = start.elapsed().as_secs_f64();
+        eprintln!("{size} rows: waited {settle_secs:.0} s for writeback (Dirty+Writeback now {dirty:.0} MB)");
         let sizes_row = admin
             .query_one(
                 "SELECT count(*) FILTER (WHERE true), pg_table_size('webhook_event'), pg_indexes_size('webhook_event') FROM webhook_event",
@@ -1094,7 +1105,7 @@ async fn scale(
          The ledger (`webhook_event`) is grown in place to each size with one `INSERT ... SELECT generate_series` (rows: sources `stripe`/`github` alternating, \
          keys `evt_` + 24 hex, completed with a small response, no payload, claimed 100 ms apart up to now); for a load of more than 100000 rows the table's \
          indexes are dropped first and rebuilt after from their own definitions (the pkey as the same constraint), which is faster than maintaining them row by row \
-         and leaves them packed (a ledger grown by claims has fuller and emptier pages). Then `VACUUM (ANALYZE)`, `CHECKPOINT`, and at each concurrency a warm-up, then \
+         and leaves them packed (a ledger grown by claims has fuller and emptier pages). Then `VACUUM (ANALYZE)`, `CHECKPOINT`, a wait (at most 90 s) until the OS has written back the load's dirty pages (Dirty + Writeback under 64 MB), and at each concurrency a warm-up, then \
          {claims} new Stripe deliveries through `shared::Receiver::receive` in-process (claim + the order handler + completion + COMMIT, the whole inline receive), \
          each timed. The JSON's top-level p50/p99 are at concurrency {}.\n",
         concurrency.first().copied().unwrap_or(1)
@@ -1114,6 +1125,21 @@ async fn scale(
     std::fs::write(format!("{out_dir}/scale.md"), md)?;
     eprintln!("wrote {out_dir}/scale.json and {out_dir}/scale.md");
     Ok(())
+}
+
+/// Dirty + Writeback from /proc/meminfo, MB (0 when unreadable).
+fn dirty_mb() -> f64 {
+    std::fs::read_to_string("/proc/meminfo")
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| l.starts_with("Dirty:") || l.starts_with("Writeback:"))
+        .filter_map(|l| {
+            l.split_whitespace()
+                .nth(1)
+                .and_then(|v| v.parse::<f64>().ok())
+        })
+        .sum::<f64>()
+        / 1024.0
 }
 
 /// The claim-during-sweep table, the deletion rates and the auditor table from SWEEP.md,
