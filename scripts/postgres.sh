@@ -12,6 +12,11 @@
 # `postgres` user when invoked as root (initdb refuses root). fsync is off: it is throwaway.
 # HOOKLEDGER_PG_DURABLE=1 keeps PostgreSQL's own durability defaults instead (fsync,
 # synchronous_commit and full_page_writes on: what `make bench-sweep` measures against).
+# HOOKLEDGER_PG_OPTIONS appends extra server options to the start command line, after the
+# defaults (so it can override them), e.g. for `make bench`'s limit part:
+#   HOOKLEDGER_PG_OPTIONS="-c shared_preload_libraries=pg_stat_statements
+#     -c pg_stat_statements.track=all -c pg_stat_statements.track_utility=on"
+# Unset or empty, nothing changes.
 set -euo pipefail
 
 pg_bindir() {
@@ -81,7 +86,7 @@ start() {
   as_owner "$bin/initdb" -D "$dir/data" -U postgres --auth=trust -E UTF8 --no-sync >"$dir/initdb.log" 2>&1 \
     || { cat "$dir/initdb.log" >&2; exit 1; }
   as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
-    -o "-h 127.0.0.1 -p $port -k $dir $durability -c max_connections=300 $ssl_opts" \
+    -o "-h 127.0.0.1 -p $port -k $dir $durability -c max_connections=300 $ssl_opts ${HOOKLEDGER_PG_OPTIONS:-}" \
     start >/dev/null || { cat "$dir/server.log" >&2; exit 1; }
   echo "postgres://postgres@127.0.0.1:$port/postgres?sslmode=disable"
 }
