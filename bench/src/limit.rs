@@ -137,8 +137,24 @@ async fn migrate(url: &str) -> Result<()> {
     shared::db::migrate_with(&settings, &handlers::migrations())
         .await
         .context("migrating")?;
+    // The receiver as deployed: its limits on the database side (the deploy sets them on the
+    // receiver's login; here on the database, for every session), and the receiver sends no
+    // SET LOCAL (`transaction_limits` off in `receiver` below).
+    admin(url)
+        .await?
+        .batch_execute(DEPLOYED_LIMITS)
+        .await
+        .context("setting the receiver's limits on the database")?;
     Ok(())
 }
+
+/// The receiver login's limits in template.yaml (`Logins` of the Schema resource), set on the
+/// bench database.
+const DEPLOYED_LIMITS: &str = "DO $$ BEGIN \
+    EXECUTE format('ALTER DATABASE %I SET statement_timeout = 5000', current_database()); \
+    EXECUTE format('ALTER DATABASE %I SET lock_timeout = 2000', current_database()); \
+    EXECUTE format('ALTER DATABASE %I SET idle_in_transaction_session_timeout = 10000', current_database()); \
+    END $$";
 
 struct Bench {
     receiver: Arc<shared::Receiver>,
@@ -148,6 +164,8 @@ struct Bench {
 fn receiver(url: &str, pool_size: usize) -> Result<Bench> {
     let mut database = DatabaseSettings::with_url(url.to_owned());
     database.pool_size = pool_size;
+    // As template.yaml configures the receiver: the limits live on its login (`migrate`).
+    database.transaction_limits = false;
     let settings = shared::Settings {
         database,
         sources: shared::Sources::from_json(SOURCES_JSON)?,

@@ -272,6 +272,26 @@ mod tests {
         types: &[Type::TEXT, Type::INT8],
     };
 
+    /// The example `payment_intent.succeeded` handler's insert, as written there.
+    static EXAMPLE_ORDER: Sql = Sql {
+        text: "\
+INSERT INTO orders (order_id, total_minor, currency, source, event_id)
+VALUES ($1, $2, $3, $4, $5)
+-- Another event already recorded this order: the first record stands.
+ON CONFLICT (order_id) DO NOTHING",
+        types: &[Type::TEXT, Type::INT8, Type::TEXT, Type::TEXT, Type::TEXT],
+    };
+
+    #[test]
+    fn the_example_handlers_insert_rides_in_the_claims_statement() {
+        let sql = composed(&[&EXAMPLE_ORDER]).expect("composed");
+        assert!(
+            sql.text.contains("SELECT $9, $10, $11, $12, $13 FROM claimed"),
+            "{}",
+            sql.text
+        );
+    }
+
     #[test]
     fn writes_are_numbered_after_the_claim_and_each_other() {
         let sql = composed(&[&ORDER, &ORDER]).expect("composed");
