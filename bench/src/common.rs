@@ -73,7 +73,11 @@ pub fn process_tree(root: u32) -> Vec<u32> {
     let mut parents: Vec<(u32, u32)> = Vec::new();
     if let Ok(entries) = std::fs::read_dir("/proc") {
         for entry in entries.flatten() {
-            let Some(pid) = entry.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+            let Some(pid) = entry
+                .file_name()
+                .to_str()
+                .and_then(|s| s.parse::<u32>().ok())
+            else {
                 continue;
             };
             if let Ok(fields) = stat_fields(pid) {
@@ -155,7 +159,9 @@ fn first_line_of(command: &str, args: &[&str]) -> Option<String> {
 }
 
 fn read_trimmed(path: impl AsRef<Path>) -> Option<String> {
-    std::fs::read_to_string(path).ok().map(|s| s.trim().to_owned())
+    std::fs::read_to_string(path)
+        .ok()
+        .map(|s| s.trim().to_owned())
 }
 
 /// Facts about this machine (no database): CPU model, logical cores, memory, load average,
@@ -172,7 +178,11 @@ pub fn machine_facts() -> serde_json::Value {
         .unwrap_or_default()
         .lines()
         .find(|l| l.starts_with("MemTotal:"))
-        .and_then(|l| l.split_whitespace().nth(1).and_then(|v| v.parse::<u64>().ok()))
+        .and_then(|l| {
+            l.split_whitespace()
+                .nth(1)
+                .and_then(|v| v.parse::<u64>().ok())
+        })
         .unwrap_or(0);
     serde_json::json!({
         "cpu_model": cpu_model,

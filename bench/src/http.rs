@@ -22,7 +22,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
-use bench::{percentile, processes_cpu, stripe_signature, stripe_payment_event, unix_now};
+use bench::{percentile, processes_cpu, stripe_payment_event, stripe_signature, unix_now};
 use bytes::Bytes;
 use clap::Parser;
 use http_body_util::{BodyExt, Full};
@@ -97,6 +97,8 @@ struct Figures {
     elapsed_s: f64,
     latencies_ms: Vec<f64>,
     cpu: bench::CpuTimes,
+    /// The load generator's own CPU over the measured run (it shares the machine).
+    generator_cpu: bench::CpuTimes,
 }
 
 impl Figures {
@@ -116,6 +118,10 @@ impl Figures {
             "p999_ms": round(percentile(&sorted, 0.999), 3),
             "cpu_user_us": round(self.cpu.user_s * 1e6 / n, 1),
             "cpu_sys_us": round(self.cpu.sys_s * 1e6 / n, 1),
+            "generator_cpu_us": round(
+                (self.generator_cpu.user_s + self.generator_cpu.sys_s) * 1e6 / n,
+                1
+            ),
         })
     }
 }
@@ -278,6 +284,7 @@ async fn scenario(
     }
     let pids = server.pids();
     let before = processes_cpu(&pids);
+    let own_before = bench::process_cpu(std::process::id()).unwrap_or_default();
     let mut figures = closed_loop(
         server,
         ids,
@@ -287,6 +294,9 @@ async fn scenario(
     )
     .await?;
     figures.cpu = processes_cpu(&pids).since(before);
+    figures.generator_cpu = bench::process_cpu(std::process::id())
+        .unwrap_or_default()
+        .since(own_before);
     Ok(figures)
 }
 
@@ -324,7 +334,10 @@ async fn closed_loop(
                     .header(hyper::header::HOST, "127.0.0.1")
                     .header(hyper::header::CONTENT_TYPE, "application/json")
                     .header("stripe-signature", signature)
-                    .header("user-agent", "Stripe/1.0 (+https://stripe.com/docs/webhooks)")
+                    .header(
+                        "user-agent",
+                        "Stripe/1.0 (+https://stripe.com/docs/webhooks)",
+                    )
                     .body(Full::new(Bytes::from(body)))?;
                 let sent = Instant::now();
                 let response = sender.send_request(request).await?;
@@ -356,6 +369,7 @@ async fn closed_loop(
         elapsed_s: 0.0,
         latencies_ms: Vec::new(),
         cpu: Default::default(),
+        generator_cpu: Default::default(),
     };
     for task in tasks {
         let (latencies, errors, replayed) = task.await??;
@@ -487,7 +501,15 @@ async fn start_receiver(args: &Args) -> Result<Target> {
         child,
         root_pid,
     };
-    wait_ready(addr, target.path, &Ids { run: "r".into(), next: AtomicU64::new(0) }).await?;
+    wait_ready(
+        addr,
+        target.path,
+        &Ids {
+            run: "r".into(),
+            next: AtomicU64::new(0),
+        },
+    )
+    .await?;
     Ok(target)
 }
 
@@ -496,8 +518,12 @@ async fn start_peer(args: &Args) -> Result<Target> {
         let probe = std::net::TcpListener::bind("127.0.0.1:0")?;
         probe.local_addr()?.port()
     };
-    let uvicorn = std::fs::canonicalize(&args.uvicorn)
-        .with_context(|| format!("{} (make bench creates .venv-bench)", args.uvicorn.display()))?;
+    let uvicorn = std::fs::canonicalize(&args.uvicorn).with_context(|| {
+        format!(
+            "{} (make bench creates .venv-bench)",
+            args.uvicorn.display()
+        )
+    })?;
     let child = tokio::process::Command::new(&uvicorn)
         .args(["app:app", "--workers", "2", "--host", "127.0.0.1", "--port"])
         .arg(port.to_string())
@@ -553,7 +579,9 @@ fn markdown(args: &Args, results: &Value, machine: &Value) -> String {
         args.pool_size
     );
     md.push_str("## HTTP: the receiver and the peer under the same load\n\n");
-    md.push_str(&format!("Command (all figures of this section): `{command}`\n\n"));
+    md.push_str(&format!(
+        "Command (all figures of this section): `{command}`\n\n"
+    ));
     md.push_str(&format!(
         "Load: a closed loop of C keep-alive HTTP/1.1 connections from `bench-http` (a \
          separate process on the same machine), each sending its next signed Stripe \
@@ -584,8 +612,8 @@ fn markdown(args: &Args, results: &Value, machine: &Value) -> String {
             .unwrap_or_default()
     ));
     md.push_str(
-        "| target | scenario | C | requests | errors | req/s | p50 ms | p99 ms | p99.9 ms | CPU user µs | CPU sys µs | CPU total µs |\n\
-         |---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+        "| target | scenario | C | requests | errors | req/s | p50 ms | p99 ms | p99.9 ms | CPU user µs | CPU sys µs | CPU total µs | generator CPU µs |\n\
+         |---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
     );
     for target in ["receiver", "peer"] {
         let Some(t) = results.get(target) else {
@@ -602,9 +630,10 @@ fn markdown(args: &Args, results: &Value, machine: &Value) -> String {
         rows.push(("duplicates".into(), &t["duplicates"]));
         rows.push(("mix 90/10".into(), &t["mix"]));
         for (scenario, r) in rows {
-            let total = r["cpu_user_us"].as_f64().unwrap_or(0.0) + r["cpu_sys_us"].as_f64().unwrap_or(0.0);
+            let total =
+                r["cpu_user_us"].as_f64().unwrap_or(0.0) + r["cpu_sys_us"].as_f64().unwrap_or(0.0);
             md.push_str(&format!(
-                "| {target} | {scenario} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.1} |\n",
+                "| {target} | {scenario} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.1} | {} |\n",
                 r["concurrency"],
                 r["requests"],
                 r["errors"],
@@ -614,7 +643,8 @@ fn markdown(args: &Args, results: &Value, machine: &Value) -> String {
                 r["p999_ms"],
                 r["cpu_user_us"],
                 r["cpu_sys_us"],
-                total
+                total,
+                r["generator_cpu_us"]
             ));
         }
     }
@@ -626,7 +656,9 @@ fn markdown(args: &Args, results: &Value, machine: &Value) -> String {
                 _ => "n/a".into(),
             }
         };
-        let cpu = |v: &Value| v["cpu_user_us"].as_f64().unwrap_or(0.0) + v["cpu_sys_us"].as_f64().unwrap_or(0.0);
+        let cpu = |v: &Value| {
+            v["cpu_user_us"].as_f64().unwrap_or(0.0) + v["cpu_sys_us"].as_f64().unwrap_or(0.0)
+        };
         let mut pairs: Vec<(String, Value, Value)> = Vec::new();
         if let Some(unique) = r["unique"].as_object() {
             let mut keys: Vec<&String> = unique.keys().collect();
@@ -635,10 +667,18 @@ fn markdown(args: &Args, results: &Value, machine: &Value) -> String {
                 pairs.push(("unique".into(), unique[k].clone(), p["unique"][k].clone()));
             }
         }
-        pairs.push(("duplicates".into(), r["duplicates"].clone(), p["duplicates"].clone()));
+        pairs.push((
+            "duplicates".into(),
+            r["duplicates"].clone(),
+            p["duplicates"].clone(),
+        ));
         pairs.push(("mix 90/10".into(), r["mix"].clone(), p["mix"].clone()));
         for (scenario, a, b) in pairs {
-            let cpu_ratio = if cpu(&b) > 0.0 { format!("{:.2}x", cpu(&a) / cpu(&b)) } else { "n/a".into() };
+            let cpu_ratio = if cpu(&b) > 0.0 {
+                format!("{:.2}x", cpu(&a) / cpu(&b))
+            } else {
+                "n/a".into()
+            };
             md.push_str(&format!(
                 "| {scenario} | {} | {} | {} | {} |\n",
                 a["concurrency"],
@@ -649,8 +689,10 @@ fn markdown(args: &Args, results: &Value, machine: &Value) -> String {
         }
     }
     md.push_str(
-        "\nAll processes (load generator, server, PostgreSQL) share the machine's cores, so \
-         these are ratios within one run, not capacities.\n",
+        "\nCPU columns are per delivery answered. All processes (load generator, server, \
+         PostgreSQL) share the machine's cores, so these are ratios within one run, not \
+         capacities; the generator's own CPU per delivery is shown because it competes for \
+         the same cores.\n",
     );
     md
 }

@@ -269,7 +269,9 @@ fn main() -> Result<()> {
             args.chart
         ));
     } else {
-        md.push_str("## Throughput vs concurrency\n\nChart not drawn (bench/chart.py not run).\n\n");
+        md.push_str(
+            "## Throughput vs concurrency\n\nChart not drawn (bench/chart.py not run).\n\n",
+        );
     }
 
     for (title, section) in [
@@ -330,7 +332,9 @@ fn cost_section(http: Option<&Value>) -> String {
          API Gateway's (billed apart and the same for both). The peer as a Python Lambda uses \
          its own measured CPU and latency under the same model; Python's cold start (import of \
          FastAPI, asyncpg) is excluded, as is hookledger's (see Cold start).\n\n",
-        std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0)
+        std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(0)
     ));
     md.push_str("| | memory MB | p50 ms | CPU µs | billed ms | GB-s per 10⁶ | arm64 $ per 10⁶ | x86_64 $ per 10⁶ |\n|---|---:|---:|---:|---:|---:|---:|---:|\n");
     for (name, key) in [("hookledger", "receiver"), ("peer (Python)", "peer")] {

@@ -42,7 +42,9 @@ struct Args {
 async fn main() -> Result<()> {
     let args = Args::parse();
     shared::telemetry::init();
-    let mut settings = Settings::from_env().await.map_err(|e| anyhow::anyhow!("{e}"))?;
+    let mut settings = Settings::from_env()
+        .await
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
     settings.database.pool_size = args.pool_size;
     let pool = shared::db::pool(&settings.database).map_err(|e| anyhow::anyhow!("{e}"))?;
     let registry = handlers::registry(&settings.sources);
