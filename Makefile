@@ -4,7 +4,7 @@ VENV := .venv-tools
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export SAM_CLI_TELEMETRY := 0
 
-.PHONY: demo run test package migrate replay redrive inspect stuck sweep audit bench-sweep bench-load tools postgres build clean
+.PHONY: demo run test package migrate replay redrive inspect stuck sweep audit bench bench-sweep bench-load tools postgres build clean
 
 ## demo: set up, run the receiver under cargo-lambda on a throwaway PostgreSQL, deliver events/, print
 demo: tools postgres
@@ -113,6 +113,21 @@ audit:
 	$(need_sources)
 	$(HOOKLEDGER) audit $(ARGS)
 
+## bench: the performance figures side by side, all from one run (issue 12): the receiver over
+## HTTP and a FastAPI + asyncpg peer under the same load (bench-http), pgbench's limit and the
+## per-event database work (bench-limit), the ledger at 10k/1M/10M rows, cold start and footprint
+## (bench-cold), the Lambda cost model; each part on its own throwaway PostgreSQL with fsync on.
+## Writes bench/RESULTS.md and bench/throughput.png. PARTS="http limit scale cold" selects parts;
+## BENCH_HTTP_ARGS passes options to bench-http (bench-http --help)
+PARTS ?= http limit scale cold
+bench: postgres .venv-bench/.installed
+	PARTS="$(PARTS)" BENCH_VENV=.venv-bench scripts/bench.sh
+
+.venv-bench/.installed: bench/requirements.txt bench/peers/fastapi/requirements.txt
+	python3 -m venv .venv-bench
+	.venv-bench/bin/pip install --quiet --disable-pip-version-check -r bench/requirements.txt
+	touch $@
+
 ## bench-sweep: claim latency while the retention sweep deletes a 1M-row ledger (no sweep, the
 ## default sweep, the variants 5000:10, 1000:25, 5000:25:lz4 as batch_size:duty_percent, one
 ## unbatched DELETE, a control), then the auditor's query times on 1M and 10M rows (release build,
@@ -156,4 +171,4 @@ build:
 
 clean:
 	cargo clean
-	rm -rf $(VENV) $(NODE_INTEROP)/node_modules
+	rm -rf $(VENV) .venv-bench $(NODE_INTEROP)/node_modules
