@@ -136,7 +136,30 @@ impl Receiver {
         let latency_ms = (elapsed.as_secs_f64() * 1e6).round() / 1e3;
         let event_id = trace.event_id.as_deref().unwrap_or("");
         let event_type = trace.event_type.as_deref().unwrap_or("");
-        if reply.status >= 500 || reply.outcome == "digest_mismatch" {
+        let (error, warn) = (
+            reply.status >= 500 || reply.outcome == "digest_mismatch",
+            reply.status >= 400,
+        );
+        // One stdout line per delivery: the log line carries the delivery's metrics (an EMF
+        // document, `telemetry::LogLines`) when the functions' subscriber writes it, the line
+        // is not filtered out and the source is configured (an unknown source's metric counts
+        // under a fixed dimension value the line, which logs the name sent, does not carry).
+        let enabled = if error {
+            tracing::enabled!(tracing::Level::ERROR)
+        } else if warn {
+            tracing::enabled!(tracing::Level::WARN)
+        } else {
+            tracing::enabled!(tracing::Level::INFO)
+        };
+        let in_line = enabled
+            && crate::telemetry::delivery_metrics_in_log_line()
+            && self.sources.get(source).is_some();
+        let (deliveries, delivery_latency) = if in_line {
+            (Some(1u64), Some(crate::telemetry::whole_ms(elapsed)))
+        } else {
+            (None, None)
+        };
+        if error {
             tracing::error!(
                 source = trace.source,
                 event_id,
@@ -145,9 +168,11 @@ impl Receiver {
                 status = reply.status,
                 latency_ms,
                 error = trace.detail.as_deref().unwrap_or(""),
+                deliveries,
+                delivery_latency,
                 "delivery"
             );
-        } else if reply.status >= 400 {
+        } else if warn {
             tracing::warn!(
                 source = trace.source,
                 event_id,
@@ -156,6 +181,8 @@ impl Receiver {
                 status = reply.status,
                 latency_ms,
                 reason = trace.detail.as_deref().unwrap_or(""),
+                deliveries,
+                delivery_latency,
                 "delivery"
             );
         } else {
@@ -167,10 +194,16 @@ impl Receiver {
                 status = reply.status,
                 latency_ms,
                 key_index = trace.key_index,
+                deliveries,
+                delivery_latency,
                 "delivery"
             );
         }
-        self.count_delivery(source, reply.outcome, elapsed);
+        if in_line {
+            crate::telemetry::delivery_metrics_logged(source, reply.outcome, elapsed);
+        } else {
+            self.count_delivery(source, reply.outcome, elapsed);
+        }
         reply
     }
 

@@ -9,8 +9,9 @@
 //! Rules shared by every scheme:
 //!
 //! - the body is the exact raw bytes received; nothing is re-serialised;
-//! - every key of a source is tried (secret rotation) and [`Verified::key_index`] says which one
-//!   matched first, in configuration order;
+//! - the keys of a source (secret rotation) are tried in configuration order until one
+//!   matches, and [`Verified::key_index`] says which; a delivery that matches none is tried
+//!   against every key;
 //! - MACs are compared in constant time ([`subtle::ConstantTimeEq`] on the 32-byte HMAC-SHA256
 //!   or 64-byte HMAC-SHA512 output), after decoding the provided hex or base64 once;
 //! - a header value longer than [`MAX_HEADER_LEN`] bytes, not visible ASCII, or present more than
@@ -262,6 +263,8 @@ impl SigningKey {
     /// The HMAC of the concatenation of `parts` (fed in order, nothing copied): 32 bytes for a
     /// SHA-256 key, 64 for a SHA-512 key.
     fn tag(&self, parts: &[&[u8]]) -> AnyTag {
+        #[cfg(test)]
+        test_support::MACS.with(|macs| macs.set(macs.get() + 1));
         match &self.mac {
             KeyedMac::Sha256(mac) => AnyTag::Sha256(finish(mac.clone(), parts).into()),
             KeyedMac::Sha512(mac) => AnyTag::Sha512(finish(mac.clone(), parts).into()),
@@ -715,9 +718,18 @@ fn decode_base64_tag(value: &str) -> Option<Tag> {
     decoded.try_into().ok()
 }
 
-/// Compute each key's MAC over the concatenation of `parts` and compare it, in constant time,
-/// with every candidate (a candidate of another length than the key's output never matches).
-/// Every key is tried (no early exit); the first matching index wins.
+/// Compute each key's MAC over the concatenation of `parts`, in key order, and compare it in
+/// constant time with every candidate (a candidate of another length than the key's output
+/// never matches); the first key that matches wins and the keys after it are not computed.
+///
+/// Timing: each comparison is constant-time ([`subtle`]), and a delivery that matches no key
+/// costs one MAC per key whatever it carries, so a forger learns nothing from the time taken.
+/// A matching delivery stops at its key: its time tells how many keys come before the one that
+/// matched (one HMAC of the body each). That is unavoidable with an early exit and harmless:
+/// only someone holding a correctly signed delivery (the provider, or whoever replays one)
+/// observes it, it says nothing about any key's bytes, and the index is no secret (the
+/// `delivery` log line records it as `key_index`). With one key, or the current key first,
+/// a delivery costs one HMAC instead of one per configured key.
 ///
 /// # Errors
 ///
@@ -731,17 +743,16 @@ fn first_matching_key<C: AsRef<[u8]>>(
     if keys.is_empty() {
         return Err(VerifyError::NoKeys);
     }
-    let mut matched = None;
     for (key_index, key) in keys.iter().enumerate() {
         let expected = key.tag(parts);
         let hit = candidates.iter().fold(Choice::from(0), |acc, candidate| {
             acc | expected.as_ref().ct_eq(candidate.as_ref())
         });
-        if bool::from(hit) && matched.is_none() {
-            matched = Some(Verified { key_index });
+        if bool::from(hit) {
+            return Ok(Verified { key_index });
         }
     }
-    matched.ok_or(VerifyError::NoSignatureMatched)
+    Err(VerifyError::NoSignatureMatched)
 }
 
 /// Helpers shared by the scheme files' tests.
@@ -749,6 +760,18 @@ fn first_matching_key<C: AsRef<[u8]>>(
 mod test_support {
     use http::header::{HeaderName, HeaderValue};
     use http::HeaderMap;
+
+    thread_local! {
+        /// How many MACs [`super::SigningKey::tag`] computed on this thread.
+        pub(super) static MACS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+    }
+
+    /// The MACs computed on this thread while `f` runs.
+    pub(super) fn macs_during<T>(f: impl FnOnce() -> T) -> (T, usize) {
+        let before = MACS.with(std::cell::Cell::get);
+        let value = f();
+        (value, MACS.with(std::cell::Cell::get) - before)
+    }
 
     /// A header map from `(name, value)` pairs; names in any case; repeated names are appended.
     pub(super) fn header_map(pairs: &[(&str, &str)]) -> HeaderMap {
@@ -1163,7 +1186,7 @@ mod tests {
     }
 
     #[test]
-    fn every_key_is_tried_and_the_first_match_is_reported() {
+    fn the_first_matching_key_is_reported() {
         let a = SigningKey::new(Scheme::Github, "a").unwrap();
         let b = SigningKey::new(Scheme::Github, "b").unwrap();
         let parts: &[&[u8]] = &[b"hello"];
@@ -1179,6 +1202,38 @@ mod tests {
         assert_eq!(
             first_matching_key::<AnyTag>(&[a], parts, &[]),
             Err(VerifyError::NoSignatureMatched)
+        );
+    }
+
+    #[test]
+    fn verification_stops_at_the_first_matching_key_and_tries_every_key_otherwise() {
+        use test_support::macs_during;
+        let a = SigningKey::new(Scheme::Github, "a").unwrap();
+        let b = SigningKey::new(Scheme::Github, "b").unwrap();
+        let c = SigningKey::new(Scheme::Github, "c").unwrap();
+        let parts: &[&[u8]] = &[b"hello"];
+        let keys = [a.clone(), b.clone(), c];
+        let (tag_a, tag_b) = (a.tag(parts), b.tag(parts));
+        // The current key first (the usual case): one HMAC, not one per configured key.
+        assert_eq!(
+            macs_during(|| first_matching_key(&keys, parts, &[tag_a])),
+            (Ok(Verified { key_index: 0 }), 1)
+        );
+        assert_eq!(
+            macs_during(|| first_matching_key(&keys, parts, &[tag_b])),
+            (Ok(Verified { key_index: 1 }), 2)
+        );
+        // A forgery costs every key, whatever it carries.
+        let forged = SigningKey::new(Scheme::Github, "forged")
+            .unwrap()
+            .tag(parts);
+        assert_eq!(
+            macs_during(|| first_matching_key(&keys, parts, &[forged])),
+            (Err(VerifyError::NoSignatureMatched), 3)
+        );
+        assert_eq!(
+            macs_during(|| first_matching_key::<AnyTag>(&keys, parts, &[])),
+            (Err(VerifyError::NoSignatureMatched), 3)
         );
     }
 

@@ -106,3 +106,136 @@ async fn requests_the_function_refuses_are_counted_too() {
         logs.text()
     );
 }
+
+/// With the functions' own subscriber (`shared::telemetry::subscriber`, what `init` installs on
+/// stdout), a delivery of a configured source writes ONE line, which is its log line and the
+/// EMF document of its metrics at once (CloudWatch reads `_aws` and the dimension and metric
+/// members from the root of the line); an unknown source's line stays a plain log line (its
+/// metric, under `(unknown)`, goes on its own EMF line).
+#[tokio::test]
+async fn with_the_functions_subscriber_each_delivery_line_is_also_its_emf_document() {
+    let app = spawn_app().await;
+    let captured = Captured::default();
+    let _guard = tracing::subscriber::set_default(shared::telemetry::subscriber(
+        captured.clone(),
+        tracing_subscriber::EnvFilter::new("info,shared::telemetry=debug"),
+    ));
+    let first = stripe_payment("evt_l1", "ord_l1", 5, NOW);
+    assert_eq!(app.receive("stripe", &first).await.outcome, "processed");
+    assert_eq!(app.receive("stripe", &first).await.outcome, "replayed");
+    let mut forged = stripe_payment("evt_l2", "ord_l2", 5, NOW);
+    forged.body = payment_intent_body("evt_l2", "ord_l2", 6);
+    assert_eq!(app.receive("stripe", &forged).await.outcome, "unauthorized");
+    let deferred = deferred(payment_intent_body("evt_l3", "ord_l3", 5));
+    assert_eq!(
+        app.receive("stripe-deferred", &deferred).await.outcome,
+        "accepted"
+    );
+    assert_eq!(app.receive("nope", &first).await.outcome, "unknown_source");
+
+    let text = captured.text();
+    let lines: Vec<serde_json::Value> = text
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}")))
+        .collect();
+    let delivery: Vec<&serde_json::Value> = lines
+        .iter()
+        .filter(|line| line["message"] == "delivery")
+        .collect();
+    let outcomes: Vec<(&str, &str)> = delivery
+        .iter()
+        .map(|line| {
+            (
+                line["source"].as_str().unwrap(),
+                line["outcome"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        outcomes,
+        [
+            ("stripe", "processed"),
+            ("stripe", "replayed"),
+            ("stripe", "unauthorized"),
+            ("stripe-deferred", "accepted"),
+            ("nope", "unknown_source"),
+        ],
+        "{text}"
+    );
+    for line in &delivery[..4] {
+        let aws = &line["_aws"];
+        assert!(
+            aws["Timestamp"].as_u64().unwrap() > 1_700_000_000_000,
+            "{line}"
+        );
+        assert_eq!(
+            aws["CloudWatchMetrics"],
+            serde_json::json!([{
+                "Namespace": "hookledger",
+                "Dimensions": [["source", "outcome"]],
+                "Metrics": [
+                    {"Name": "deliveries", "Unit": "Count"},
+                    {"Name": "delivery_latency", "Unit": "Milliseconds"}
+                ]
+            }]),
+            "{line}"
+        );
+        assert_eq!(line["deliveries"], 1, "{line}");
+        assert!(line["delivery_latency"].is_u64(), "{line}");
+        // Still the log line it was.
+        assert!(
+            line["event_id"].is_string() && line["status"].is_u64(),
+            "{line}"
+        );
+    }
+    assert!(delivery[4].get("_aws").is_none(), "{}", delivery[4]);
+    assert!(delivery[4].get("deliveries").is_none(), "{}", delivery[4]);
+    // Every delivery is still counted exactly once; only the unknown source's metrics take a
+    // line of their own.
+    let in_line: Vec<(String, bool)> = lines
+        .iter()
+        .filter(|line| line["emf_metric"] == "deliveries")
+        .map(|line| {
+            (
+                line["emf_outcome"].as_str().unwrap().to_owned(),
+                line["in_log_line"].as_bool().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        in_line,
+        [
+            ("processed".to_owned(), true),
+            ("replayed".to_owned(), true),
+            ("unauthorized".to_owned(), true),
+            ("accepted".to_owned(), true),
+            ("unknown_source".to_owned(), false),
+        ],
+        "{text}"
+    );
+}
+
+/// A delivery line the filter drops cannot carry the metrics: they go on their own EMF line.
+#[tokio::test]
+async fn a_filtered_out_delivery_line_leaves_the_metrics_on_their_own_line() {
+    let app = spawn_app().await;
+    let captured = Captured::default();
+    let _guard = tracing::subscriber::set_default(shared::telemetry::subscriber(
+        captured.clone(),
+        tracing_subscriber::EnvFilter::new("warn,shared::telemetry=debug"),
+    ));
+    let first = stripe_payment("evt_l4", "ord_l4", 5, NOW);
+    assert_eq!(app.receive("stripe", &first).await.outcome, "processed");
+    let lines = captured.lines();
+    assert!(
+        lines.iter().all(|line| line["message"] != "delivery"),
+        "{lines:?}"
+    );
+    let counted: Vec<&serde_json::Value> = lines
+        .iter()
+        .filter(|line| line["emf_metric"] == "deliveries")
+        .collect();
+    assert_eq!(counted.len(), 1, "{lines:?}");
+    assert_eq!(counted[0]["in_log_line"], false);
+    assert_eq!(counted[0]["emf_outcome"], "processed");
+}
