@@ -601,13 +601,15 @@ fn stripe_events() -> Result<Box<dyn Fn(usize) -> Bytes>> {
         .cloned()
         .context("the bench's stripe source")?;
     let run = SystemTime::now().duration_since(UNIX_EPOCH)?.as_nanos();
+    // Fixed per run: a repeated delivery must carry the same body (only its signature is new).
+    let created = SystemTime::now().duration_since(UNIX_EPOCH)?.as_secs() as i64;
     Ok(Box::new(move |i: usize| {
         let now = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map(|d| d.as_secs() as i64)
             .unwrap_or(0);
         let body = json!({
-            "id": format!("evt_cold_{run}_{i}"), "object": "event", "created": now,
+            "id": format!("evt_cold_{run}_{i}"), "object": "event", "created": created,
             "type": "payment_intent.succeeded",
             "data": {"object": {"id": format!("pi_cold_{run}_{i}"), "amount": 1000 + i,
                 "amount_received": 1000 + i, "currency": "usd",
