@@ -27,6 +27,7 @@ use secrecy::ExposeSecret;
 
 use crate::config::DatabaseSettings;
 
+mod background_tls;
 pub mod migrations;
 pub(crate) mod pipeline;
 pub mod session;
@@ -196,12 +197,14 @@ pub fn tls_connector(settings: &DatabaseSettings) -> Result<MakeTlsConnector, Db
 /// checked before reuse (a closed connection is dropped and a new one opened).
 ///
 /// # Errors
-/// [`DbError`] when the URL, CA file or pool configuration is invalid. No connection is
-/// attempted here.
+/// [`DbError`] when the URL or pool configuration is invalid. No connection is attempted
+/// here, and the TLS connector ([`tls_connector`]) is built on a background thread: a CA file
+/// that cannot be loaded fails each connect, with its reason, instead.
 pub fn pool(settings: &DatabaseSettings) -> Result<Pool, DbError> {
+    // The connector loads the system trust store: built off the cold start's path.
     let manager = Manager::from_config(
         pg_config(settings)?,
-        tls_connector(settings)?,
+        background_tls::BackgroundTls::start(settings),
         ManagerConfig {
             recycling_method: RecyclingMethod::Fast,
         },

@@ -18,7 +18,9 @@ use shared::doorbell::Doorbell;
 use shared::sources_refresh::LiveSources;
 use shared::Settings;
 
-#[tokio::main]
+// One invocation at a time (the Lambda runtime polls, handles, answers): a current-thread
+// runtime starts no worker threads and keeps one allocator arena (bench/results/cold.md).
+#[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Error> {
     shared::telemetry::init();
     // Display, not Debug: the message names the problem ("set only one of ...").
