@@ -15,37 +15,37 @@ mkdir -p bench/results
 echo "make bench: release build (cargo build --release -p bench -p receiver)" >&2
 nice -n 5 cargo build --release -p bench -p receiver
 
-has() { [ -x "$bin/$1" ]; }
 want() { [[ " $parts " == *" $1 "* ]]; }
 durable() { HOOKLEDGER_PG_DURABLE=1 scripts/with-postgres.sh "$@"; }
 
-if want http; then
-  echo "make bench: part http (bench-http: receiver and peer over HTTP)" >&2
-  # Logs of the server go to /dev/null inside bench-http; its progress goes to stderr.
-  durable "$bin/bench-http" --serve-bin "$bin/bench-serve" --uvicorn "$venv/bin/uvicorn" \
-    ${BENCH_HTTP_ARGS:-}
+# http and limit share one cluster (pg_stat_statements loaded for the per-event counts): the
+# receiver, the peer and pgbench (a)/(b)/(c) on the same database, schema and settings. scale
+# grows a ledger to 10M rows, and cold starts receivers: each gets its own cluster.
+stats_options="-c shared_preload_libraries=pg_stat_statements -c pg_stat_statements.track=all -c pg_stat_statements.track_utility=on"
+shared_parts=()
+want http && shared_parts+=(http)
+want limit && shared_parts+=(limit)
+if [ "${#shared_parts[@]}" -gt 0 ]; then
+  echo "make bench: part(s) ${shared_parts[*]} on one throwaway PostgreSQL" >&2
+  HOOKLEDGER_PG_DURABLE=1 HOOKLEDGER_PG_OPTIONS="$stats_options" scripts/with-postgres.sh \
+    env BENCH_SHARED_PARTS="${shared_parts[*]}" bash -c '
+      set -euo pipefail
+      if [[ " $BENCH_SHARED_PARTS " == *" http "* ]]; then
+        echo "make bench: part http (bench-http: receiver and peer over HTTP)" >&2
+        "'"$bin"'/bench-http" --serve-bin "'"$bin"'/bench-serve" --uvicorn "'"$venv"'/bin/uvicorn" '"${BENCH_HTTP_ARGS:-}"'
+      fi
+      if [[ " $BENCH_SHARED_PARTS " == *" limit "* ]]; then
+        echo "make bench: part limit (bench-limit limit: pgbench (a)/(b)/(c), database work per event)" >&2
+        "'"$bin"'/bench-limit" limit '"${BENCH_LIMIT_ARGS:-}"' >/dev/null
+      fi'
 fi
-if want limit || want scale; then
-  if has bench-limit; then
-    limit_parts=()
-    want limit && limit_parts+=(limit)
-    want scale && limit_parts+=(scale)
-    echo "make bench: part(s) ${limit_parts[*]} (bench-limit)" >&2
-    HOOKLEDGER_PG_DURABLE=1 \
-      HOOKLEDGER_PG_OPTIONS="${HOOKLEDGER_PG_OPTIONS:--c shared_preload_libraries=pg_stat_statements}" \
-      BENCH_PARTS="${limit_parts[*]}" \
-      scripts/with-postgres.sh "$bin/bench-limit" ${BENCH_LIMIT_ARGS:-}
-  else
-    echo "make bench: bench-limit not built: limit and scale not run" >&2
-  fi
+if want scale; then
+  echo "make bench: part scale (bench-limit scale: claim latency at 10k, 1M, 10M rows)" >&2
+  durable "$bin/bench-limit" scale ${BENCH_SCALE_ARGS:-} >/dev/null
 fi
 if want cold; then
-  if has bench-cold; then
-    echo "make bench: part cold (bench-cold)" >&2
-    BENCH_RECEIVER_BIN="$bin/receiver" durable "$bin/bench-cold" ${BENCH_COLD_ARGS:-}
-  else
-    echo "make bench: bench-cold not built: cold not run" >&2
-  fi
+  echo "make bench: part cold (bench-cold: cold start, RSS, zip size)" >&2
+  durable "$bin/bench-cold" ${BENCH_COLD_ARGS:-}
 fi
 
 if [ -x "$venv/bin/python" ]; then

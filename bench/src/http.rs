@@ -181,6 +181,11 @@ async fn main() -> Result<()> {
         .await
         .context("connecting")?;
     tokio::spawn(connection);
+    // Before any server connects: sessions read the database's settings when they start.
+    client
+        .batch_execute(bench::DEPLOYED_LIMITS)
+        .await
+        .context("setting the receiver's limits on the database")?;
     let postgres = bench::postgres_facts(&client).await?;
     eprintln!("bench-http: PostgreSQL {postgres}");
 
@@ -464,6 +469,8 @@ async fn start_receiver(args: &Args) -> Result<Target> {
         .arg(args.pool_size.to_string())
         .env("DATABASE_URL", &args.database_url)
         .env("HOOKLEDGER_SOURCES", sources)
+        // As template.yaml deploys it: the limits live on the database side (DEPLOYED_LIMITS).
+        .env("HOOKLEDGER_DB_TRANSACTION_LIMITS", "false")
         .env_remove("HOOKLEDGER_SOURCES_FILE")
         .env_remove("HOOKLEDGER_SOURCES_SECRET_ARN")
         .env_remove("HOOKLEDGER_DB_SECRET_ARN")

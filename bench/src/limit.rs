@@ -142,19 +142,13 @@ async fn migrate(url: &str) -> Result<()> {
     // SET LOCAL (`transaction_limits` off in `receiver` below).
     admin(url)
         .await?
-        .batch_execute(DEPLOYED_LIMITS)
+        .batch_execute(bench::DEPLOYED_LIMITS)
         .await
         .context("setting the receiver's limits on the database")?;
     Ok(())
 }
 
-/// The receiver login's limits in template.yaml (`Logins` of the Schema resource), set on the
-/// bench database.
-const DEPLOYED_LIMITS: &str = "DO $$ BEGIN \
-    EXECUTE format('ALTER DATABASE %I SET statement_timeout = 5000', current_database()); \
-    EXECUTE format('ALTER DATABASE %I SET lock_timeout = 2000', current_database()); \
-    EXECUTE format('ALTER DATABASE %I SET idle_in_transaction_session_timeout = 10000', current_database()); \
-    END $$";
+
 
 struct Bench {
     receiver: Arc<shared::Receiver>,
