@@ -223,6 +223,17 @@ pub async fn postgres_facts(client: &tokio_postgres::Client) -> Result<serde_jso
     Ok(serde_json::Value::Object(facts))
 }
 
+/// The receiver login's limits in template.yaml (the Schema resource's `Logins`), set on the
+/// bench database for every session: the receiver runs as deployed, with its limits on the
+/// database side and `HOOKLEDGER_DB_TRANSACTION_LIMITS=false` (no `SET LOCAL` per
+/// transaction), so a plain-SQL handler's new event is one statement. The peer and pgbench get
+/// the same limits, which cost them nothing.
+pub const DEPLOYED_LIMITS: &str = "DO $$ BEGIN \
+    EXECUTE format('ALTER DATABASE %I SET statement_timeout = 5000', current_database()); \
+    EXECUTE format('ALTER DATABASE %I SET lock_timeout = 2000', current_database()); \
+    EXECUTE format('ALTER DATABASE %I SET idle_in_transaction_session_timeout = 10000', current_database()); \
+    END $$";
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -255,14 +266,3 @@ mod tests {
         assert!(process_tree(std::process::id()).contains(&std::process::id()));
     }
 }
-
-/// The receiver login's limits in template.yaml (the Schema resource's `Logins`), set on the
-/// bench database for every session: the receiver runs as deployed, with its limits on the
-/// database side and `HOOKLEDGER_DB_TRANSACTION_LIMITS=false` (no `SET LOCAL` per
-/// transaction), so a plain-SQL handler's new event is one statement. The peer and pgbench get
-/// the same limits, which cost them nothing.
-pub const DEPLOYED_LIMITS: &str = "DO $$ BEGIN \
-    EXECUTE format('ALTER DATABASE %I SET statement_timeout = 5000', current_database()); \
-    EXECUTE format('ALTER DATABASE %I SET lock_timeout = 2000', current_database()); \
-    EXECUTE format('ALTER DATABASE %I SET idle_in_transaction_session_timeout = 10000', current_database()); \
-    END $$";

@@ -148,8 +148,6 @@ async fn migrate(url: &str) -> Result<()> {
     Ok(())
 }
 
-
-
 struct Bench {
     receiver: Arc<shared::Receiver>,
     stripe: Arc<shared::SourceConfig>,

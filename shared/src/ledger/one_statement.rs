@@ -286,7 +286,8 @@ ON CONFLICT (order_id) DO NOTHING",
     fn the_example_handlers_insert_rides_in_the_claims_statement() {
         let sql = composed(&[&EXAMPLE_ORDER]).expect("composed");
         assert!(
-            sql.text.contains("SELECT $9, $10, $11, $12, $13 FROM claimed"),
+            sql.text
+                .contains("SELECT $9, $10, $11, $12, $13 FROM claimed"),
             "{}",
             sql.text
         );
