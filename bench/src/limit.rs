@@ -129,6 +129,12 @@ async fn admin(url: &str) -> Result<tokio_postgres::Client> {
         .await
         .context("connecting to DATABASE_URL")?;
     tokio::spawn(connection);
+    // The bench's own sessions (bulk loads, index rebuilds, CHECKPOINT) are not the receiver:
+    // the receiver's limits set on the database (`bench::DEPLOYED_LIMITS`) do not apply to them.
+    client
+        .batch_execute("SET statement_timeout = 0; SET lock_timeout = 0")
+        .await
+        .context("lifting the limits for the bench's own session")?;
     Ok(client)
 }
 

@@ -118,6 +118,25 @@ pub fn canonical(text: &str) -> String {
                 chars.next();
             }
             out.push('?');
+        } else if (c.is_alphabetic() || c == '_') && !prev_word {
+            // A whole word: the constants NULL, TRUE and FALSE are literals too (pgbench's text
+            // has them as parameters once pg_stat_statements normalised it).
+            let mut word = String::from(c);
+            while chars
+                .peek()
+                .is_some_and(|d| d.is_alphanumeric() || *d == '_')
+            {
+                word.extend(chars.next());
+            }
+            if ["null", "true", "false"]
+                .iter()
+                .any(|k| word.eq_ignore_ascii_case(k))
+            {
+                out.push('?');
+            } else {
+                out.push_str(&word);
+            }
+            prev_word = false;
         } else {
             prev_word = c.is_alphanumeric() || c == '_';
             out.push(c);
