@@ -232,7 +232,7 @@ fn quoted_identifier_end(bytes: &[u8], start: usize) -> Option<usize> {
 }
 
 /// The end (exclusive) of the block comment starting at `start`, nested as PostgreSQL nests.
-fn block_comment_end(bytes: &[u8], start: usize) -> Option<usize> {
+pub(super) fn block_comment_end(bytes: &[u8], start: usize) -> Option<usize> {
     let mut depth = 0usize;
     let mut i = start;
     while i + 1 < bytes.len() {

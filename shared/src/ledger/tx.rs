@@ -189,26 +189,7 @@ fn refused_call(sql: &str) -> Option<&'static str> {
 /// What follows the block comment `text` starts with (nested comments included); empty when
 /// it never ends.
 fn after_block_comment(text: &str) -> &str {
-    let bytes = text.as_bytes();
-    let mut depth = 0usize;
-    let mut i = 0;
-    while i + 1 < bytes.len() {
-        match (bytes[i], bytes[i + 1]) {
-            (b'/', b'*') => {
-                depth += 1;
-                i += 2;
-            }
-            (b'*', b'/') => {
-                depth -= 1;
-                i += 2;
-                if depth == 0 {
-                    return &text[i..];
-                }
-            }
-            _ => i += 1,
-        }
-    }
-    ""
+    super::gate::block_comment_end(text.as_bytes(), 0).map_or("", |end| &text[end..])
 }
 
 /// Allows only reads, writes and transaction-scoped statements (see [`ALLOWED`] and
