@@ -234,6 +234,44 @@ pub const DEPLOYED_LIMITS: &str = "DO $$ BEGIN \
     EXECUTE format('ALTER DATABASE %I SET idle_in_transaction_session_timeout = 10000', current_database()); \
     END $$";
 
+/// The in-process receive path over `database` with the sources `sources_json` (a JSON array,
+/// as `HOOKLEDGER_SOURCES`), running the user's handlers (`handlers::registry`), and the
+/// configuration of its source `source` (to sign deliveries with).
+///
+/// # Errors
+/// When the sources do not parse, the pool cannot be built, or `source` is not among them.
+pub fn in_process_receiver(
+    database: shared::config::DatabaseSettings,
+    sources_json: &str,
+    source: &str,
+) -> anyhow::Result<(
+    std::sync::Arc<shared::Receiver>,
+    std::sync::Arc<shared::SourceConfig>,
+)> {
+    use anyhow::Context;
+    let settings = shared::Settings {
+        database,
+        sources: shared::Sources::from_json(sources_json)?,
+        sources_reload: Default::default(),
+        worker: Default::default(),
+        worker_function: None,
+        sweep: Default::default(),
+        audit: Default::default(),
+    };
+    let pool = shared::db::pool(&settings.database)?;
+    let receiver = std::sync::Arc::new(shared::Receiver::new(
+        &settings,
+        pool,
+        handlers::registry(&settings.sources),
+    ));
+    let config = settings
+        .sources
+        .get(source)
+        .cloned()
+        .with_context(|| format!("the bench's {source} source"))?;
+    Ok((receiver, config))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

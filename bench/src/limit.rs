@@ -164,26 +164,7 @@ fn receiver(url: &str, pool_size: usize) -> Result<Bench> {
     database.pool_size = pool_size;
     // As template.yaml configures the receiver: the limits live on its login (`migrate`).
     database.transaction_limits = false;
-    let settings = shared::Settings {
-        database,
-        sources: shared::Sources::from_json(SOURCES_JSON)?,
-        sources_reload: Default::default(),
-        worker: Default::default(),
-        worker_function: None,
-        sweep: Default::default(),
-        audit: Default::default(),
-    };
-    let pool = shared::db::pool(&settings.database)?;
-    let receiver = Arc::new(shared::Receiver::new(
-        &settings,
-        pool,
-        handlers::registry(&settings.sources),
-    ));
-    let stripe = settings
-        .sources
-        .get("stripe")
-        .cloned()
-        .context("the bench's stripe source")?;
+    let (receiver, stripe) = bench::in_process_receiver(database, SOURCES_JSON, "stripe")?;
     Ok(Bench { receiver, stripe })
 }
 

@@ -70,26 +70,7 @@ fn cpu_seconds() -> f64 {
 }
 
 async fn load(database: DatabaseSettings, n: usize, concurrency: usize) -> Result<()> {
-    let settings = shared::Settings {
-        database,
-        sources: shared::Sources::from_json(SOURCES_JSON)?,
-        sources_reload: Default::default(),
-        worker: Default::default(),
-        worker_function: None,
-        sweep: Default::default(),
-        audit: Default::default(),
-    };
-    let pool = shared::db::pool(&settings.database)?;
-    let receiver = std::sync::Arc::new(shared::Receiver::new(
-        &settings,
-        pool,
-        handlers::registry(&settings.sources),
-    ));
-    let stripe = settings
-        .sources
-        .get("stripe")
-        .cloned()
-        .context("the bench's stripe source")?;
+    let (receiver, stripe) = bench::in_process_receiver(database, SOURCES_JSON, "stripe")?;
     // Log every delivery as the function does (redirect stdout to discard it); results go to
     // stderr.
     shared::telemetry::init();

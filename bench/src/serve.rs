@@ -22,8 +22,6 @@ use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
 use receiver::handler::{function_handler, AppState};
-use shared::doorbell::Doorbell;
-use shared::sources_refresh::LiveSources;
 use shared::Settings;
 
 #[derive(Parser, Debug)]
@@ -46,13 +44,10 @@ async fn main() -> Result<()> {
         .await
         .map_err(|e| anyhow::anyhow!("{e}"))?;
     settings.database.pool_size = args.pool_size;
-    let pool = shared::db::pool(&settings.database).map_err(|e| anyhow::anyhow!("{e}"))?;
-    let registry = handlers::registry(&settings.sources);
-    let mut state = AppState::new(&settings, pool, registry);
-    state.receiver = state
-        .receiver
-        .with_doorbell(Doorbell::new(settings.worker_function.as_deref()).await);
-    state.receiver.sources = LiveSources::from_settings(&settings).await;
+    // Exactly the function's state (functions/receiver/src/main.rs).
+    let state = AppState::from_settings(&settings, handlers::registry(&settings.sources))
+        .await
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
     let state: &'static AppState = Box::leak(Box::new(state));
 
     let listener = tokio::net::TcpListener::bind(&args.listen)

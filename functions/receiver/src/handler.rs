@@ -26,6 +26,25 @@ impl AppState {
             receiver: Receiver::new(settings, pool, handlers),
         }
     }
+
+    /// The function's state as its `main` builds it once per execution environment: the pool,
+    /// `handlers` (`handlers::registry`, handlers/src/registry.rs), the worker's doorbell
+    /// (`HOOKLEDGER_WORKER_FUNCTION`, off when unset) and sources re-read after a signature
+    /// mismatch, so rotated signing secrets are picked up without a redeploy
+    /// (`shared::sources_refresh`).
+    ///
+    /// # Errors
+    /// When the pool cannot be built from `settings.database` (the reason, for the init error).
+    pub async fn from_settings(settings: &Settings, handlers: Registry) -> Result<Self, String> {
+        let pool = shared::db::pool(&settings.database).map_err(|e| e.to_string())?;
+        let mut state = Self::new(settings, pool, handlers);
+        state.receiver = state.receiver.with_doorbell(
+            shared::doorbell::Doorbell::new(settings.worker_function.as_deref()).await,
+        );
+        state.receiver.sources =
+            shared::sources_refresh::LiveSources::from_settings(settings).await;
+        Ok(state)
+    }
 }
 
 /// Handles one request at the current time.

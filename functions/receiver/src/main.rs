@@ -14,8 +14,6 @@
 use lambda_http::{service_fn, Adapter, Error, Request};
 use receiver::handler::{function_handler, AppState};
 use receiver::transport::Base64Guard;
-use shared::doorbell::Doorbell;
-use shared::sources_refresh::LiveSources;
 use shared::Settings;
 
 // One invocation at a time (the Lambda runtime polls, handles, answers): a current-thread
@@ -25,15 +23,8 @@ async fn main() -> Result<(), Error> {
     shared::telemetry::init();
     // Display, not Debug: the message names the problem ("set only one of ...").
     let settings = Settings::from_env().await.map_err(|e| e.to_string())?;
-    let pool = shared::db::pool(&settings.database).map_err(|e| e.to_string())?;
     // Lives for the whole execution environment. The handlers: handlers/src/registry.rs.
-    let registry = handlers::registry(&settings.sources);
-    let mut state = AppState::new(&settings, pool, registry);
-    state.receiver = state
-        .receiver
-        .with_doorbell(Doorbell::new(settings.worker_function.as_deref()).await);
-    // Rotated signing secrets are picked up without a redeploy (shared::sources_refresh).
-    state.receiver.sources = LiveSources::from_settings(&settings).await;
+    let state = AppState::from_settings(&settings, handlers::registry(&settings.sources)).await?;
     let state: &'static AppState = Box::leak(Box::new(state));
     let handler = service_fn(move |request: Request| function_handler(state, request));
     // lambda_http::run(handler) is this without the guard, which panics on invalid base64.

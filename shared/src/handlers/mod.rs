@@ -368,7 +368,7 @@ pub async fn plan(
         Some(_) => return None,
         None => (ignored_effect(event), "ignored"),
     };
-    let Some(plan) = tx.into_plan(effect.status.code(), effect.body) else {
+    let Some(writes) = tx.into_plan_writes() else {
         tracing::warn!(
             source = event.source,
             event_id = event.event_id,
@@ -378,7 +378,8 @@ pub async fn plan(
         );
         return None;
     };
-    crate::ledger::one_statement::composable(&plan).then_some((plan, outcome))
+    crate::ledger::one_statement::Plan::new(effect.status.code(), effect.body, writes)
+        .map(|plan| (plan, outcome))
 }
 
 /// The media type of a built-in target's message whose payload is a form body (GitHub's

@@ -322,14 +322,9 @@ pub(crate) fn gate(sql: &str, declared: usize, offset: usize) -> Option<Gated> {
     let values_at = items.iter().position(|i| {
         word(i).is_some_and(|(w, _, _, depth)| depth == 0 && w.eq_ignore_ascii_case("VALUES"))
     })?;
-    // A second top-level VALUES, SELECT or WITH is not this shape.
+    // A second top-level VALUES is not this shape (SELECT and WITH are refused above).
     if items[values_at + 1..].iter().any(|i| {
-        word(i).is_some_and(|(w, _, _, depth)| {
-            depth == 0
-                && ["VALUES", "SELECT", "WITH"]
-                    .iter()
-                    .any(|k| w.eq_ignore_ascii_case(k))
-        })
+        word(i).is_some_and(|(w, _, _, depth)| depth == 0 && w.eq_ignore_ascii_case("VALUES"))
     }) {
         return None;
     }

@@ -107,6 +107,23 @@ pub struct Plan {
     pub body: serde_json::Value,
     /// The handler's deferred writes, in order.
     pub(crate) writes: Vec<Deferred>,
+    /// The composed statement for these writes (see the module docs).
+    statement: &'static Sql,
+}
+
+impl Plan {
+    /// A plan storing `status` and `body` and applying `writes`, or `None` when the writes
+    /// cannot ride in one statement (composing and caching the statement the first time).
+    pub(crate) fn new(status: u16, body: serde_json::Value, writes: Vec<Deferred>) -> Option<Self> {
+        let sqls: Vec<&'static Sql> = writes.iter().map(|w| w.sql).collect();
+        let statement = composed(&sqls)?;
+        Some(Self {
+            status,
+            body,
+            writes,
+            statement,
+        })
+    }
 }
 
 /// What the one statement decided.
@@ -172,12 +189,6 @@ fn compose(writes: &[&'static Sql]) -> Option<&'static Sql> {
     Some(sql)
 }
 
-/// Whether `plan`'s writes can ride in one statement (composing and caching it if needed).
-pub fn composable(plan: &Plan) -> bool {
-    let writes: Vec<&'static Sql> = plan.writes.iter().map(|w| w.sql).collect();
-    composed(&writes).is_some()
-}
-
 /// Claims `event` (a signed delivery, never a replayed one) and applies `plan` in one
 /// statement; see the module docs.
 ///
@@ -195,10 +206,7 @@ pub async fn claim_and_complete(
     expiry: &Expiry,
 ) -> Result<Decided, LedgerError> {
     debug_assert!(!event.replayed, "replay takes the transaction shape");
-    let writes: Vec<&'static Sql> = plan.writes.iter().map(|w| w.sql).collect();
-    let Some(sql) = composed(&writes) else {
-        return Ok(Decided::Undecided);
-    };
+    let sql = plan.statement;
     let digest: &[u8] = event.digest;
     let identity: &[u8] = event.identity;
     let status = i16::try_from(plan.status).unwrap_or(500);

@@ -654,22 +654,14 @@ impl<'c> Tx<'c> {
         Self::lazy(conn, Guard::Plan)
     }
 
-    /// What the handler decided through this plan, with `status` and `body` as its response:
-    /// `None` when it cannot ride in one statement (it ran a statement, or queued outbox
-    /// messages, which the transaction shape writes).
-    pub(crate) fn into_plan(
-        mut self,
-        status: u16,
-        body: serde_json::Value,
-    ) -> Option<super::one_statement::Plan> {
+    /// The writes the handler deferred through this plan: `None` when it cannot ride in one
+    /// statement (it ran a statement, or queued outbox messages, which the transaction shape
+    /// writes).
+    pub(crate) fn into_plan_writes(mut self) -> Option<Vec<Deferred>> {
         if self.touched || !self.queued.is_empty() {
             return None;
         }
-        Some(super::one_statement::Plan {
-            status,
-            body,
-            writes: std::mem::take(&mut self.deferred),
-        })
+        Some(std::mem::take(&mut self.deferred))
     }
 }
 
