@@ -1,0 +1,6 @@
+//! `chaos`: runs the scenarios and writes RELIABILITY.md.
+
+fn main() {
+    eprintln!("chaos: not built yet");
+    std::process::exit(2);
+}

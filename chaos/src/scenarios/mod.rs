@@ -1,0 +1,1 @@
+//! The scenarios, one file each.
