@@ -778,3 +778,85 @@ pub fn scheduled_event() -> Bytes {
         .to_string(),
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A "function" that never polls the Runtime API: prints a panic-looking line, then sleeps.
+    fn silent_function(dir: &std::path::Path) -> PathBuf {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::create_dir_all(dir).expect("test dir");
+        let script = dir.join("silent.sh");
+        std::fs::write(
+            &script,
+            "#!/bin/sh\necho \"thread 'main' panicked at src/fake.rs:1:1\" >&2\nexec /bin/sleep 30\n",
+        )
+        .expect("script");
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        script
+    }
+
+    async fn wait_for(what: &str, mut ok: impl FnMut() -> bool) {
+        for _ in 0..200 {
+            if ok() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        panic!("timed out waiting for {what}");
+    }
+
+    #[tokio::test]
+    async fn a_timed_out_or_killed_environment_is_replaced_and_its_logs_are_scanned() {
+        let dir = std::env::temp_dir().join(format!("chaos-lambda-test-{}", std::process::id()));
+        let spec = ProcessSpec {
+            name: "silent".into(),
+            binary: silent_function(&dir),
+            env: Vec::new(),
+            log_dir: dir.join("logs"),
+        };
+        let fleet = Fleet::start(spec, 1, Duration::from_millis(300), Duration::from_secs(5))
+            .await
+            .expect("fleet");
+        let env = fleet.environments[0].clone();
+
+        // No answer within the function timeout: 504, and Lambda's reset (kill + a new process).
+        let invoked = fleet
+            .invoke(Bytes::from_static(b"{}"), Tag::default())
+            .await;
+        assert!(matches!(invoked.outcome, Outcome::Timeout), "{invoked:?}");
+        assert_eq!(invoked.outcome.status(), 504);
+        wait_for("the replacement process", || {
+            env.logs().len() == 2 && env.pid().is_some()
+        })
+        .await;
+
+        // A kill of an idle environment interrupts nothing and is expected.
+        assert!(matches!(env.kill(), Some(None)));
+        wait_for("the second replacement", || {
+            env.logs().len() == 3 && env.pid().is_some()
+        })
+        .await;
+        wait_for("two exits", || fleet.exits().len() == 2).await;
+        assert!(fleet.unexpected_exits().is_empty(), "{:?}", fleet.exits());
+
+        // Every process's log is scanned.
+        wait_for("three panic lines", || fleet.panics().len() == 3).await;
+        fleet.shutdown().await;
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn outcomes_map_to_what_api_gateway_answers() {
+        let response = Outcome::Response(Bytes::from_static(br#"{"statusCode": 409, "body": ""}"#));
+        assert_eq!(response.status(), 409);
+        assert_eq!(
+            Outcome::Response(Bytes::from_static(b"{\"leased\": 0}")).status(),
+            200
+        );
+        assert_eq!(Outcome::Died.status(), 502);
+        assert_eq!(Outcome::FunctionError("boom".into()).status(), 502);
+        assert_eq!(Outcome::Throttled.status(), 429);
+    }
+}
