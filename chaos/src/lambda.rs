@@ -280,6 +280,25 @@ pub struct Environment {
 
 static REQUESTS: AtomicU64 = AtomicU64::new(0);
 
+/// Every function process alive now (for [`kill_all`]).
+static LIVE: StdMutex<Vec<u32>> = StdMutex::new(Vec::new());
+
+/// SIGKILLs every function process this harness started that is still alive (on Ctrl-C or a
+/// harness error, before the process exits without running destructors); SIGCONT first, so a
+/// frozen one dies too.
+pub fn kill_all() {
+    let pids = LIVE.lock().map(|l| l.clone()).unwrap_or_default();
+    for pid in pids {
+        // SAFETY: kill(2) has no memory effects; these are pids this harness spawned, removed
+        // from LIVE as soon as their exit is seen (a reused pid in that instant is the only,
+        // accepted, risk).
+        unsafe {
+            libc::kill(pid as libc::pid_t, libc::SIGCONT);
+            libc::kill(pid as libc::pid_t, libc::SIGKILL);
+        }
+    }
+}
+
 impl Environment {
     /// Starts environment `index` of `spec` (its first process).
     ///
@@ -360,6 +379,9 @@ impl Environment {
             .spawn()
             .with_context(|| format!("starting {}", self.spec.binary.display()))?;
         let pid = child.id().unwrap_or(0);
+        if let Ok(mut live) = LIVE.lock() {
+            live.push(pid);
+        }
         let (exited_tx, exited_rx) = watch::channel(false);
         let generation = Arc::new(Generation {
             number,
@@ -377,6 +399,9 @@ impl Environment {
         let env = self.clone();
         tokio::spawn(async move {
             let status = child.wait().await;
+            if let Ok(mut live) = LIVE.lock() {
+                live.retain(|p| *p != pid);
+            }
             let _ = exited_tx.send(true);
             env.on_exit(number, status).await;
         });

@@ -1,9 +1,9 @@
-//! Scenario 7, `out_of_order`: 10,000 `customer.subscription.updated` events over 500
-//! subscriptions (20 versions each; the version is the event's `created`, distinct per
-//! subscription), shuffled, 10% of them sent twice, to the examples' ordering-guarded
+//! Scenario 7, `out_of_order`: 10,000 versioned events over 500 subscriptions (20 versions
+//! each: `customer.subscription.created`, 18 `.updated`, `.deleted`; the version is the
+//! event's `created`, distinct per subscription), shuffled, 10% of them sent twice, to the examples' ordering-guarded
 //! handler (`subscriptions` through `entity_version`). Pass: every event acknowledged with a
 //! completed ledger row, and `subscriptions` holds exactly the newest version of each
-//! subscription (its plan and version equal the simulator's own newest).
+//! subscription (its version, plan, status and event id equal the simulator's own newest).
 
 use std::collections::HashMap;
 use std::time::Instant;
@@ -50,7 +50,8 @@ impl Scenario for OutOfOrder {
         let run = format!("{:x}", rng.next_u64() & 0xffff_ffff);
         let base = 1_790_000_000i64;
         let entities = ctx.scaled(ENTITIES);
-        let mut newest: HashMap<String, (i64, String)> = HashMap::new();
+        // Per subscription: the newest (version, plan, status, event id).
+        let mut newest: HashMap<String, (i64, String, String, String)> = HashMap::new();
         let mut events = Vec::with_capacity(entities * VERSIONS);
         for e in 0..entities {
             let sub = format!("sub_{run}_{e:04}");
@@ -58,17 +59,30 @@ impl Scenario for OutOfOrder {
                 // Distinct per subscription, and not in sending order once shuffled.
                 let created = base + (v as i64) * 60 + (e as i64 % 7);
                 let plan = format!("price_v{v:02}");
-                let status = ["active", "past_due", "active", "trialing"][v % 4];
-                let entry = newest
-                    .entry(sub.clone())
-                    .or_insert((i64::MIN, String::new()));
+                // The first version creates it, the last deletes it (the handler records
+                // "canceled"), the rest update it.
+                let (event_type, status) = match v {
+                    0 => ("customer.subscription.created", "trialing"),
+                    v if v + 1 == VERSIONS => ("customer.subscription.deleted", "canceled"),
+                    v => (
+                        "customer.subscription.updated",
+                        ["active", "past_due", "active", "unpaid"][v % 4],
+                    ),
+                };
+                let id = format!("evt_ooo_{run}_{e:04}_{v:02}");
+                let entry = newest.entry(sub.clone()).or_insert((
+                    i64::MIN,
+                    String::new(),
+                    String::new(),
+                    String::new(),
+                ));
                 if created > entry.0 {
-                    *entry = (created, plan.clone());
+                    *entry = (created, plan.clone(), status.to_owned(), id.clone());
                 }
                 events.push(SimEvent::stripe(
                     "stripe",
-                    &format!("evt_ooo_{run}_{e:04}_{v:02}"),
-                    "customer.subscription.updated",
+                    &id,
+                    event_type,
                     created,
                     json!({"id": sub, "object": "subscription", "customer": format!("cus_{e}"),
                            "status": status, "items": {"data": [{"price": {"id": plan}}]}}),
@@ -89,24 +103,41 @@ impl Scenario for OutOfOrder {
         let check = check_ledger(&client, &records).await?;
         let rows = client
             .query(
-                "SELECT subscription_id, version, plan FROM subscriptions WHERE subscription_id = ANY($1)",
+                "SELECT subscription_id, version, plan, status, event_id FROM subscriptions WHERE subscription_id = ANY($1)",
                 &[&newest.keys().cloned().collect::<Vec<String>>()],
             )
             .await?;
-        let mut state: HashMap<String, (i64, Option<String>)> = HashMap::new();
+        type Row = (i64, Option<String>, String, String);
+        let mut state: HashMap<String, Row> = HashMap::new();
         for row in &rows {
-            state.insert(row.get(0), (row.get(1), row.get(2)));
+            state.insert(row.get(0), (row.get(1), row.get(2), row.get(3), row.get(4)));
         }
         let mut matching = 0u64;
         let mut wrong = Vec::new();
-        for (sub, (version, plan)) in &newest {
+        for (sub, (version, plan, status, event_id)) in &newest {
             match state.get(sub) {
-                Some((v, Some(p))) if v == version && p == plan => matching += 1,
+                Some((v, Some(p), s, id))
+                    if v == version && p == plan && s == status && id == event_id =>
+                {
+                    matching += 1
+                }
                 other => wrong.push(format!(
-                    "{sub}: expected version {version} {plan}, found {other:?}"
+                    "{sub}: expected version {version} {plan} {status} {event_id}, found {other:?}"
                 )),
             }
         }
+        // What the ordering guard decided per event (the handler's "status").
+        let decided = client
+            .query(
+                "SELECT coalesce(response_body->>'status', '?'), count(*) FROM webhook_event \
+                 WHERE source = 'stripe' GROUP BY 1 ORDER BY 1",
+                &[],
+            )
+            .await?
+            .iter()
+            .map(|r| format!("{} {}", r.get::<_, String>(0), r.get::<_, i64>(1)))
+            .collect::<Vec<_>>()
+            .join(", ");
         let t = totals(&records);
         let mut report = ScenarioReport::from_run(self.name(), self.title(), &t, &check);
         report.effects = matching;
@@ -115,7 +146,7 @@ impl Scenario for OutOfOrder {
             .faults
             .insert("shuffled_deliveries".into(), events.len() as u64);
         report.notes.push(format!(
-            "{originals} distinct events over {entities} subscriptions ({VERSIONS} versions each), {duplicates_sent} sent twice, one sender each, {WINDOW} in flight; effects = subscriptions whose row equals the newest version ({matching} of {entities}); ledger responses: see the ledger line (stale ones complete as no-ops)"
+            "{originals} distinct events over {entities} subscriptions ({VERSIONS} versions each), {duplicates_sent} sent twice, one sender each, {WINDOW} in flight; effects = subscriptions whose row (version, plan, status, event id) equals the newest version's ({matching} of {entities}); the handler's answers per event: {decided} (a stale one completes as a no-op)"
         ));
         if !wrong.is_empty() {
             report.failures.push(format!(
