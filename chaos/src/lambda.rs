@@ -823,7 +823,7 @@ mod tests {
     }
 
     async fn wait_for(what: &str, mut ok: impl FnMut() -> bool) {
-        for _ in 0..200 {
+        for _ in 0..500 {
             if ok() {
                 return;
             }
@@ -867,7 +867,14 @@ mod tests {
         assert!(fleet.unexpected_exits().is_empty(), "{:?}", fleet.exits());
 
         // Every process's log is scanned.
-        wait_for("three panic lines", || fleet.panics().len() == 3).await;
+        let panics = || fleet.panics();
+        for _ in 0..500 {
+            if panics().len() >= 3 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert_eq!(panics().len(), 3, "{:?} {:?}", panics(), env.logs());
         fleet.shutdown().await;
         let _ = std::fs::remove_dir_all(&dir);
     }

@@ -79,8 +79,9 @@ async fn main() -> Result<()> {
             );
         }
     }
-    let selected: Vec<_> = all
+    let selected: Vec<&dyn scenarios::Scenario> = all
         .iter()
+        .map(|s| s.as_ref())
         .filter(|s| args.scenarios.is_empty() || args.scenarios.iter().any(|n| n == s.name()))
         .collect();
     let seed = args.seed.unwrap_or_else(|| {
@@ -162,7 +163,7 @@ async fn main() -> Result<()> {
 async fn run(
     args: &Args,
     all: &[Box<dyn scenarios::Scenario>],
-    selected: &[&Box<dyn scenarios::Scenario>],
+    selected: &[&dyn scenarios::Scenario],
     cluster: &Arc<Cluster>,
     seed: u64,
     command: &str,
