@@ -141,6 +141,8 @@ struct Api {
     pending: StdMutex<HashMap<String, oneshot::Sender<Answer>>>,
     function_arn: String,
     init_errors: StdMutex<Vec<String>>,
+    /// The request id of the last answer posted (one invocation at a time per process).
+    last_answered: StdMutex<Option<String>>,
 }
 
 fn reply(status: u16, body: Bytes) -> Response<Full<Bytes>> {
@@ -201,6 +203,9 @@ async fn serve_api(
         if let Some(rest) = path.strip_prefix("/2018-06-01/runtime/invocation/") {
             if let Some((id, kind)) = rest.split_once('/') {
                 if kind == "response" || kind == "error" {
+                    if let Ok(mut last) = api.last_answered.lock() {
+                        *last = Some(id.to_owned());
+                    }
                     let waiter = api.pending.lock().ok().and_then(|mut p| p.remove(id));
                     if let Some(waiter) = waiter {
                         let _ = waiter.send(if kind == "response" {
@@ -345,6 +350,7 @@ impl Environment {
             pending: StdMutex::new(HashMap::new()),
             function_arn: format!("arn:aws:lambda:us-east-1:123456789012:function:{function}"),
             init_errors: StdMutex::new(Vec::new()),
+            last_answered: StdMutex::new(None),
         });
         let served = api.clone();
         let server = tokio::spawn(async move {
@@ -472,7 +478,16 @@ impl Environment {
                 expected.push(generation.number);
             }
         }
-        let interrupted = self.in_flight();
+        // An invocation whose answer is already posted is not interrupted by this signal.
+        let answered = generation
+            .api
+            .last_answered
+            .lock()
+            .ok()
+            .and_then(|l| l.clone());
+        let interrupted = self
+            .in_flight()
+            .filter(|f| answered.as_deref() != Some(f.request_id.as_str()));
         // SAFETY: kill(2) with a pid this harness spawned and has not yet reaped (the exit
         // watcher has not seen it exit); no memory is touched.
         let rc = unsafe { libc::kill(generation.pid as libc::pid_t, signal) };
@@ -480,7 +495,8 @@ impl Environment {
     }
 
     /// SIGKILLs the live process (it restarts by itself). Returns `None` when no process was
-    /// alive, else `Some(the invocation it interrupted, if any)`.
+    /// alive, else `Some(the invocation it interrupted, if any)`: one handed over whose answer
+    /// was not posted yet.
     pub fn kill(&self) -> Option<Option<InFlight>> {
         // A frozen process still dies of SIGKILL.
         self.signal(libc::SIGKILL, true)
@@ -728,6 +744,28 @@ impl Fleet {
             }
         }
         found
+    }
+
+    /// The receivers' delivery outcomes (`processed`, `replayed`, ...), counted from the
+    /// `"outcome":"..."` member of the metric line each process prints per delivery.
+    pub fn outcomes(&self) -> std::collections::BTreeMap<String, u64> {
+        let mut counts = std::collections::BTreeMap::new();
+        for env in &self.environments {
+            for log in env.logs() {
+                let Ok(text) = std::fs::read(&log) else {
+                    continue;
+                };
+                let text = String::from_utf8_lossy(&text);
+                for line in text.lines() {
+                    if let Some(rest) = line.split("\"outcome\":\"").nth(1) {
+                        if let Some((outcome, _)) = rest.split_once('"') {
+                            *counts.entry(outcome.to_owned()).or_insert(0) += 1;
+                        }
+                    }
+                }
+            }
+        }
+        counts
     }
 
     /// Stops every environment (no restarts, SIGKILL) and waits briefly for the exits.

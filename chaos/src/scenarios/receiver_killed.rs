@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use anyhow::Result;
 use serde_json::json;
 
-use super::{process_findings, Context, Scenario, DEFAULT_SOURCES};
+use super::{outcomes_note, process_findings, Context, Scenario, DEFAULT_SOURCES};
 use crate::lambda::Fleet;
 use crate::report::ScenarioReport;
 use crate::rng::Rng;
@@ -192,6 +192,7 @@ impl Scenario for ReceiverKilled {
                 kills.total
             ));
         }
+        report.notes.push(outcomes_note(&fleet));
         let (panics, exits) = process_findings(&fleet);
         fleet.shutdown().await;
         report.finish(panics, exits);
