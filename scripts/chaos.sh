@@ -21,6 +21,8 @@ else
   bin="$target_dir/debug"
 fi
 scripts/postgres.sh install
+# For RELIABILITY.md's "reproduce with" line.
+export CHAOS_MAKE_ARGS="${CHAOS_ARGS:-}"
 # shellcheck disable=SC2086 # CHAOS_ARGS is a list of options
 exec timeout -s INT -k 30 "${CHAOS_TIMEOUT_SECS:-900}" \
   "$bin/chaos" --repo "$root" --out "$target_dir/chaos" --report "$root/RELIABILITY.md" ${CHAOS_ARGS:-}

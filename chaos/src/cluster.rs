@@ -62,6 +62,36 @@ pub fn database_url(server: &str, name: &str) -> String {
     }
 }
 
+/// Creates database `name` on the server at `server_url` (dropped first if it exists), runs
+/// the project's migrations and the handlers' sets (examples on), then creates
+/// `chaos_effects`.
+///
+/// # Errors
+/// A statement or a migration fails.
+pub async fn prepare_database(server_url: &str, name: &str) -> Result<Database> {
+    let admin = connect(server_url).await?;
+    admin
+        .batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+        .await?;
+    admin
+        .batch_execute(&format!("CREATE DATABASE {name}"))
+        .await?;
+    let url = database_url(server_url, name);
+    let settings = DatabaseSettings::with_url(url.clone());
+    shared::db::migrate_with(&settings, &::handlers::migrations())
+        .await
+        .context("migrating the scenario's database")?;
+    let client = connect(&url).await?;
+    client
+        .batch_execute(crate::handlers::EFFECTS_TABLE)
+        .await
+        .context("creating chaos_effects")?;
+    Ok(Database {
+        name: name.to_owned(),
+        url,
+    })
+}
+
 /// Connects to `url` without TLS; the connection's driver runs on a spawned task.
 ///
 /// # Errors
@@ -169,27 +199,7 @@ impl Cluster {
     /// # Errors
     /// A statement or a migration fails.
     pub async fn database(&self, name: &str) -> Result<Database> {
-        let admin = connect(&self.url).await?;
-        admin
-            .batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
-            .await?;
-        admin
-            .batch_execute(&format!("CREATE DATABASE {name}"))
-            .await?;
-        let url = self.url_of(name);
-        let settings = DatabaseSettings::with_url(url.clone());
-        shared::db::migrate_with(&settings, &::handlers::migrations())
-            .await
-            .context("migrating the scenario's database")?;
-        let client = connect(&url).await?;
-        client
-            .batch_execute(crate::handlers::EFFECTS_TABLE)
-            .await
-            .context("creating chaos_effects")?;
-        Ok(Database {
-            name: name.to_owned(),
-            url,
-        })
+        prepare_database(&self.url, name).await
     }
 
     /// Stops the cluster and deletes its directory (idempotent).

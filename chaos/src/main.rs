@@ -102,6 +102,17 @@ async fn main() -> Result<()> {
         .collect::<Vec<_>>()
         .join(" ");
     eprintln!("chaos: seed {seed} ({command})");
+    // Under `make chaos` (scripts/chaos.sh): the make command that reproduces this run.
+    let command = match std::env::var("CHAOS_MAKE_ARGS") {
+        Ok(make_args) => {
+            let mut chaos_args = make_args.trim().to_owned();
+            if args.seed.is_none() {
+                chaos_args = format!("{chaos_args} --seed {seed}").trim().to_owned();
+            }
+            format!("make chaos CHAOS_ARGS=\"{chaos_args}\"")
+        }
+        Err(_) => command,
+    };
     let receiver_bin = match &args.receiver_bin {
         Some(p) => p.clone(),
         None => beside_me("chaos-receiver")?,

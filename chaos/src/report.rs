@@ -204,7 +204,7 @@ non-2xx or timeout with backoff (20 ms doubling to 1 s, jittered) until it gets 
 duplicates on purpose and reorders. Loopback only.\n\n",
     );
     md.push_str(&format!(
-        "Command: `{command}` (what `make chaos` runs after the build; `CHAOS_ARGS` adds options)  \nBuild: {build}  \nDate: {date}  \n"
+        "Command (the same seed gives the same events, order and fault schedule; the timing is the machine's): `{command}`  \nBuild: {build}  \nDate: {date}  \n"
     ));
     let all_pass = reports.iter().all(|r| r.pass);
     md.push_str(&format!(
@@ -293,7 +293,10 @@ duplicates on purpose and reorders. Loopback only.\n\n",
             md.push_str(&format!("- **Failure:** {f}\n"));
         }
     }
-    md.push_str("\n## Machine\n\n```json\n");
+    md.push_str(
+        "\n## Machine\n\nShared with other work while it ran (the load average is read when this \
+file is written); the wait figures are from that machine, not an idle one.\n\n```json\n",
+    );
     md.push_str(&serde_json::to_string_pretty(machine)?);
     md.push_str("\n```\n\nPostgreSQL:\n\n```json\n");
     md.push_str(&serde_json::to_string_pretty(postgres)?);

@@ -135,7 +135,10 @@ impl Context {
     }
 
     /// Starts `count` `chaos-worker` environments for `scenario`, with `timeout` (the
-    /// template's worker timeout, or shorter) and the same bound on waiting for an idle one.
+    /// template's worker timeout is 300 s) and the same bound on waiting for an idle one.
+    /// `timeout` must exceed `HOOKLEDGER_WORKER_MARGIN_MS` (10 s) plus
+    /// `HOOKLEDGER_HANDLER_TIMEOUT_MS`, or the worker leases nothing and answers
+    /// `"out_of_time": true`.
     ///
     /// # Errors
     /// As [`Fleet::start`].
