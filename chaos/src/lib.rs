@@ -9,4 +9,5 @@
 //! Loopback only; bounded in time and request count.
 
 pub mod handlers;
+pub mod proxy;
 pub mod scenarios;
