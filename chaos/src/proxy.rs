@@ -5,7 +5,9 @@
 //! `tcp_user_timeout` cannot fire either: only a client-side deadline ends the wait.
 //!
 //! While paused, a connection being opened is accepted and held (no upstream connect) until
-//! the proxy resumes; bytes already read are held, not dropped. Loopback only.
+//! the proxy resumes; bytes already read are held, not dropped. [`Proxy::strand`] is the
+//! permanent variant for the connections open at that moment (a NAT entry that is gone for
+//! good): they are never forwarded again, while new connections are. Loopback only.
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -15,6 +17,14 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
+
+/// What every connection watches: whether forwarding is paused, and below which connection
+/// number (accept order, from 0) connections are stranded for good.
+#[derive(Debug, Clone, Copy, Default)]
+struct State {
+    paused: bool,
+    stranded_below: u64,
+}
 
 /// Bytes read per forwarding step.
 const CHUNK_BYTES: usize = 16 * 1024;
@@ -46,7 +56,7 @@ struct Counters {
 /// A running proxy; stops accepting (and drops every connection it forwards) when dropped.
 pub struct Proxy {
     local: SocketAddr,
-    paused: watch::Sender<bool>,
+    paused: watch::Sender<State>,
     counters: Arc<Counters>,
     accept: JoinHandle<()>,
 }
@@ -69,7 +79,7 @@ impl Proxy {
     pub async fn start(upstream: SocketAddr) -> std::io::Result<Self> {
         let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
         let local = listener.local_addr()?;
-        let (paused, _) = watch::channel(false);
+        let (paused, _) = watch::channel(State::default());
         let counters = Arc::new(Counters::default());
         let accept = tokio::spawn(accept_loop(
             listener,
@@ -92,19 +102,31 @@ impl Proxy {
 
     /// Stops forwarding in both directions; every socket stays open.
     pub fn pause(&self) {
-        if !self.paused.send_replace(true) {
+        let mut was_paused = true;
+        self.paused.send_modify(|state| {
+            was_paused = std::mem::replace(&mut state.paused, true);
+        });
+        if !was_paused {
             self.counters.pauses.fetch_add(1, Ordering::Relaxed);
         }
     }
 
     /// Forwards again, starting with whatever was held.
     pub fn resume(&self) {
-        self.paused.send_replace(false);
+        self.paused.send_modify(|state| state.paused = false);
+    }
+
+    /// Strands every connection accepted so far: never forwarded again, never closed (until
+    /// the client closes it), while connections accepted later are forwarded as usual.
+    pub fn strand(&self) {
+        let accepted = self.counters.accepted.load(Ordering::SeqCst);
+        self.paused
+            .send_modify(|state| state.stranded_below = accepted);
     }
 
     /// Whether forwarding is stopped.
     pub fn is_paused(&self) -> bool {
-        *self.paused.borrow()
+        self.paused.borrow().paused
     }
 
     /// The counters so far.
@@ -126,16 +148,18 @@ impl Drop for Proxy {
     }
 }
 
-/// Waits until the proxy is not paused (returns at once when it is running).
-async fn running(paused: &mut watch::Receiver<bool>) {
+/// Waits until connection number `id` may forward (returns at once when it may).
+async fn running(paused: &mut watch::Receiver<State>, id: u64) {
     // Err: the proxy is gone; its connections end with the accept task's abort anyway.
-    let _ = paused.wait_for(|paused| !*paused).await;
+    let _ = paused
+        .wait_for(|state| !state.paused && id >= state.stranded_below)
+        .await;
 }
 
 async fn accept_loop(
     listener: TcpListener,
     upstream: SocketAddr,
-    paused: watch::Sender<bool>,
+    paused: watch::Sender<State>,
     counters: Arc<Counters>,
 ) {
     let mut connections = tokio::task::JoinSet::new();
@@ -143,12 +167,12 @@ async fn accept_loop(
         let Ok((client, _)) = listener.accept().await else {
             continue;
         };
-        counters.accepted.fetch_add(1, Ordering::Relaxed);
+        let id = counters.accepted.fetch_add(1, Ordering::SeqCst);
         counters.open.fetch_add(1, Ordering::Relaxed);
         let (paused, counters) = (paused.subscribe(), counters.clone());
         // Owned by the set: aborting the accept task drops the set and every connection.
         connections.spawn(async move {
-            forward(client, upstream, paused, &counters).await;
+            forward(client, upstream, paused, id, &counters).await;
             counters.open.fetch_sub(1, Ordering::Relaxed);
         });
         // Reap finished connections so the set does not grow with the run.
@@ -159,11 +183,12 @@ async fn accept_loop(
 async fn forward(
     client: TcpStream,
     upstream: SocketAddr,
-    mut paused: watch::Receiver<bool>,
+    mut paused: watch::Receiver<State>,
+    id: u64,
     counters: &Counters,
 ) {
     // A connection opened while paused is held open, unanswered, until the proxy resumes.
-    running(&mut paused).await;
+    running(&mut paused, id).await;
     let Ok(server) = TcpStream::connect(upstream).await else {
         return;
     };
@@ -175,9 +200,10 @@ async fn forward(
         client_read,
         server_write,
         paused.clone(),
+        id,
         &counters.to_upstream,
     );
-    let down = pump(server_read, client_write, paused, &counters.to_client);
+    let down = pump(server_read, client_write, paused, id, &counters.to_client);
     // Either side closing ends both (the other's write half is dropped with this future).
     tokio::select! {
         _ = up => {}
@@ -189,18 +215,19 @@ async fn forward(
 async fn pump(
     mut from: tokio::net::tcp::OwnedReadHalf,
     mut to: tokio::net::tcp::OwnedWriteHalf,
-    mut paused: watch::Receiver<bool>,
+    mut paused: watch::Receiver<State>,
+    id: u64,
     forwarded: &AtomicU64,
 ) {
     let mut buf = vec![0u8; CHUNK_BYTES];
     loop {
-        running(&mut paused).await;
+        running(&mut paused, id).await;
         let n = match from.read(&mut buf).await {
             Ok(0) | Err(_) => return,
             Ok(n) => n,
         };
         // Paused while the read was pending: hold the bytes until resumed.
-        running(&mut paused).await;
+        running(&mut paused, id).await;
         if to.write_all(&buf[..n]).await.is_err() {
             return;
         }
@@ -275,6 +302,24 @@ mod tests {
         assert_eq!(counters.pauses, 1);
         assert_eq!(counters.to_upstream, 5 + 4 + 4);
         assert_eq!(counters.to_client, 5 + 4 + 4);
+    }
+
+    #[tokio::test]
+    async fn a_stranded_connection_stays_silent_while_new_ones_are_forwarded() {
+        let proxy = Proxy::start(echo().await).await.unwrap();
+        let mut old = TcpStream::connect(proxy.local_addr()).await.unwrap();
+        assert_eq!(round_trip(&mut old, b"a").await, b"a");
+        proxy.strand();
+        old.write_all(b"b").await.unwrap();
+        let mut back = [0u8; 1];
+        let waited = tokio::time::timeout(Duration::from_millis(300), old.read(&mut back)).await;
+        assert!(waited.is_err(), "a stranded connection answered");
+        let mut new = TcpStream::connect(proxy.local_addr()).await.unwrap();
+        assert_eq!(round_trip(&mut new, b"c").await, b"c");
+        proxy.pause();
+        proxy.resume();
+        let waited = tokio::time::timeout(Duration::from_millis(300), old.read(&mut back)).await;
+        assert!(waited.is_err(), "resuming revived a stranded connection");
     }
 
     #[tokio::test]
