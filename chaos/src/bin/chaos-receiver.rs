@@ -1,6 +1,38 @@
-//! `chaos-receiver`: the receiver function under the harness's Lambda Runtime API.
+//! `chaos-receiver`: the receiver function (functions/receiver/src/main.rs: the same
+//! `AppState::from_settings`, `function_handler`, `Base64Guard`, `Adapter`) with the chaos
+//! handlers registered too (`chaos::handlers::registry`), run by the harness under its Lambda
+//! Runtime API (`AWS_LAMBDA_RUNTIME_API`).
+//!
+//! Fault hook: `CHAOS_REPLY_DELAY_MS` (milliseconds, default 0) sleeps AFTER the function
+//! returned (its transaction committed) and BEFORE the reply is posted, so a SIGKILL can land
+//! between COMMIT and the reply.
 
-fn main() {
-    eprintln!("chaos-receiver: not built yet");
-    std::process::exit(2);
+use std::time::Duration;
+
+use lambda_http::{service_fn, Adapter, Error, Request};
+use receiver::handler::{function_handler, AppState};
+use receiver::transport::Base64Guard;
+use shared::Settings;
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() -> Result<(), Error> {
+    shared::telemetry::init();
+    let settings = Settings::from_env().await.map_err(|e| e.to_string())?;
+    let state =
+        AppState::from_settings(&settings, chaos::handlers::registry(&settings.sources)).await?;
+    let state: &'static AppState = Box::leak(Box::new(state));
+    let delay = Duration::from_millis(
+        std::env::var("CHAOS_REPLY_DELAY_MS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0),
+    );
+    let handler = service_fn(move |request: Request| async move {
+        let response = function_handler(state, request).await;
+        if !delay.is_zero() {
+            tokio::time::sleep(delay).await;
+        }
+        response
+    });
+    lambda_runtime::run(Base64Guard::new(Adapter::from(handler))).await
 }

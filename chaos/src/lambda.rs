@@ -1,0 +1,780 @@
+//! Execution environments behind a Lambda Runtime API front, as Lambda runs a function.
+//!
+//! An [`Environment`] is one process of a function binary (`chaos-receiver`, `chaos-worker`)
+//! whose only contact is a Runtime API served here on 127.0.0.1, on a fresh port per process
+//! (a *generation*), so a killed process's hanging `GET .../invocation/next` can never take the
+//! next process's event. It answers one invocation at a time; it can be killed (SIGKILL),
+//! frozen (SIGSTOP/SIGCONT) and restarts by itself after it exits (as Lambda starts a fresh
+//! environment), unless the fleet is shutting down. A [`Fleet`] is N environments of one
+//! binary with an idle queue: [`Fleet::invoke`] waits (bounded, like Lambda's concurrency
+//! limit) for an idle environment, hands it the event and returns its [`Outcome`].
+//!
+//! Runtime API (AWS Lambda Developer Guide, "Using the Lambda runtime API for custom
+//! runtimes"): `GET /2018-06-01/runtime/invocation/next` answers the event with the headers
+//! `Lambda-Runtime-Aws-Request-Id`, `Lambda-Runtime-Deadline-Ms` (unix ms),
+//! `Lambda-Runtime-Invoked-Function-Arn`, `Lambda-Runtime-Trace-Id`; the function posts
+//! `.../invocation/{id}/response` or `.../invocation/{id}/error`, or `/runtime/init/error`.
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex as StdMutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use anyhow::{Context, Result};
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper::{Request, Response};
+use hyper_util::rt::TokioIo;
+use serde_json::Value;
+use tokio::sync::{mpsc, oneshot, watch, Mutex};
+
+const NEXT: &str = "/2018-06-01/runtime/invocation/next";
+
+/// What a function binary is started with.
+#[derive(Debug, Clone)]
+pub struct ProcessSpec {
+    /// A short name for logs and the function name, e.g. `receiver`.
+    pub name: String,
+    /// The binary.
+    pub binary: PathBuf,
+    /// Extra environment (`DATABASE_URL`, `HOOKLEDGER_SOURCES`, fault hooks...), on top of
+    /// the Lambda variables [`lambda_env`] sets.
+    pub env: Vec<(String, String)>,
+    /// Where each process's stdout and stderr go: `<log_dir>/<name>-<index>-g<generation>.log`.
+    pub log_dir: PathBuf,
+}
+
+/// Which delivery an invocation carries (empty for the worker's scheduled events).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub struct Tag {
+    /// Source name.
+    pub source: String,
+    /// Event id.
+    pub event_id: String,
+}
+
+/// An invocation an environment is running now.
+#[derive(Debug, Clone)]
+pub struct InFlight {
+    /// The Runtime API request id.
+    pub request_id: String,
+    /// The delivery it carries.
+    pub tag: Tag,
+    /// When it was handed to the environment.
+    pub started: Instant,
+    /// The process generation running it.
+    pub generation: u64,
+}
+
+/// How an invocation ended, and what API Gateway would have answered ([`Outcome::status`]).
+#[derive(Debug, Clone)]
+pub enum Outcome {
+    /// The function posted a response: its raw JSON (for the receiver, an API Gateway v2
+    /// response `{"statusCode", "headers", "body"}`).
+    Response(Bytes),
+    /// The function posted an invocation error (API Gateway: 502).
+    FunctionError(String),
+    /// The process exited (killed or crashed) before answering (API Gateway: 502).
+    Died,
+    /// No answer within the invocation timeout; the environment is killed and replaced, as
+    /// Lambda does after a timeout (API Gateway: 504).
+    Timeout,
+    /// No environment became idle within the queue bound (Lambda throttling: 429).
+    Throttled,
+}
+
+impl Outcome {
+    /// The HTTP status a caller of API Gateway would see: `statusCode` of a response (200
+    /// when a response has none, as for the worker's summary), 502, 504 or 429.
+    pub fn status(&self) -> u16 {
+        match self {
+            Outcome::Response(body) => serde_json::from_slice::<Value>(body)
+                .ok()
+                .and_then(|v| v.get("statusCode").and_then(Value::as_u64))
+                .map(|s| s as u16)
+                .unwrap_or(200),
+            Outcome::FunctionError(_) | Outcome::Died => 502,
+            Outcome::Timeout => 504,
+            Outcome::Throttled => 429,
+        }
+    }
+
+    /// The response as JSON, if there is one.
+    pub fn json(&self) -> Option<Value> {
+        match self {
+            Outcome::Response(body) => serde_json::from_slice(body).ok(),
+            _ => None,
+        }
+    }
+}
+
+/// One process exit the harness saw.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Exit {
+    /// `<name>-<index>-g<generation>`.
+    pub process: String,
+    /// The exit code or signal, as text.
+    pub status: String,
+    /// Whether the harness caused it (a kill, a timeout, the shutdown).
+    pub expected: bool,
+}
+
+struct Invocation {
+    request_id: String,
+    payload: Bytes,
+    deadline_ms: u128,
+    reply: oneshot::Sender<Answer>,
+}
+
+enum Answer {
+    Response(Bytes),
+    Error(Bytes),
+}
+
+/// The Runtime API of one process generation.
+struct Api {
+    invocations: Mutex<mpsc::UnboundedReceiver<Invocation>>,
+    pending: StdMutex<HashMap<String, oneshot::Sender<Answer>>>,
+    function_arn: String,
+    init_errors: StdMutex<Vec<String>>,
+}
+
+fn reply(status: u16, body: Bytes) -> Response<Full<Bytes>> {
+    let mut response = Response::new(Full::new(body));
+    *response.status_mut() = hyper::StatusCode::from_u16(status).unwrap_or_default();
+    response
+}
+
+async fn serve_api(
+    api: Arc<Api>,
+    request: Request<Incoming>,
+) -> Result<Response<Full<Bytes>>, Infallible> {
+    let path = request.uri().path().to_owned();
+    let method = request.method().clone();
+    if method == hyper::Method::GET && path == NEXT {
+        let invocation = api.invocations.lock().await.recv().await;
+        let Some(invocation) = invocation else {
+            // The environment is going away: leave the poll hanging until it is killed.
+            std::future::pending::<()>().await;
+            return Ok(reply(500, Bytes::new()));
+        };
+        if let Ok(mut pending) = api.pending.lock() {
+            pending.insert(invocation.request_id.clone(), invocation.reply);
+        }
+        let mut response = reply(200, invocation.payload);
+        let headers = response.headers_mut();
+        let mut set = |name: &'static str, value: &str| {
+            if let Ok(value) = hyper::header::HeaderValue::from_str(value) {
+                headers.insert(name, value);
+            }
+        };
+        set("lambda-runtime-aws-request-id", &invocation.request_id);
+        set(
+            "lambda-runtime-deadline-ms",
+            &invocation.deadline_ms.to_string(),
+        );
+        set("lambda-runtime-invoked-function-arn", &api.function_arn);
+        set(
+            "lambda-runtime-trace-id",
+            "Root=1-5bef4de7-ad49b0e87f6ef6c87fc2e700;Parent=9a9197af755a6419;Sampled=1",
+        );
+        set("content-type", "application/json");
+        return Ok(response);
+    }
+    let body = request
+        .into_body()
+        .collect()
+        .await
+        .map(|b| b.to_bytes())
+        .unwrap_or_default();
+    if method == hyper::Method::POST && path == "/2018-06-01/runtime/init/error" {
+        if let Ok(mut errors) = api.init_errors.lock() {
+            errors.push(String::from_utf8_lossy(&body).into_owned());
+        }
+        return Ok(reply(202, Bytes::from_static(b"{}")));
+    }
+    if method == hyper::Method::POST {
+        if let Some(rest) = path.strip_prefix("/2018-06-01/runtime/invocation/") {
+            if let Some((id, kind)) = rest.split_once('/') {
+                if kind == "response" || kind == "error" {
+                    let waiter = api.pending.lock().ok().and_then(|mut p| p.remove(id));
+                    if let Some(waiter) = waiter {
+                        let _ = waiter.send(if kind == "response" {
+                            Answer::Response(body)
+                        } else {
+                            Answer::Error(body)
+                        });
+                    }
+                    return Ok(reply(202, Bytes::from_static(b"{}")));
+                }
+            }
+        }
+    }
+    Ok(reply(404, Bytes::new()))
+}
+
+/// The environment variables Lambda sets for a custom runtime, pointing at `port`.
+pub fn lambda_env(function: &str, port: u16) -> Vec<(String, String)> {
+    [
+        ("AWS_LAMBDA_RUNTIME_API", format!("127.0.0.1:{port}")),
+        ("AWS_LAMBDA_FUNCTION_NAME", function.to_owned()),
+        ("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "256".to_owned()),
+        ("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST".to_owned()),
+        (
+            "AWS_LAMBDA_LOG_STREAM_NAME",
+            "2026/12/01/[$LATEST]0123456789abcdef".to_owned(),
+        ),
+        (
+            "AWS_LAMBDA_LOG_GROUP_NAME",
+            format!("/aws/lambda/{function}"),
+        ),
+        ("AWS_REGION", "us-east-1".to_owned()),
+        ("AWS_DEFAULT_REGION", "us-east-1".to_owned()),
+        ("AWS_ACCESS_KEY_ID", "AKIACHAOSDUMMY000000".to_owned()),
+        ("AWS_SECRET_ACCESS_KEY", "chaos-dummy-secret".to_owned()),
+        ("AWS_SESSION_TOKEN", "chaos-dummy-token".to_owned()),
+        ("TZ", ":UTC".to_owned()),
+        ("LANG", "en_US.UTF-8".to_owned()),
+        ("PATH", "/usr/local/bin:/usr/bin:/bin".to_owned()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v))
+    .collect()
+}
+
+/// One process of an environment, with its own Runtime API.
+struct Generation {
+    number: u64,
+    pid: u32,
+    api: Arc<Api>,
+    invocations: mpsc::UnboundedSender<Invocation>,
+    exited: watch::Receiver<bool>,
+    server: tokio::task::JoinHandle<()>,
+    log: PathBuf,
+}
+
+impl Drop for Generation {
+    fn drop(&mut self) {
+        self.server.abort();
+    }
+}
+
+/// One execution environment: a function process that is restarted whenever it exits.
+pub struct Environment {
+    /// Its index in the fleet.
+    pub index: usize,
+    spec: Arc<ProcessSpec>,
+    current: StdMutex<Option<Arc<Generation>>>,
+    in_flight: StdMutex<Option<InFlight>>,
+    /// Generations whose exit the harness caused (killed, timed out, shut down).
+    expected_exits: StdMutex<Vec<u64>>,
+    exits: Arc<StdMutex<Vec<Exit>>>,
+    generations: AtomicU64,
+    shutting_down: AtomicBool,
+    frozen: AtomicBool,
+}
+
+static REQUESTS: AtomicU64 = AtomicU64::new(0);
+
+impl Environment {
+    /// Starts environment `index` of `spec` (its first process).
+    ///
+    /// # Errors
+    /// The Runtime API cannot bind or the binary cannot start.
+    async fn start(
+        index: usize,
+        spec: Arc<ProcessSpec>,
+        exits: Arc<StdMutex<Vec<Exit>>>,
+    ) -> Result<Arc<Self>> {
+        let env = Arc::new(Self {
+            index,
+            spec,
+            current: StdMutex::new(None),
+            in_flight: StdMutex::new(None),
+            expected_exits: StdMutex::new(Vec::new()),
+            exits,
+            generations: AtomicU64::new(0),
+            shutting_down: AtomicBool::new(false),
+            frozen: AtomicBool::new(false),
+        });
+        env.spawn_generation().await?;
+        Ok(env)
+    }
+
+    /// `<name>-<index>`.
+    pub fn name(&self) -> String {
+        format!("{}-{}", self.spec.name, self.index)
+    }
+
+    fn spawn_generation(self: &Arc<Self>) -> futures_util::future::BoxFuture<'static, Result<()>> {
+        let this = self.clone();
+        Box::pin(async move { this.spawn_generation_now().await })
+    }
+
+    async fn spawn_generation_now(self: Arc<Self>) -> Result<()> {
+        let number = self.generations.fetch_add(1, Ordering::SeqCst) + 1;
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        let port = listener.local_addr()?.port();
+        let (tx, rx) = mpsc::unbounded_channel();
+        let function = format!("chaos-{}", self.spec.name);
+        let api = Arc::new(Api {
+            invocations: Mutex::new(rx),
+            pending: StdMutex::new(HashMap::new()),
+            function_arn: format!("arn:aws:lambda:us-east-1:123456789012:function:{function}"),
+            init_errors: StdMutex::new(Vec::new()),
+        });
+        let served = api.clone();
+        let server = tokio::spawn(async move {
+            while let Ok((stream, _)) = listener.accept().await {
+                let _ = stream.set_nodelay(true);
+                let api = served.clone();
+                tokio::spawn(async move {
+                    let service = hyper::service::service_fn(move |r| serve_api(api.clone(), r));
+                    let _ = hyper::server::conn::http1::Builder::new()
+                        .serve_connection(TokioIo::new(stream), service)
+                        .await;
+                });
+            }
+        });
+        std::fs::create_dir_all(&self.spec.log_dir)?;
+        let log = self
+            .spec
+            .log_dir
+            .join(format!("{}-g{number}.log", self.name()));
+        let out = std::fs::File::create(&log).with_context(|| format!("{}", log.display()))?;
+        let err = out.try_clone()?;
+        let mut command = tokio::process::Command::new(&self.spec.binary);
+        command
+            .env_clear()
+            .envs(lambda_env(&function, port))
+            .envs(self.spec.env.iter().cloned())
+            .stdin(Stdio::null())
+            .stdout(out)
+            .stderr(err)
+            .kill_on_drop(true);
+        let mut child = command
+            .spawn()
+            .with_context(|| format!("starting {}", self.spec.binary.display()))?;
+        let pid = child.id().unwrap_or(0);
+        let (exited_tx, exited_rx) = watch::channel(false);
+        let generation = Arc::new(Generation {
+            number,
+            pid,
+            api,
+            invocations: tx,
+            exited: exited_rx,
+            server,
+            log,
+        });
+        if let Ok(mut current) = self.current.lock() {
+            *current = Some(generation);
+        }
+        self.frozen.store(false, Ordering::SeqCst);
+        let env = self.clone();
+        tokio::spawn(async move {
+            let status = child.wait().await;
+            let _ = exited_tx.send(true);
+            env.on_exit(number, status).await;
+        });
+        Ok(())
+    }
+
+    async fn on_exit(
+        self: Arc<Self>,
+        number: u64,
+        status: std::io::Result<std::process::ExitStatus>,
+    ) {
+        use std::os::unix::process::ExitStatusExt;
+        let status = match status {
+            Ok(s) => match (s.code(), s.signal()) {
+                (Some(code), _) => format!("exit code {code}"),
+                (None, Some(signal)) => format!("signal {signal}"),
+                _ => "unknown".to_owned(),
+            },
+            Err(e) => format!("wait failed: {e}"),
+        };
+        let shutting_down = self.shutting_down.load(Ordering::SeqCst);
+        let expected = shutting_down
+            || self
+                .expected_exits
+                .lock()
+                .map(|e| e.contains(&number))
+                .unwrap_or(false);
+        if let Ok(mut exits) = self.exits.lock() {
+            exits.push(Exit {
+                process: format!("{}-g{number}", self.name()),
+                status,
+                expected,
+            });
+        }
+        if shutting_down {
+            return;
+        }
+        // A process that cannot start at all would spin: back off a little.
+        if !expected {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        if let Err(e) = self.spawn_generation().await {
+            eprintln!("chaos: restarting {}: {e:#}", self.name());
+        }
+    }
+
+    fn generation(&self) -> Option<Arc<Generation>> {
+        self.current.lock().ok().and_then(|g| g.clone())
+    }
+
+    /// The live process's pid (None between a death and its restart).
+    pub fn pid(&self) -> Option<u32> {
+        self.generation()
+            .filter(|g| !*g.exited.borrow())
+            .map(|g| g.pid)
+    }
+
+    /// The invocation it is running now, if any.
+    pub fn in_flight(&self) -> Option<InFlight> {
+        self.in_flight.lock().ok().and_then(|f| f.clone())
+    }
+
+    /// Sends `signal` to the live process; returns what it was running.
+    fn signal(&self, signal: libc::c_int, expect_exit: bool) -> Option<Option<InFlight>> {
+        let generation = self.generation().filter(|g| !*g.exited.borrow())?;
+        if expect_exit {
+            if let Ok(mut expected) = self.expected_exits.lock() {
+                expected.push(generation.number);
+            }
+        }
+        let interrupted = self.in_flight();
+        // SAFETY: kill(2) with a pid this harness spawned and has not yet reaped (the exit
+        // watcher has not seen it exit); no memory is touched.
+        let rc = unsafe { libc::kill(generation.pid as libc::pid_t, signal) };
+        (rc == 0).then_some(interrupted)
+    }
+
+    /// SIGKILLs the live process (it restarts by itself). Returns `None` when no process was
+    /// alive, else `Some(the invocation it interrupted, if any)`.
+    pub fn kill(&self) -> Option<Option<InFlight>> {
+        // A frozen process still dies of SIGKILL.
+        self.signal(libc::SIGKILL, true)
+    }
+
+    /// SIGSTOPs the live process; returns what it was running (as [`Environment::kill`]).
+    pub fn freeze(&self) -> Option<Option<InFlight>> {
+        let result = self.signal(libc::SIGSTOP, false);
+        if result.is_some() {
+            self.frozen.store(true, Ordering::SeqCst);
+        }
+        result
+    }
+
+    /// SIGCONTs the live process. Returns whether a process was signalled.
+    pub fn thaw(&self) -> bool {
+        let result = self.signal(libc::SIGCONT, false).is_some();
+        self.frozen.store(false, Ordering::SeqCst);
+        result
+    }
+
+    /// Whether the process is frozen (SIGSTOP without SIGCONT).
+    pub fn is_frozen(&self) -> bool {
+        self.frozen.load(Ordering::SeqCst)
+    }
+
+    /// Init errors the current process posted (`/runtime/init/error`).
+    pub fn init_errors(&self) -> Vec<String> {
+        self.generation()
+            .and_then(|g| g.api.init_errors.lock().ok().map(|e| e.clone()))
+            .unwrap_or_default()
+    }
+
+    /// Every log file this environment's processes wrote (one per generation).
+    pub fn logs(&self) -> Vec<PathBuf> {
+        let n = self.generations.load(Ordering::SeqCst);
+        (1..=n)
+            .map(|g| self.spec.log_dir.join(format!("{}-g{g}.log", self.name())))
+            .collect()
+    }
+
+    /// The log file of the current process.
+    pub fn current_log(&self) -> Option<PathBuf> {
+        self.generation().map(|g| g.log.clone())
+    }
+
+    /// Runs one invocation: waits (up to `timeout`) for a live process, hands it `payload`,
+    /// and waits up to `timeout` for its answer. On a timeout the process is killed (and
+    /// restarts), as Lambda does.
+    pub async fn invoke(&self, payload: Bytes, tag: Tag, timeout: Duration) -> Outcome {
+        let started = Instant::now();
+        let generation = loop {
+            if let Some(g) = self.generation().filter(|g| !*g.exited.borrow()) {
+                break g;
+            }
+            if started.elapsed() > timeout {
+                return Outcome::Died;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        };
+        let request_id = format!(
+            "chaos-{}-{}",
+            std::process::id(),
+            REQUESTS.fetch_add(1, Ordering::Relaxed)
+        );
+        let deadline_ms = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_millis()
+            + timeout.as_millis();
+        let (reply_tx, reply_rx) = oneshot::channel();
+        let sent = generation.invocations.send(Invocation {
+            request_id: request_id.clone(),
+            payload,
+            deadline_ms,
+            reply: reply_tx,
+        });
+        if sent.is_err() {
+            return Outcome::Died;
+        }
+        if let Ok(mut f) = self.in_flight.lock() {
+            *f = Some(InFlight {
+                request_id,
+                tag,
+                started: Instant::now(),
+                generation: generation.number,
+            });
+        }
+        let mut exited = generation.exited.clone();
+        let outcome = tokio::select! {
+            biased;
+            answer = reply_rx => match answer {
+                Ok(Answer::Response(body)) => Outcome::Response(body),
+                Ok(Answer::Error(body)) => {
+                    Outcome::FunctionError(String::from_utf8_lossy(&body).into_owned())
+                }
+                Err(_) => Outcome::Died,
+            },
+            _ = exited.wait_for(|e| *e) => Outcome::Died,
+            _ = tokio::time::sleep(timeout) => {
+                self.kill();
+                Outcome::Timeout
+            }
+        };
+        if let Ok(mut f) = self.in_flight.lock() {
+            *f = None;
+        }
+        outcome
+    }
+
+    /// Stops restarting and SIGKILLs the process (SIGCONT first if frozen).
+    fn shutdown(&self) {
+        self.shutting_down.store(true, Ordering::SeqCst);
+        if self.is_frozen() {
+            self.thaw();
+        }
+        if let Some(g) = self.generation() {
+            // SAFETY: as in `signal`: our own child, not yet reaped, or a harmless ESRCH.
+            unsafe {
+                libc::kill(g.pid as libc::pid_t, libc::SIGKILL);
+            }
+        }
+    }
+}
+
+/// N environments of one function, with Lambda's "one invocation per environment" and a
+/// bounded wait for an idle one.
+pub struct Fleet {
+    /// The environments, by index.
+    pub environments: Vec<Arc<Environment>>,
+    idle_tx: mpsc::UnboundedSender<usize>,
+    idle_rx: Mutex<mpsc::UnboundedReceiver<usize>>,
+    /// The function's timeout (the template's receiver `Timeout`: 10 s).
+    pub invoke_timeout: Duration,
+    /// How long an invocation may wait for an idle environment before it is throttled.
+    pub queue_timeout: Duration,
+    exits: Arc<StdMutex<Vec<Exit>>>,
+    spec: Arc<ProcessSpec>,
+}
+
+/// One [`Fleet::invoke`]: the outcome, which environment ran it, how long it queued and ran.
+#[derive(Debug, Clone)]
+pub struct Invoked {
+    /// How it ended.
+    pub outcome: Outcome,
+    /// The environment that ran it (None when throttled).
+    pub environment: Option<usize>,
+    /// Time waiting for an idle environment.
+    pub queued: Duration,
+    /// Time from the hand-over to the answer.
+    pub ran: Duration,
+}
+
+impl Fleet {
+    /// Starts `count` environments of `spec`, each as a fresh process, with the invocation
+    /// timeout `invoke_timeout` and the queue bound `queue_timeout`.
+    ///
+    /// # Errors
+    /// An environment cannot start.
+    pub async fn start(
+        spec: ProcessSpec,
+        count: usize,
+        invoke_timeout: Duration,
+        queue_timeout: Duration,
+    ) -> Result<Self> {
+        let spec = Arc::new(spec);
+        let exits = Arc::new(StdMutex::new(Vec::new()));
+        let (idle_tx, idle_rx) = mpsc::unbounded_channel();
+        let mut environments = Vec::with_capacity(count);
+        for index in 0..count {
+            environments.push(Environment::start(index, spec.clone(), exits.clone()).await?);
+            let _ = idle_tx.send(index);
+        }
+        Ok(Self {
+            environments,
+            idle_tx,
+            idle_rx: Mutex::new(idle_rx),
+            invoke_timeout,
+            queue_timeout,
+            exits,
+            spec,
+        })
+    }
+
+    /// The function's name (`ProcessSpec::name`).
+    pub fn name(&self) -> &str {
+        &self.spec.name
+    }
+
+    /// Runs `payload` on the next idle environment (waiting up to `queue_timeout` for one).
+    pub async fn invoke(&self, payload: Bytes, tag: Tag) -> Invoked {
+        let queued_at = Instant::now();
+        let index = {
+            let next = async { self.idle_rx.lock().await.recv().await };
+            match tokio::time::timeout(self.queue_timeout, next).await {
+                Ok(Some(index)) => index,
+                _ => {
+                    return Invoked {
+                        outcome: Outcome::Throttled,
+                        environment: None,
+                        queued: queued_at.elapsed(),
+                        ran: Duration::ZERO,
+                    }
+                }
+            }
+        };
+        let queued = queued_at.elapsed();
+        let ran_at = Instant::now();
+        let outcome = match self.environments.get(index) {
+            Some(env) => env.invoke(payload, tag, self.invoke_timeout).await,
+            None => Outcome::Died,
+        };
+        let ran = ran_at.elapsed();
+        let _ = self.idle_tx.send(index);
+        Invoked {
+            outcome,
+            environment: Some(index),
+            queued,
+            ran,
+        }
+    }
+
+    /// Every process exit so far.
+    pub fn exits(&self) -> Vec<Exit> {
+        self.exits.lock().map(|e| e.clone()).unwrap_or_default()
+    }
+
+    /// The exits the harness did not cause (crashes).
+    pub fn unexpected_exits(&self) -> Vec<Exit> {
+        self.exits().into_iter().filter(|e| !e.expected).collect()
+    }
+
+    /// Every `panicked at` line in any process's log, as `<log file>: <line>`.
+    pub fn panics(&self) -> Vec<String> {
+        let mut found = Vec::new();
+        for env in &self.environments {
+            for log in env.logs() {
+                let Ok(text) = std::fs::read(&log) else {
+                    continue;
+                };
+                let text = String::from_utf8_lossy(&text);
+                for line in text.lines().filter(|l| l.contains("panicked at")) {
+                    found.push(format!("{}: {}", log.display(), line));
+                }
+            }
+        }
+        found
+    }
+
+    /// Stops every environment (no restarts, SIGKILL) and waits briefly for the exits.
+    pub async fn shutdown(&self) {
+        for env in &self.environments {
+            env.shutdown();
+        }
+        for _ in 0..100 {
+            if self.environments.iter().all(|e| e.pid().is_none()) {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+}
+
+impl Drop for Fleet {
+    fn drop(&mut self) {
+        for env in &self.environments {
+            env.shutdown();
+        }
+    }
+}
+
+/// An API Gateway HTTP API (payload v2) event: `POST /webhooks/{source}` with `headers`
+/// (lower-case names) and the raw `body` (UTF-8 text; `is_base64` when it is base64).
+pub fn http_v2_event(
+    source: &str,
+    headers: &[(&str, String)],
+    body: &str,
+    is_base64: bool,
+) -> Bytes {
+    let path = format!("/webhooks/{source}");
+    let headers: serde_json::Map<String, Value> = headers
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), Value::String(v.clone())))
+        .collect();
+    let event = serde_json::json!({
+        "version": "2.0",
+        "routeKey": "POST /webhooks/{source}",
+        "rawPath": path,
+        "rawQueryString": "",
+        "headers": headers,
+        "pathParameters": {"source": source},
+        "requestContext": {
+            "accountId": "123456789012",
+            "apiId": "chaos",
+            "domainName": "chaos.execute-api.us-east-1.amazonaws.com",
+            "domainPrefix": "chaos",
+            "http": {"method": "POST", "path": path, "protocol": "HTTP/1.1",
+                     "sourceIp": "54.187.174.169", "userAgent": "Stripe/1.0 (+https://stripe.com/docs/webhooks)"},
+            "requestId": "chaos",
+            "routeKey": "POST /webhooks/{source}",
+            "stage": "$default",
+            "time": "01/Dec/2026:00:00:00 +0000",
+            "timeEpoch": 0
+        },
+        "body": body,
+        "isBase64Encoded": is_base64
+    });
+    Bytes::from(event.to_string())
+}
+
+/// An EventBridge scheduled event, as the worker's schedule sends it.
+pub fn scheduled_event() -> Bytes {
+    Bytes::from(
+        serde_json::json!({
+            "version": "0", "id": "chaos-schedule", "detail-type": "Scheduled Event",
+            "source": "aws.events", "account": "123456789012",
+            "time": "2026-12-01T00:00:00Z", "region": "us-east-1",
+            "resources": ["arn:aws:events:us-east-1:123456789012:rule/chaos"], "detail": {}
+        })
+        .to_string(),
+    )
+}
