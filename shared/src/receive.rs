@@ -30,7 +30,7 @@
 //!
 //! A delivery's database work (a pooled connection, the claim, the handler, the commit) runs
 //! under the client-side deadline `DatabaseSettings::client_deadline` (the statement timeout
-//! + 1 s by default): on a network that stopped answering (a failover, a dead NAT entry) no
+//! plus 1 s by default): on a network that stopped answering (a failover, a dead NAT entry) no
 //! server-side limit can fire, so past the deadline the delivery answers 503 with
 //! `Retry-After` and the connection is closed, never handed out again. Nothing answered 2xx
 //! is then lost: the claim commits with the effect or not at all, and a commit whose reply
