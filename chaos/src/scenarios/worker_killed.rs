@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use anyhow::Result;
 use serde_json::json;
 
-use super::timed::{drive_workers, wait_until_zero};
+use super::timed::{deliver_timed, drive_workers, wait_until_zero};
 use super::{process_findings, Context, Scenario};
 use crate::report::ScenarioReport;
 use crate::rng::Rng;
@@ -25,8 +25,11 @@ use crate::verify::check_effects;
 pub const EVENTS: usize = 300;
 /// Worker environments.
 pub const WORKERS: usize = 3;
-/// Kills at least (half between lease and completion, half mid-dispatch).
-pub const KILLS: usize = 24;
+/// Kill rounds of each kind (between lease and completion; mid-dispatch); each round kills
+/// every worker busy at that moment.
+pub const KILL_ROUNDS: u64 = 12;
+/// How long the deliveries are spread over, so there is work at every kill.
+pub const SPREAD: Duration = Duration::from_secs(40);
 /// The lease, seconds (HOOKLEDGER_LEASE_SECS): short, so a killed worker's events and messages
 /// come back quickly.
 pub const LEASE_SECS: u64 = 4;
@@ -123,69 +126,78 @@ impl Scenario for WorkerKilled {
             .collect();
 
         let (drive, drivers) = drive_workers(&workers, Duration::from_millis(100));
-        // Deliveries (two senders each: on-purpose duplicates) run while the killer works.
+        // Every event sent twice (on-purpose duplicates), spread over SPREAD, while the killer
+        // works.
+        let mut sent: Vec<SimEvent> = events.iter().chain(events.iter()).cloned().collect();
+        Rng::new(seed ^ 0x2).shuffle(&mut sent);
         let deliveries = {
-            let events = events.clone();
-            tokio::spawn(async move { simulator.run(&events, 2, 16, seed).await })
+            let secrets = secrets_of(&sources);
+            let pace = SPREAD / sent.len().max(1) as u32;
+            tokio::spawn(async move {
+                deliver_timed(&simulator, &secrets, &sent, 16, seed, Instant::now(), pace).await
+            })
         };
         let client = db.connect().await?;
         let mut rng = Rng::new(seed ^ 0xdead);
-        let (mut kills_leased, mut kills_dispatch, mut kills_other) = (0u64, 0u64, 0u64);
-        let kill_deadline = Instant::now() + Duration::from_secs(150);
-        while (kills_leased + kills_dispatch) < KILLS as u64 && Instant::now() < kill_deadline {
-            tokio::time::sleep(Duration::from_millis(rng.between(300, 900))).await;
-            let busy: Vec<_> = workers
+        let (mut rounds_leased, mut rounds_dispatch, mut kills) = (0u64, 0u64, 0u64);
+        let kill_deadline = Instant::now() + SPREAD + Duration::from_secs(60);
+        let busy_kill = |kills: &mut u64| {
+            let mut n = 0;
+            for env in workers
                 .environments
                 .iter()
                 .filter(|e| e.in_flight().is_some())
-                .cloned()
-                .collect();
-            if busy.is_empty() {
-                continue;
-            }
-            if rng.below(2) == 0 {
-                // Between lease and completion: an event is `processing` (the handler sleeps).
-                let processing: i64 = client
-                    .query_one(
-                        "SELECT count(*) FROM webhook_event WHERE status = 'processing'",
-                        &[],
-                    )
-                    .await?
-                    .get(0);
-                let victim = &busy[rng.below(busy.len() as u64) as usize];
-                if victim.kill().is_some() {
-                    if processing > 0 {
-                        kills_leased += 1;
-                    } else {
-                        kills_other += 1;
-                    }
+            {
+                if env.kill().is_some() {
+                    n += 1;
                 }
-            } else {
-                // Mid-dispatch: hold the target's answers until a dispatch is waiting on one,
-                // then kill every busy worker (the dispatching one among them).
+            }
+            *kills += n;
+            n
+        };
+        while (rounds_leased < KILL_ROUNDS || rounds_dispatch < KILL_ROUNDS)
+            && Instant::now() < kill_deadline
+        {
+            tokio::time::sleep(Duration::from_millis(rng.between(200, 700))).await;
+            let dispatch = rounds_dispatch < KILL_ROUNDS
+                && (rounds_leased >= KILL_ROUNDS || rng.below(2) == 0);
+            if dispatch {
+                // Mid-dispatch: hold the target's answers until a dispatch waits on one, then
+                // kill every busy worker (the dispatching one among them).
                 target.hold();
                 let wait = Instant::now();
                 while target.holding() == 0 && wait.elapsed() < Duration::from_secs(3) {
                     tokio::time::sleep(Duration::from_millis(10)).await;
                 }
-                let holding = target.holding();
-                for env in workers
-                    .environments
-                    .iter()
-                    .filter(|e| e.in_flight().is_some())
-                {
-                    if env.kill().is_some() {
-                        if holding > 0 {
-                            kills_dispatch += 1;
-                        } else {
-                            kills_other += 1;
-                        }
-                    }
+                if target.holding() > 0 && busy_kill(&mut kills) > 0 {
+                    rounds_dispatch += 1;
                 }
                 target.release();
+            } else {
+                // Between lease and completion: an event is `processing` (its handler sleeps).
+                let wait = Instant::now();
+                loop {
+                    let processing: i64 = client
+                        .query_one(
+                            "SELECT count(*) FROM webhook_event WHERE status = 'processing'",
+                            &[],
+                        )
+                        .await?
+                        .get(0);
+                    if processing > 0 {
+                        if busy_kill(&mut kills) > 0 {
+                            rounds_leased += 1;
+                        }
+                        break;
+                    }
+                    if wait.elapsed() > Duration::from_secs(2) {
+                        break;
+                    }
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                }
             }
         }
-        let records = deliveries.await.unwrap_or_default();
+        let records = deliveries.await.unwrap_or_default().records;
         // Every event completes and every message is delivered (leases expire, workers retry).
         let pending_events = wait_until_zero(
             &client,
@@ -250,19 +262,19 @@ impl Scenario for WorkerKilled {
                 expected_keys.len()
             ));
         }
+        report.faults.insert("worker_kills".into(), kills);
         report.faults.insert(
-            "worker_kills".into(),
-            kills_leased + kills_dispatch + kills_other,
+            "kill_rounds_between_lease_and_completion".into(),
+            rounds_leased,
         );
         report
             .faults
-            .insert("kills_between_lease_and_completion".into(), kills_leased);
-        report
-            .faults
-            .insert("kills_mid_dispatch".into(), kills_dispatch);
-        report
-            .faults
-            .insert("kills_other_moments".into(), kills_other);
+            .insert("kill_rounds_mid_dispatch".into(), rounds_dispatch);
+        if rounds_leased < KILL_ROUNDS || rounds_dispatch < KILL_ROUNDS {
+            report.failures.push(format!(
+                "only {rounds_leased} + {rounds_dispatch} kill rounds of {KILL_ROUNDS} + {KILL_ROUNDS} happened"
+            ));
+        }
         report
             .faults
             .insert("outbox_keys_distinct".into(), summary.keys);
@@ -270,7 +282,8 @@ impl Scenario for WorkerKilled {
             .faults
             .insert("outbox_redeliveries_same_key".into(), summary.redeliveries);
         report.notes.push(format!(
-            "{} deferred events and {} inline events with one forward message each; lease {LEASE_SECS} s, batch 1, handler sleep 300 ms, forward timeout 2 s; {WORKERS} workers invoked back to back ({} invocations, by status {:?}); target: {} requests, {} distinct idempotency keys ({} expected), {} redeliveries of an already-received key over {} keys (at-least-once: the dispatcher died before recording the 2xx; the key lets the target deduplicate)",
+            "each event sent twice, spread over {} s; {} deferred events and {} inline events with one forward message each; a kill round SIGKILLs every worker busy at that moment (an event `processing`, or a dispatch waiting on the held target); lease {LEASE_SECS} s, batch 1, handler sleep 300 ms, forward timeout 2 s; {WORKERS} workers invoked back to back ({} invocations, by status {:?}); target: {} requests, {} distinct idempotency keys ({} expected), {} redeliveries of an already-received key over {} keys (at-least-once: the dispatcher died before recording the 2xx; the key lets the target deduplicate)",
+            SPREAD.as_secs(),
             events.len() - expected_keys.len(),
             expected_keys.len(),
             drive.invocations.load(std::sync::atomic::Ordering::Relaxed),
