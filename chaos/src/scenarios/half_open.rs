@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context as _, Result};
 use serde_json::json;
 
-use super::timed::deliver_timed;
+use super::timed::{deliver_timed, drive_workers, wait_until_zero};
 use super::{process_findings, Context, Scenario, DEFAULT_SOURCES};
 use crate::proxy::Proxy;
 use crate::report::ScenarioReport;
@@ -31,6 +31,10 @@ pub const BETWEEN: Duration = Duration::from_secs(3);
 /// The receivers' statement timeout (the shipped default), milliseconds; the client deadline
 /// is this + 1 s (`DatabaseSettings::client_deadline`).
 pub const STATEMENT_TIMEOUT_MS: u64 = 5_000;
+/// Worker environments (deferred events), reaching PostgreSQL through the same proxy.
+pub const WORKERS: usize = 2;
+/// The workers' invocation timeout here (the template's is longer).
+pub const WORKER_TIMEOUT: Duration = Duration::from_secs(30);
 /// What an answer may take beyond the client deadline (the Runtime API hop, scheduling on a
 /// loaded 2-core machine).
 pub const MARGIN: Duration = Duration::from_millis(1_500);
@@ -76,14 +80,37 @@ impl Scenario for HalfOpen {
             }
         }
         let deadline = Duration::from_millis(STATEMENT_TIMEOUT_MS + 1_000);
+        let mut worker_env = env.clone();
+        worker_env.extend(
+            [
+                ("HOOKLEDGER_LEASE_SECS", "10"),
+                ("HOOKLEDGER_HANDLER_TIMEOUT_MS", "3000"),
+                ("HOOKLEDGER_WORKER_MARGIN_MS", "2000"),
+                ("HOOKLEDGER_BACKOFF_BASE_SECS", "1"),
+                ("HOOKLEDGER_BACKOFF_CAP_SECS", "2"),
+            ]
+            .map(|(k, v)| (k.to_owned(), v.to_owned())),
+        );
         let fleet = ctx.receiver_fleet(self.name(), ctx.receivers, env).await?;
+        let workers = ctx
+            .worker_fleet(self.name(), WORKERS, worker_env, WORKER_TIMEOUT)
+            .await?;
+        let (drive, drivers) = drive_workers(&workers, Duration::from_millis(200));
         let simulator = Simulator::new(fleet.clone(), secrets_of(DEFAULT_SOURCES));
         let created = bench::unix_now();
         let run = format!("{:x}", Rng::new(seed).next_u64() & 0xffff_ffff);
         let mut events: Vec<SimEvent> = (0..ctx.scaled(EVENTS))
             .map(|i| {
                 let id = format!("evt_half_{run}_{i:05}");
-                if i % 5 == 4 {
+                if i % 10 == 3 {
+                    SimEvent::stripe(
+                        "stripe-deferred",
+                        &id,
+                        crate::handlers::INVOICE_PAID,
+                        created,
+                        json!({"id": format!("in_half_{i}"), "object": "invoice"}),
+                    )
+                } else if i % 5 == 4 {
                     SimEvent::stripe(
                         "stripe",
                         &id,
@@ -138,6 +165,16 @@ impl Scenario for HalfOpen {
         let windows = faults.await.unwrap_or_default();
 
         let client = db.connect().await?;
+        let pending = wait_until_zero(
+            &client,
+            "SELECT count(*) FROM webhook_event WHERE status <> 'completed'",
+            Duration::from_secs(90),
+        )
+        .await?;
+        drive.stop();
+        for driver in drivers {
+            let _ = driver.await;
+        }
         let check = check_effects(&client, &timed.records).await?;
         let t = totals(&timed.records);
         let mut report = ScenarioReport::from_run(self.name(), self.title(), &t, &check);
@@ -209,7 +246,26 @@ impl Scenario for HalfOpen {
             PAUSE.as_millis(),
             BETWEEN.as_millis()
         ));
-        let (panics, exits) = process_findings(&fleet);
+        if pending > 0 {
+            report.failures.push(format!(
+                "{pending} ledger rows not completed after the drain"
+            ));
+        }
+        let worker_longest = drive.longest_ms.load(std::sync::atomic::Ordering::Relaxed);
+        report
+            .faults
+            .insert("longest_worker_invocation_ms".into(), worker_longest);
+        report.notes.push(format!(
+            "workers ({WORKERS}, through the same proxy, deferred events): {} invocations by status {:?}, the longest {worker_longest} ms (invocation timeout {} ms)",
+            drive.invocations.load(std::sync::atomic::Ordering::Relaxed),
+            drive.statuses(),
+            WORKER_TIMEOUT.as_millis()
+        ));
+        let (mut panics, mut exits) = process_findings(&fleet);
+        let (wp, we) = process_findings(&workers);
+        panics.extend(wp);
+        exits.extend(we);
+        workers.shutdown().await;
         fleet.shutdown().await;
         report.finish(panics, exits);
         report.seed = seed;

@@ -181,6 +181,8 @@ pub struct WorkerDrive {
     pub statuses: std::sync::Mutex<BTreeMap<u16, u64>>,
     /// Invocations started.
     pub invocations: AtomicU64,
+    /// The longest invocation, milliseconds.
+    pub longest_ms: AtomicU64,
     stop: AtomicBool,
 }
 
@@ -216,7 +218,11 @@ pub fn drive_workers(
                         source: "schedule".into(),
                         event_id: "tick".into(),
                     };
+                    let began = Instant::now();
                     let status = env.invoke(scheduled_event(), tag, timeout).await.status();
+                    drive
+                        .longest_ms
+                        .fetch_max(began.elapsed().as_millis() as u64, Ordering::Relaxed);
                     if let Ok(mut statuses) = drive.statuses.lock() {
                         *statuses.entry(status).or_default() += 1;
                     }
