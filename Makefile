@@ -4,7 +4,7 @@ VENV := .venv-tools
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export SAM_CLI_TELEMETRY := 0
 
-.PHONY: demo run test package migrate replay redrive inspect stuck sweep audit bench bench-sweep bench-load tools postgres build clean
+.PHONY: demo run test chaos package migrate replay redrive inspect stuck sweep audit bench bench-sweep bench-load tools postgres build clean
 
 ## demo: set up, run the receiver under cargo-lambda on a throwaway PostgreSQL, deliver events/, print
 demo: tools postgres
@@ -18,6 +18,13 @@ run: tools postgres
 ## when the end-to-end tests number fewer than tests/minimum-e2e-tests)
 test: tools postgres
 	HOOKLEDGER_TOOLS_PYTHON=$(CURDIR)/$(VENV)/bin/python scripts/test.sh
+
+## chaos: the receiver and the worker as real processes under faults (retry storm, receivers
+## killed, ...), driven by a provider simulator on a throwaway durable PostgreSQL; writes
+## RELIABILITY.md (about 10 minutes after the build). CHAOS_ARGS passes options (chaos --help),
+## e.g. CHAOS_ARGS="--scenario retry_storm --seed 42"; CHAOS_PROFILE=release builds optimised
+chaos: postgres
+	scripts/chaos.sh
 
 ## package: every function crate built for Lambda (provided.al2023, glibc 2.34) with cargo-lambda
 ## in one release build, zipped (<target dir>/lambda/<function>/bootstrap.zip), each bootstrap

@@ -48,6 +48,20 @@ impl Database {
     }
 }
 
+/// `server` (a `postgres://.../<db>?...` URL) with its database replaced by `name`.
+pub fn database_url(server: &str, name: &str) -> String {
+    let (base, query) = server.split_once('?').unwrap_or((server, ""));
+    let base = match base.rfind('/') {
+        Some(slash) if base[..slash].ends_with(|c: char| c != '/') => &base[..slash],
+        _ => base,
+    };
+    if query.is_empty() {
+        format!("{base}/{name}")
+    } else {
+        format!("{base}/{name}?{query}")
+    }
+}
+
 /// Connects to `url` without TLS; the connection's driver runs on a spawned task.
 ///
 /// # Errors
@@ -146,7 +160,7 @@ impl Cluster {
 
     /// The URL of database `name` on this cluster.
     pub fn url_of(&self, name: &str) -> String {
-        self.url.replacen("/postgres?", &format!("/{name}?"), 1)
+        database_url(&self.url, name)
     }
 
     /// Creates database `name` (dropped first if it exists), runs the project's migrations
@@ -193,5 +207,23 @@ impl Cluster {
 impl Drop for Cluster {
     fn drop(&mut self) {
         self.stop();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_database_url_swaps_only_the_database() {
+        assert_eq!(
+            super::database_url(
+                "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable",
+                "x"
+            ),
+            "postgres://postgres@127.0.0.1:5432/x?sslmode=disable"
+        );
+        assert_eq!(
+            super::database_url("postgres://u@h:1/db", "y"),
+            "postgres://u@h:1/y"
+        );
     }
 }

@@ -141,6 +141,8 @@ struct Api {
     pending: StdMutex<HashMap<String, oneshot::Sender<Answer>>>,
     function_arn: String,
     init_errors: StdMutex<Vec<String>>,
+    /// The request id of the last answer posted (one invocation at a time per process).
+    last_answered: StdMutex<Option<String>>,
 }
 
 fn reply(status: u16, body: Bytes) -> Response<Full<Bytes>> {
@@ -201,6 +203,9 @@ async fn serve_api(
         if let Some(rest) = path.strip_prefix("/2018-06-01/runtime/invocation/") {
             if let Some((id, kind)) = rest.split_once('/') {
                 if kind == "response" || kind == "error" {
+                    if let Ok(mut last) = api.last_answered.lock() {
+                        *last = Some(id.to_owned());
+                    }
                     let waiter = api.pending.lock().ok().and_then(|mut p| p.remove(id));
                     if let Some(waiter) = waiter {
                         let _ = waiter.send(if kind == "response" {
@@ -280,6 +285,25 @@ pub struct Environment {
 
 static REQUESTS: AtomicU64 = AtomicU64::new(0);
 
+/// Every function process alive now (for [`kill_all`]).
+static LIVE: StdMutex<Vec<u32>> = StdMutex::new(Vec::new());
+
+/// SIGKILLs every function process this harness started that is still alive (on Ctrl-C or a
+/// harness error, before the process exits without running destructors); SIGCONT first, so a
+/// frozen one dies too.
+pub fn kill_all() {
+    let pids = LIVE.lock().map(|l| l.clone()).unwrap_or_default();
+    for pid in pids {
+        // SAFETY: kill(2) has no memory effects; these are pids this harness spawned, removed
+        // from LIVE as soon as their exit is seen (a reused pid in that instant is the only,
+        // accepted, risk).
+        unsafe {
+            libc::kill(pid as libc::pid_t, libc::SIGCONT);
+            libc::kill(pid as libc::pid_t, libc::SIGKILL);
+        }
+    }
+}
+
 impl Environment {
     /// Starts environment `index` of `spec` (its first process).
     ///
@@ -326,6 +350,7 @@ impl Environment {
             pending: StdMutex::new(HashMap::new()),
             function_arn: format!("arn:aws:lambda:us-east-1:123456789012:function:{function}"),
             init_errors: StdMutex::new(Vec::new()),
+            last_answered: StdMutex::new(None),
         });
         let served = api.clone();
         let server = tokio::spawn(async move {
@@ -360,6 +385,9 @@ impl Environment {
             .spawn()
             .with_context(|| format!("starting {}", self.spec.binary.display()))?;
         let pid = child.id().unwrap_or(0);
+        if let Ok(mut live) = LIVE.lock() {
+            live.push(pid);
+        }
         let (exited_tx, exited_rx) = watch::channel(false);
         let generation = Arc::new(Generation {
             number,
@@ -377,6 +405,9 @@ impl Environment {
         let env = self.clone();
         tokio::spawn(async move {
             let status = child.wait().await;
+            if let Ok(mut live) = LIVE.lock() {
+                live.retain(|p| *p != pid);
+            }
             let _ = exited_tx.send(true);
             env.on_exit(number, status).await;
         });
@@ -447,7 +478,16 @@ impl Environment {
                 expected.push(generation.number);
             }
         }
-        let interrupted = self.in_flight();
+        // An invocation whose answer is already posted is not interrupted by this signal.
+        let answered = generation
+            .api
+            .last_answered
+            .lock()
+            .ok()
+            .and_then(|l| l.clone());
+        let interrupted = self
+            .in_flight()
+            .filter(|f| answered.as_deref() != Some(f.request_id.as_str()));
         // SAFETY: kill(2) with a pid this harness spawned and has not yet reaped (the exit
         // watcher has not seen it exit); no memory is touched.
         let rc = unsafe { libc::kill(generation.pid as libc::pid_t, signal) };
@@ -455,7 +495,8 @@ impl Environment {
     }
 
     /// SIGKILLs the live process (it restarts by itself). Returns `None` when no process was
-    /// alive, else `Some(the invocation it interrupted, if any)`.
+    /// alive, else `Some(the invocation it interrupted, if any)`: one handed over whose answer
+    /// was not posted yet.
     pub fn kill(&self) -> Option<Option<InFlight>> {
         // A frozen process still dies of SIGKILL.
         self.signal(libc::SIGKILL, true)
@@ -705,6 +746,28 @@ impl Fleet {
         found
     }
 
+    /// The receivers' delivery outcomes (`processed`, `replayed`, ...), counted from the
+    /// `"outcome":"..."` member of the metric line each process prints per delivery.
+    pub fn outcomes(&self) -> std::collections::BTreeMap<String, u64> {
+        let mut counts = std::collections::BTreeMap::new();
+        for env in &self.environments {
+            for log in env.logs() {
+                let Ok(text) = std::fs::read(&log) else {
+                    continue;
+                };
+                let text = String::from_utf8_lossy(&text);
+                for line in text.lines() {
+                    if let Some(rest) = line.split("\"outcome\":\"").nth(1) {
+                        if let Some((outcome, _)) = rest.split_once('"') {
+                            *counts.entry(outcome.to_owned()).or_insert(0) += 1;
+                        }
+                    }
+                }
+            }
+        }
+        counts
+    }
+
     /// Stops every environment (no restarts, SIGKILL) and waits briefly for the exits.
     pub async fn shutdown(&self) {
         for env in &self.environments {
@@ -777,4 +840,93 @@ pub fn scheduled_event() -> Bytes {
         })
         .to_string(),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A "function" that never polls the Runtime API: prints a panic-looking line, then sleeps.
+    fn silent_function(dir: &std::path::Path) -> PathBuf {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::create_dir_all(dir).expect("test dir");
+        let script = dir.join("silent.sh");
+        std::fs::write(
+            &script,
+            "#!/bin/sh\necho \"thread 'main' panicked at src/fake.rs:1:1\" >&2\nexec /bin/sleep 30\n",
+        )
+        .expect("script");
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        script
+    }
+
+    async fn wait_for(what: &str, mut ok: impl FnMut() -> bool) {
+        for _ in 0..500 {
+            if ok() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        panic!("timed out waiting for {what}");
+    }
+
+    #[tokio::test]
+    async fn a_timed_out_or_killed_environment_is_replaced_and_its_logs_are_scanned() {
+        let dir = std::env::temp_dir().join(format!("chaos-lambda-test-{}", std::process::id()));
+        let spec = ProcessSpec {
+            name: "silent".into(),
+            binary: silent_function(&dir),
+            env: Vec::new(),
+            log_dir: dir.join("logs"),
+        };
+        let fleet = Fleet::start(spec, 1, Duration::from_millis(300), Duration::from_secs(5))
+            .await
+            .expect("fleet");
+        let env = fleet.environments[0].clone();
+
+        // No answer within the function timeout: 504, and Lambda's reset (kill + a new process).
+        let invoked = fleet
+            .invoke(Bytes::from_static(b"{}"), Tag::default())
+            .await;
+        assert!(matches!(invoked.outcome, Outcome::Timeout), "{invoked:?}");
+        assert_eq!(invoked.outcome.status(), 504);
+        wait_for("the replacement process", || {
+            env.logs().len() == 2 && env.pid().is_some()
+        })
+        .await;
+
+        // A kill of an idle environment interrupts nothing and is expected.
+        assert!(matches!(env.kill(), Some(None)));
+        wait_for("the second replacement", || {
+            env.logs().len() == 3 && env.pid().is_some()
+        })
+        .await;
+        wait_for("two exits", || fleet.exits().len() == 2).await;
+        assert!(fleet.unexpected_exits().is_empty(), "{:?}", fleet.exits());
+
+        // Every process's log is scanned.
+        let panics = || fleet.panics();
+        for _ in 0..500 {
+            if panics().len() >= 3 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert_eq!(panics().len(), 3, "{:?} {:?}", panics(), env.logs());
+        fleet.shutdown().await;
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn outcomes_map_to_what_api_gateway_answers() {
+        let response = Outcome::Response(Bytes::from_static(br#"{"statusCode": 409, "body": ""}"#));
+        assert_eq!(response.status(), 409);
+        assert_eq!(
+            Outcome::Response(Bytes::from_static(b"{\"leased\": 0}")).status(),
+            200
+        );
+        assert_eq!(Outcome::Died.status(), 502);
+        assert_eq!(Outcome::FunctionError("boom".into()).status(), 502);
+        assert_eq!(Outcome::Throttled.status(), 429);
+    }
 }

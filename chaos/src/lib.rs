@@ -35,7 +35,7 @@
 //!
 //! One file in `src/scenarios/`, one line in [`scenarios::all`]:
 //!
-//! ```ignore
+//! ```text
 //! pub struct MyScenario;
 //! #[async_trait::async_trait]
 //! impl Scenario for MyScenario {

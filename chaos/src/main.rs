@@ -79,8 +79,9 @@ async fn main() -> Result<()> {
             );
         }
     }
-    let selected: Vec<_> = all
+    let selected: Vec<&dyn scenarios::Scenario> = all
         .iter()
+        .map(|s| s.as_ref())
         .filter(|s| args.scenarios.is_empty() || args.scenarios.iter().any(|n| n == s.name()))
         .collect();
     let seed = args.seed.unwrap_or_else(|| {
@@ -130,12 +131,46 @@ async fn main() -> Result<()> {
         let cluster = cluster.clone();
         tokio::spawn(async move {
             if tokio::signal::ctrl_c().await.is_ok() {
-                eprintln!("chaos: interrupted; stopping PostgreSQL");
+                eprintln!("chaos: interrupted; stopping the functions and PostgreSQL");
+                chaos::lambda::kill_all();
                 cluster.stop();
                 std::process::exit(130);
             }
         });
     }
+    let result = run(
+        &args,
+        &all,
+        &selected,
+        &cluster,
+        seed,
+        &command,
+        &out,
+        receiver_bin,
+        worker_bin,
+    )
+    .await;
+    chaos::lambda::kill_all();
+    cluster.stop();
+    if !result? {
+        std::process::exit(1);
+    }
+    Ok(())
+}
+
+/// Runs `selected`, writes the reports; `Ok(false)` when a scenario failed.
+#[allow(clippy::too_many_arguments)]
+async fn run(
+    args: &Args,
+    all: &[Box<dyn scenarios::Scenario>],
+    selected: &[&dyn scenarios::Scenario],
+    cluster: &Arc<Cluster>,
+    seed: u64,
+    command: &str,
+    out: &std::path::Path,
+    receiver_bin: PathBuf,
+    worker_bin: PathBuf,
+) -> Result<bool> {
     let ctx = Context {
         cluster: cluster.clone(),
         receiver_bin,
@@ -151,7 +186,7 @@ async fn main() -> Result<()> {
         Err(_) => serde_json::Value::Null,
     };
     let mut reports: Vec<ScenarioReport> = Vec::new();
-    for scenario in &selected {
+    for scenario in selected {
         eprintln!("chaos: {} ...", scenario.name());
         let date = now_rfc3339();
         let mut report = match scenario.run(&ctx).await {
@@ -166,11 +201,11 @@ async fn main() -> Result<()> {
         };
         report.pass = report.failures.is_empty();
         report.date = date;
-        report.command = command.clone();
+        report.command = command.to_owned();
         if report.title.is_empty() {
             report.title = scenario.title().to_owned();
         }
-        report.write_json(&out)?;
+        report.write_json(out)?;
         eprintln!(
             "chaos: {}: {} (events {}, attempts {}, 2xx {}, effects {}, doubled {}, lost {}, longest wait {} ms, {:.1} s){}",
             report.name,
@@ -193,10 +228,10 @@ async fn main() -> Result<()> {
     }
     // Scenarios not run this time keep their latest figures (marked with their own command).
     let mut table = Vec::new();
-    for scenario in &all {
+    for scenario in all {
         if let Some(r) = reports.iter().find(|r| r.name == scenario.name()) {
             table.push(r.clone());
-        } else if let Some(r) = report::read_json(&out, scenario.name()) {
+        } else if let Some(r) = report::read_json(out, scenario.name()) {
             table.push(r);
         }
     }
@@ -205,13 +240,14 @@ async fn main() -> Result<()> {
         &table,
         &bench::machine_facts(),
         &postgres,
-        &command,
+        command,
+        if cfg!(debug_assertions) {
+            "dev profile (unoptimised; the receivers and the worker are the same build)"
+        } else {
+            "release profile"
+        },
         &now_rfc3339(),
     )?;
     eprintln!("chaos: wrote {}", args.report.display());
-    cluster.stop();
-    if reports.iter().any(|r| !r.pass) {
-        std::process::exit(1);
-    }
-    Ok(())
+    Ok(reports.iter().all(|r| r.pass))
 }

@@ -180,7 +180,7 @@ sent was eventually acknowledged (nothing lost), and no process panicked or exit
 the harness killing it.";
 
 /// Writes RELIABILITY.md at `path` from `reports` (in order), with the machine facts, the
-/// command and the date.
+/// command, the build (profile) and the date.
 ///
 /// # Errors
 /// The file cannot be written.
@@ -190,6 +190,7 @@ pub fn write_markdown(
     machine: &serde_json::Value,
     postgres: &serde_json::Value,
     command: &str,
+    build: &str,
     date: &str,
 ) -> Result<()> {
     let mut md = String::new();
@@ -202,7 +203,9 @@ PostgreSQL, driven by a provider simulator that signs every attempt afresh, retr
 non-2xx or timeout with backoff (20 ms doubling to 1 s, jittered) until it gets a 2xx, sends \
 duplicates on purpose and reorders. Loopback only.\n\n",
     );
-    md.push_str(&format!("Command: `{command}`  \nDate: {date}  \n"));
+    md.push_str(&format!(
+        "Command: `{command}` (what `make chaos` runs after the build; `CHAOS_ARGS` adds options)  \nBuild: {build}  \nDate: {date}  \n"
+    ));
     let all_pass = reports.iter().all(|r| r.pass);
     md.push_str(&format!(
         "Result: **{}** ({} of {} scenarios passed)\n\n",

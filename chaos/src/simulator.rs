@@ -305,3 +305,44 @@ pub fn secrets_of(sources_json: &str) -> HashMap<String, String> {
         })
         .unwrap_or_default()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(id: &str, acks: u64, wait_ms: Option<u64>) -> EventRecord {
+        EventRecord {
+            source: "stripe".into(),
+            id: id.into(),
+            attempts: acks + 1,
+            acks,
+            statuses: BTreeMap::from([(200, acks), (502, 1)]),
+            first_ack_after: wait_ms.map(Duration::from_millis),
+            gave_up: 0,
+        }
+    }
+
+    #[test]
+    fn an_event_is_lost_only_when_none_of_its_records_got_a_2xx() {
+        let records = [
+            record("a", 1, Some(30)),
+            record("a", 0, None), // the on-purpose duplicate of "a" never got through
+            record("b", 0, None),
+            record("c", 2, Some(900)),
+        ];
+        let t = totals(&records);
+        assert_eq!(t.events, 3);
+        assert_eq!(t.lost, 1);
+        assert_eq!(t.acks, 3);
+        assert_eq!(t.attempts, 7);
+        assert_eq!(t.longest_wait_ms, 900);
+        assert_eq!(t.statuses.get(&502), Some(&4));
+    }
+
+    #[test]
+    fn secrets_come_from_the_sources_json() {
+        let secrets = secrets_of(r#"[{"name": "stripe", "secrets": ["s1", "s0"]}, {"name": "x"}]"#);
+        assert_eq!(secrets.get("stripe").map(String::as_str), Some("s1"));
+        assert_eq!(secrets.len(), 1);
+    }
+}

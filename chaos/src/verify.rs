@@ -194,3 +194,83 @@ pub async fn check_ledger(
     }
     Ok(check)
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    fn record(id: &str, acks: u64) -> EventRecord {
+        EventRecord {
+            source: "stripe".into(),
+            id: id.into(),
+            attempts: acks.max(1),
+            acks,
+            first_ack_after: (acks > 0).then(|| Duration::from_millis(5)),
+            ..Default::default()
+        }
+    }
+
+    /// The verifier must be able to fail: each way the pass rule breaks is counted.
+    #[tokio::test]
+    async fn the_verifier_flags_doubled_missing_uncompleted_and_lost_events() {
+        let server = std::env::var("DATABASE_URL")
+            .expect("DATABASE_URL (run under scripts/with-postgres.sh, as make test does)");
+        let name = format!("chaos_verify_{}", std::process::id());
+        let admin = crate::cluster::connect(&server).await.expect("server");
+        admin
+            .batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+            .await
+            .expect("drop");
+        admin
+            .batch_execute(&format!("CREATE DATABASE {name}"))
+            .await
+            .expect("create");
+        let url = crate::cluster::database_url(&server, &name);
+        shared::db::migrate(&shared::config::DatabaseSettings::with_url(url.clone()))
+            .await
+            .expect("migrations");
+        let client = crate::cluster::connect(&url).await.expect("database");
+        client
+            .batch_execute(crate::handlers::EFFECTS_TABLE)
+            .await
+            .expect("chaos_effects");
+        client
+            .batch_execute(
+                "INSERT INTO chaos_effects (source, event_id, event_type) VALUES
+                   ('stripe', 'a', 't'), ('stripe', 'a', 't'), ('stripe', 'b', 't'),
+                   ('stripe', 'd', 't');
+                 INSERT INTO webhook_event (source, event_id, event_type, payload_digest, status,
+                                            response_status, response_body, completed_at)
+                 SELECT 'stripe', id, 't', sha256(id::bytea), 'completed', 200, '{}', now()
+                 FROM unnest(ARRAY['a', 'b', 'c']) AS id;
+                 INSERT INTO webhook_event (source, event_id, event_type, payload_digest)
+                 VALUES ('stripe', 'd', 't', sha256('d'::bytea));",
+            )
+            .await
+            .expect("rows");
+        // a: two effects; b: right; c: acknowledged, no effect; d: acknowledged, still
+        // claimed; e: never acknowledged.
+        let records = [
+            record("a", 1),
+            record("b", 3),
+            record("c", 1),
+            record("d", 1),
+            record("e", 0),
+        ];
+        let check = check_effects(&client, &records).await.expect("check");
+        assert_eq!(check.effects, 4);
+        assert_eq!(check.doubled, 1);
+        assert_eq!(check.acked_without_effect, 1);
+        assert_eq!(check.acked_not_completed, 1, "{check:?}"); // d (e is lost, not this)
+        assert_eq!(check.lost, 1);
+        assert!(!check.pass());
+        let good = check_effects(&client, &records[1..2]).await.expect("check");
+        assert!(good.pass(), "{good:?}");
+        drop(client);
+        let _ = admin
+            .batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+            .await;
+    }
+}

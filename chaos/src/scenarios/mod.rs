@@ -176,3 +176,20 @@ pub fn process_findings(fleet: &Fleet) -> (Vec<String>, Vec<String>) {
         .collect();
     (fleet.panics(), exits)
 }
+
+/// A report line with the fleet's delivery outcomes ([`Fleet::outcomes`]).
+pub fn outcomes_note(fleet: &Fleet) -> String {
+    let outcomes: Vec<String> = fleet
+        .outcomes()
+        .iter()
+        .map(|(k, v)| format!("{k} {v}"))
+        .collect();
+    format!(
+        "the receivers' own outcome per answered delivery (their metric lines): {}",
+        if outcomes.is_empty() {
+            "none".to_owned()
+        } else {
+            outcomes.join(", ")
+        }
+    )
+}

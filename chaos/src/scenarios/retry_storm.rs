@@ -9,7 +9,7 @@ use std::time::Instant;
 use anyhow::Result;
 use serde_json::json;
 
-use super::{process_findings, Context, Scenario, DEFAULT_SOURCES};
+use super::{outcomes_note, process_findings, Context, Scenario, DEFAULT_SOURCES};
 use crate::report::ScenarioReport;
 use crate::rng::Rng;
 use crate::simulator::{secrets_of, totals, SimEvent, Simulator};
@@ -73,6 +73,7 @@ impl Scenario for RetryStorm {
             WINDOW * SENDERS,
             ctx.receivers
         ));
+        report.notes.push(outcomes_note(&fleet));
         let (panics, exits) = process_findings(&fleet);
         fleet.shutdown().await;
         report.finish(panics, exits);
