@@ -157,3 +157,43 @@ async fn a_connection_stranded_by_a_dead_network_path_is_never_handed_out_again(
     assert_eq!(proxy.counters().accepted, 2);
     assert_eq!(app.order_rows().await, 2);
 }
+
+/// The worker under the same fault. It has no client deadline yet: a drain whose pooled
+/// connection went dead for good waits until the Lambda timeout kills the environment (the
+/// template's worker timeout, 300 s; its leases then bring the events back, so nothing is lost,
+/// only delayed). Ignored until the worker bounds its database steps as the receiver does
+/// (`shared::work`, not this change's file); it fails today (the drain is still waiting at
+/// 20 s), and is the regression test for that fix.
+#[tokio::test]
+#[ignore = "known gap: the worker's database steps have no client deadline (shared::work)"]
+async fn a_worker_drain_on_a_stranded_connection_ends_within_a_bound() {
+    let (app, proxy) = app_through_proxy().await;
+    let worker = worker_for(&app);
+    let body = payment_intent_body("evt_w_1", "o_w_1", 100);
+    assert_eq!(
+        app.receive("stripe-deferred", &deferred(body)).await.status,
+        202
+    );
+    // A first drain warms the pool's one connection.
+    let summary = worker
+        .worker
+        .drain(std::time::SystemTime::now, plenty)
+        .await
+        .unwrap();
+    assert_eq!(summary.completed, 1, "{summary:?}");
+    let body = payment_intent_body("evt_w_2", "o_w_2", 100);
+    assert_eq!(
+        app.receive("stripe-deferred", &deferred(body)).await.status,
+        202
+    );
+    proxy.strand();
+    let drained = tokio::time::timeout(
+        Duration::from_secs(20),
+        worker.worker.drain(std::time::SystemTime::now, plenty),
+    )
+    .await;
+    assert!(
+        drained.is_ok(),
+        "the worker's drain was still waiting on a dead connection after 20 s"
+    );
+}
