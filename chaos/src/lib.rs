@@ -69,8 +69,11 @@
 pub mod cluster;
 pub mod handlers;
 pub mod lambda;
+pub mod postgres_control;
+pub mod proxy;
 pub mod report;
 pub mod rng;
 pub mod scenarios;
 pub mod simulator;
+pub mod target;
 pub mod verify;

@@ -17,6 +17,7 @@
 //! | `HOOKLEDGER_STATEMENT_TIMEOUT_MS` | `statement_timeout`, milliseconds | 5000 |
 //! | `HOOKLEDGER_LOCK_TIMEOUT_MS` | `lock_timeout`, milliseconds: how long a duplicate waits on an in-flight claim | 2000 |
 //! | `HOOKLEDGER_IDLE_IN_TRANSACTION_TIMEOUT_MS` | `idle_in_transaction_session_timeout`, milliseconds | 10000 |
+//! | `HOOKLEDGER_DB_CLIENT_DEADLINE_MS` | receiver: the client-side deadline on a delivery's database work (a connection from the pool, the claim, the handler's statements, the commit), milliseconds; past it the delivery answers 503 with `Retry-After` and the connection is closed, never reused. The server's limits cannot end a wait on a network that stopped answering (a failover, a dead NAT entry); this does. Must exceed the lock timeout | the statement timeout + 1000 |
 //! | `HOOKLEDGER_DB_TRANSACTION_LIMITS` | `true`: the three limits are `SET LOCAL` with every `BEGIN`; `false`: bare `BEGIN`, limits set on the database role (RDS Proxy pins sessions on `SET`) | true |
 //! | `HOOKLEDGER_DB_STATEMENT_CACHE` | `true`: named statements prepared once per connection; `false`: unnamed statements (pgbouncer transaction mode, RDS Proxy) | true |
 //! | `HOOKLEDGER_WORKER_FUNCTION` | the worker function's name or ARN: the receiver rings it after a deferred accept | unset: doorbell off |
@@ -555,9 +556,30 @@ pub struct DatabaseSettings {
     /// limits must then be set on the database role instead (`ALTER ROLE .. SET lock_timeout
     /// = ..`), see the README.
     pub transaction_limits: bool,
+    /// The receiver's client-side deadline on a delivery's database work, milliseconds
+    /// (`HOOKLEDGER_DB_CLIENT_DEADLINE_MS`); `None`: [`DatabaseSettings::client_deadline`]'s
+    /// default.
+    pub client_deadline_ms: Option<u64>,
 }
 
+/// What [`DatabaseSettings::client_deadline`] adds to the statement timeout by default,
+/// milliseconds: a statement the server cancels at its timeout still gets its error back.
+pub const CLIENT_DEADLINE_MARGIN_MS: u64 = 1_000;
+
 impl DatabaseSettings {
+    /// How long the receiver waits for a delivery's database work (a pooled connection, the
+    /// claim, the handler, the commit) before answering 503 with `Retry-After` and closing
+    /// the connection: [`DatabaseSettings::client_deadline_ms`], else the statement timeout
+    /// plus [`CLIENT_DEADLINE_MARGIN_MS`] (6 s with the defaults, inside the receiver's 10 s
+    /// Lambda timeout). `statement_timeout` is enforced by the server and cannot fire when the
+    /// network to it stops answering; this deadline is the client's own.
+    pub fn client_deadline(&self) -> std::time::Duration {
+        std::time::Duration::from_millis(
+            self.client_deadline_ms
+                .unwrap_or(self.statement_timeout_ms + CLIENT_DEADLINE_MARGIN_MS),
+        )
+    }
+
     /// Settings for `url` with every other field at its default.
     pub fn with_url(url: impl Into<String>) -> Self {
         Self {
@@ -570,6 +592,7 @@ impl DatabaseSettings {
             idle_in_transaction_timeout_ms: 10_000,
             statement_cache: true,
             transaction_limits: true,
+            client_deadline_ms: None,
         }
     }
 }
@@ -891,6 +914,9 @@ impl Settings {
                 }),
             }
         };
+        if lookup("HOOKLEDGER_DB_CLIENT_DEADLINE_MS").is_some_and(|v| !v.is_empty()) {
+            database.client_deadline_ms = Some(number("HOOKLEDGER_DB_CLIENT_DEADLINE_MS", 0)?);
+        }
         database.statement_cache = flag("HOOKLEDGER_DB_STATEMENT_CACHE", true)?;
         database.transaction_limits = flag("HOOKLEDGER_DB_TRANSACTION_LIMITS", true)?;
         let mut worker = WorkerSettings::default();
@@ -1125,6 +1151,18 @@ pub fn check_compatible(
             ),
         });
     }
+    let deadline_ms = database.client_deadline().as_millis();
+    if deadline_ms <= u128::from(database.lock_timeout_ms) {
+        return Err(ConfigError::Incompatible {
+            first: "HOOKLEDGER_DB_CLIENT_DEADLINE_MS",
+            second: "HOOKLEDGER_LOCK_TIMEOUT_MS",
+            rule: format!(
+                "the client deadline ({deadline_ms} ms) must be longer than the lock timeout \
+                 ({} ms), or an in-flight duplicate would never get its 409",
+                database.lock_timeout_ms
+            ),
+        });
+    }
     if database.idle_in_transaction_timeout_ms < database.statement_timeout_ms {
         return Err(ConfigError::Incompatible {
             first: "HOOKLEDGER_IDLE_IN_TRANSACTION_TIMEOUT_MS",
@@ -1315,6 +1353,36 @@ mod tests {
                 .unwrap()
                 .database
                 .statement_cache
+        );
+        let e = with(&[("HOOKLEDGER_DB_CLIENT_DEADLINE_MS", "2000")])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("HOOKLEDGER_DB_CLIENT_DEADLINE_MS")
+                && e.contains("HOOKLEDGER_LOCK_TIMEOUT_MS"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn the_client_deadline_defaults_to_the_statement_timeout_plus_a_second() {
+        let settings = |vars: &[(&str, &str)]| {
+            let mut all = vec![
+                ("DATABASE_URL", "postgres://localhost/x"),
+                ("HOOKLEDGER_SOURCES", GOOD),
+            ];
+            all.extend_from_slice(vars);
+            Settings::from_lookup(env(&all)).unwrap().database
+        };
+        let ms = |d: std::time::Duration| d.as_millis();
+        assert_eq!(ms(settings(&[]).client_deadline()), 6_000);
+        assert_eq!(
+            ms(settings(&[("HOOKLEDGER_STATEMENT_TIMEOUT_MS", "3000")]).client_deadline()),
+            4_000
+        );
+        assert_eq!(
+            ms(settings(&[("HOOKLEDGER_DB_CLIENT_DEADLINE_MS", "2500")]).client_deadline()),
+            2_500
         );
     }
 

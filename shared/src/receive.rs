@@ -19,6 +19,7 @@
 //! | handler failure, retryable | 500 | `{"error":"internal error"}` (claim rolled back) |
 //! | handler failure, fatal (inline) | 200 | `{"error": "the event cannot be processed; it is kept for an operator", "status": "dead"}` (stored as JSONB, so spaced); the event is kept `dead` with its payload and error, and every retry gets the same answer |
 //! | database unavailable | 503 | `{"error":"service unavailable"}` |
+//! | database work past the client deadline | 503 | `{"error":"service unavailable"}`; `Retry-After: 5` |
 //!
 //! Nothing is written for any 4xx, and a 5xx leaves no row behind, so the provider's retry
 //! starts clean. An inline event whose commit queued outbox messages rings the worker's doorbell
@@ -26,6 +27,14 @@
 //! handler's writes and keeps the event as `dead`: the provider stops retrying (a 2xx, so it
 //! does not disable the endpoint either), the operator is told by the `handler_fatal` metric and
 //! an error log line, and re-drives it once the cause is fixed.
+//!
+//! A delivery's database work (a pooled connection, the claim, the handler, the commit) runs
+//! under the client-side deadline `DatabaseSettings::client_deadline` (the statement timeout
+//! plus 1 s by default): on a network that stopped answering (a failover, a dead NAT entry) no
+//! server-side limit can fire, so past the deadline the delivery answers 503 with
+//! `Retry-After` and the connection is closed, never handed out again. Nothing answered 2xx
+//! is then lost: the claim commits with the effect or not at all, and a commit whose reply
+//! was lost is a completed event the retry gets replayed.
 
 use std::time::Instant;
 
@@ -88,6 +97,9 @@ pub struct Receiver {
     pub handlers: Registry,
     /// Rings the worker after a deferred accept (off unless configured).
     pub doorbell: Doorbell,
+    /// The client-side deadline on a delivery's database work
+    /// (`DatabaseSettings::client_deadline`).
+    pub deadline: std::time::Duration,
 }
 
 /// Log fields gathered along the path; written once per delivery.
@@ -108,6 +120,7 @@ impl Receiver {
             sources: LiveSources::fixed(settings.sources.clone()),
             pool,
             doorbell: Doorbell::off(),
+            deadline: settings.database.client_deadline(),
         }
     }
 
@@ -412,15 +425,43 @@ impl Receiver {
             retention: config.retention.retention,
             now: SystemTime::now(),
         };
-        let decided = match config.mode {
-            Mode::Inline => {
-                self.claim_and_apply(config, &event, &new_event, &expiry, shadow)
-                    .await
+        // The connection lives outside the deadline's future, so one abandoned mid-statement is
+        // closed rather than returned to the pool.
+        let mut slot = None;
+        let work = async {
+            let conn: &ledger::Connection = slot.insert(self.connection().await?);
+            match config.mode {
+                Mode::Inline => {
+                    self.claim_and_apply(conn, config, &event, &new_event, &expiry, shadow)
+                        .await
+                }
+                Mode::Deferred => {
+                    self.accept(conn, config, &event, &new_event, &expiry, shadow)
+                        .await
+                }
             }
-            Mode::Deferred => {
-                self.accept(config, &event, &new_event, &expiry, shadow)
-                    .await
+        };
+        let decided = match tokio::time::timeout(self.deadline, work).await {
+            Ok(decided) => decided,
+            Err(_elapsed) => {
+                if let Some(conn) = slot.take() {
+                    conn.discard();
+                }
+                Err(Failed::Deadline(format!(
+                    "the database did not answer within the client deadline of {} ms",
+                    self.deadline.as_millis()
+                )))
             }
+        };
+        drop(slot);
+        let decided = match decided {
+            Ok((reply, ring)) => {
+                if ring {
+                    self.ring(&event).await;
+                }
+                Ok(reply)
+            }
+            Err(failed) => Err(failed),
         };
         match decided {
             Ok(reply) => {
@@ -435,6 +476,12 @@ impl Receiver {
                 trace.detail = Some(detail);
                 Reply::error(503, "unavailable", "service unavailable")
             }
+            Err(Failed::Deadline(detail)) => {
+                trace.detail = Some(detail);
+                let mut reply = Reply::error(503, "unavailable", "service unavailable");
+                reply.retry_after = Some(RETRY_AFTER_SECS);
+                reply
+            }
             Err(Failed::Apply(error)) => {
                 trace.detail = Some(error.chain());
                 if error.is_unavailable() {
@@ -448,69 +495,74 @@ impl Receiver {
         }
     }
 
+    /// Inline mode on `conn`: the reply, and whether to ring the worker once `conn` is back
+    /// in the pool (the commit queued outbox messages).
     async fn claim_and_apply(
         &self,
+        conn: &ledger::Connection,
         config: &SourceConfig,
         event: &Event<'_>,
         new_event: &NewEvent<'_>,
         expiry: &Expiry,
         shadow: bool,
-    ) -> Result<Reply, Failed> {
-        let conn = self.connection().await?;
+    ) -> Result<(Reply, bool), Failed> {
         let claim = match self
-            .one_statement(&conn, config, event, new_event, expiry)
+            .one_statement(conn, config, event, new_event, expiry)
             .await?
         {
-            Some(Ok(reply)) => return Ok(reply),
+            Some(Ok(reply)) => return Ok((reply, false)),
             Some(Err(lost)) => lost,
-            None => ledger::claim(&conn, new_event, expiry).await?,
+            None => ledger::claim(conn, new_event, expiry).await?,
         };
         // Moved whole into the match (a binding left partly moved would be dropped, borrowing
         // `conn`, at the end of the function).
         let tx = match std::convert::identity(claim) {
             Claim::Won(tx) => tx,
             Claim::DigestMismatch => {
-                return Ok(Reply::error(
-                    409,
-                    "digest_mismatch",
-                    "event id reused with a different body",
+                return Ok((
+                    Reply::error(
+                        409,
+                        "digest_mismatch",
+                        "event id reused with a different body",
+                    ),
+                    false,
                 ))
             }
             // Shadow mode: enforcement would skip this duplicate; process it anyway, but answer
             // what enforcement answers (a shadow run's failure is only logged: shadow mode must
             // not turn duplicates into 5xx in front of a live endpoint).
             Claim::Completed(stored) if shadow => {
-                self.shadow_run(&conn, config, event).await;
-                return Ok(replayed(stored, "shadow_duplicate"));
+                self.shadow_run(conn, config, event).await;
+                return Ok((replayed(stored, "shadow_duplicate"), false));
             }
             Claim::InFlight if shadow => {
-                self.shadow_run(&conn, config, event).await;
-                return Ok(in_flight());
+                self.shadow_run(conn, config, event).await;
+                return Ok((in_flight(), false));
             }
-            Claim::Completed(stored) => return Ok(replayed(stored, "replayed")),
-            Claim::InFlight => return Ok(in_flight()),
+            Claim::Completed(stored) => return Ok((replayed(stored, "replayed"), false)),
+            Claim::InFlight => return Ok((in_flight(), false)),
             // Replay: the event is in the ledger already, whatever its status or bytes.
-            Claim::Known(_) => return Ok(dry_run_reply("duplicate")),
+            Claim::Known(_) => return Ok((dry_run_reply("duplicate"), false)),
         };
         // Boxed: the handler's and the completion's futures are large, and this one sits inside
         // every delivery's (and every replayed page's) future.
         match Box::pin(apply(&self.handlers, config, tx, event)).await {
-            Ok(applied) => {
-                if applied.queued > 0 {
-                    // Committed outbox messages: the worker forwards them now rather than at
-                    // its next schedule tick.
-                    drop(conn);
-                    self.ring(event).await;
-                }
-                Ok(Reply {
+            // Committed outbox messages: the worker forwards them now rather than at its next
+            // schedule tick.
+            Ok(applied) => Ok((
+                Reply {
                     status: applied.response.status,
                     body: applied.response.body,
                     replayed: false,
                     retry_after: None,
                     outcome: applied.outcome,
-                })
-            }
-            Err(ApplyError::Fatal(error)) => self.keep_dead(&conn, new_event, &error, expiry).await,
+                },
+                applied.queued > 0,
+            )),
+            Err(ApplyError::Fatal(error)) => Ok((
+                self.keep_dead(conn, new_event, &error, expiry).await?,
+                false,
+            )),
             Err(error) => Err(Failed::Apply(error)),
         }
     }
@@ -584,36 +636,36 @@ impl Receiver {
         }
     }
 
-    /// Deferred mode: store durably, ring the worker, answer 202.
+    /// Deferred mode: store durably on `conn` and answer 202; `true` alongside the reply
+    /// rings the worker once `conn` is back in the pool.
     async fn accept(
         &self,
+        conn: &ledger::Connection,
         config: &SourceConfig,
         event: &Event<'_>,
         new_event: &NewEvent<'_>,
         expiry: &Expiry,
         shadow: bool,
-    ) -> Result<Reply, Failed> {
-        let conn = self.connection().await?;
-        let accepted = ledger::accept(&conn, new_event, expiry).await?;
-        match accepted {
-            Accept::Accepted => {
-                drop(conn);
-                self.ring(event).await;
-                Ok(accepted_reply(false, "accepted"))
-            }
+    ) -> Result<(Reply, bool), Failed> {
+        let accepted = ledger::accept(conn, new_event, expiry).await?;
+        Ok(match accepted {
+            Accept::Accepted => (accepted_reply(false, "accepted"), true),
             Accept::Duplicate(_) if shadow => {
                 // The answer is what enforcement gives (the event is durable either way).
-                self.shadow_run(&conn, config, event).await;
-                Ok(accepted_reply(true, "shadow_duplicate"))
+                self.shadow_run(conn, config, event).await;
+                (accepted_reply(true, "shadow_duplicate"), false)
             }
-            Accept::Duplicate(_) => Ok(accepted_reply(true, "duplicate")),
-            Accept::DigestMismatch => Ok(Reply::error(
-                409,
-                "digest_mismatch",
-                "event id reused with a different body",
-            )),
-            Accept::InFlight => Ok(in_flight()),
-        }
+            Accept::Duplicate(_) => (accepted_reply(true, "duplicate"), false),
+            Accept::DigestMismatch => (
+                Reply::error(
+                    409,
+                    "digest_mismatch",
+                    "event id reused with a different body",
+                ),
+                false,
+            ),
+            Accept::InFlight => (in_flight(), false),
+        })
     }
 
     /// Rings the worker after a commit it has work from (a deferred accept, or inline outbox
@@ -683,6 +735,8 @@ impl Receiver {
 enum Failed {
     /// No connection, or the database is unavailable: 503.
     Unavailable(String),
+    /// The database work outlived the client deadline: 503 with `Retry-After`.
+    Deadline(String),
     /// Applying the event failed (handler or ledger).
     Apply(ApplyError),
 }

@@ -15,9 +15,14 @@ use crate::cluster::{Cluster, Database};
 use crate::lambda::{Fleet, ProcessSpec};
 use crate::report::ScenarioReport;
 
+pub mod frozen;
+pub mod half_open;
 pub mod out_of_order;
+pub mod postgres_restarted;
 pub mod receiver_killed;
 pub mod retry_storm;
+pub mod timed;
+pub mod worker_killed;
 
 /// One scenario.
 #[async_trait::async_trait]
@@ -36,6 +41,10 @@ pub fn all() -> Vec<Box<dyn Scenario>> {
     vec![
         Box::new(retry_storm::RetryStorm),
         Box::new(receiver_killed::ReceiverKilled),
+        Box::new(worker_killed::WorkerKilled),
+        Box::new(postgres_restarted::PostgresRestarted),
+        Box::new(frozen::Frozen),
+        Box::new(half_open::HalfOpen),
         Box::new(out_of_order::OutOfOrder),
     ]
 }

@@ -9,6 +9,7 @@ mod deferred;
 mod delivery_metrics;
 mod deploy_regressions;
 mod events;
+mod half_open;
 mod handlers_crate;
 mod hardening;
 mod helpers;

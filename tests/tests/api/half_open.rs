@@ -1,0 +1,199 @@
+//! The receive path when the network to PostgreSQL goes half-open (a failover, a dead NAT
+//! entry): nothing answers and nothing is reset, so neither `statement_timeout` (server-side)
+//! nor TCP keepalives can end the wait. The receiver's pool reaches the test database through
+//! `chaos::proxy`, which stops forwarding without closing either socket. Every delivery must
+//! answer 503 with `Retry-After` within the client-side deadline
+//! (`DatabaseSettings::client_deadline`), the connection it abandoned must never be handed out
+//! again, and deliveries succeed again once the path is back.
+
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use chaos::proxy::Proxy;
+use shared::config::DatabaseSettings;
+
+use crate::helpers::*;
+
+/// The limits of these tests: statement 1 s, lock 0.5 s, idle in transaction 2 s; the client
+/// deadline is then statement + 1 s = 2 s.
+fn fast_limits(database: &mut DatabaseSettings) {
+    database.statement_timeout_ms = 1_000;
+    database.lock_timeout_ms = 500;
+    database.idle_in_transaction_timeout_ms = 2_000;
+}
+
+/// How long past the deadline a test waits before calling the delivery hung.
+const HUNG_AFTER: Duration = Duration::from_secs(6);
+
+/// A receiver (one pooled connection, so a connection wrongly returned to the pool is the one
+/// the next delivery gets) over a fresh database reached through a proxy.
+async fn app_through_proxy() -> (TestApp, Proxy) {
+    let db = hookledger_tests::test_db().await.expect("test database");
+    let url = url::Url::parse(&db.url).unwrap();
+    let upstream: SocketAddr =
+        format!("{}:{}", url.host_str().unwrap(), url.port().unwrap_or(5432))
+            .parse()
+            .unwrap();
+    let proxy = Proxy::start(upstream).await.unwrap();
+    let mut through = url.clone();
+    through.set_port(Some(proxy.local_addr().port())).unwrap();
+    let mut database = DatabaseSettings::with_url(through.to_string());
+    database.pool_size = 1;
+    fast_limits(&mut database);
+    (spawn_app_over(db, database), proxy)
+}
+
+/// Receives `delivery` for `source`, failing (not hanging) when it takes longer than the
+/// deadline plus [`HUNG_AFTER`]; returns the reply and how long it took.
+async fn bounded(app: &TestApp, source: &str, delivery: &Delivery) -> (shared::Reply, Duration) {
+    let deadline = app.settings.database.client_deadline();
+    let started = Instant::now();
+    match tokio::time::timeout(deadline + HUNG_AFTER, app.receive(source, delivery)).await {
+        Ok(reply) => (reply, started.elapsed()),
+        Err(_) => panic!(
+            "the delivery hung for {:?} (client deadline {deadline:?}) through a half-open network",
+            started.elapsed()
+        ),
+    }
+}
+
+fn assert_unavailable_within(reply: &shared::Reply, took: Duration, deadline: Duration) {
+    assert_eq!(reply.status, 503, "{reply:?}");
+    assert_eq!(reply.outcome, "unavailable");
+    assert_eq!(reply.retry_after, Some(shared::receive::RETRY_AFTER_SECS));
+    // The deadline, plus scheduling slack on a loaded 2-core machine.
+    assert!(
+        took < deadline + Duration::from_millis(500),
+        "answered after {took:?}, over the deadline {deadline:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_half_open_database_path_answers_503_within_the_deadline_and_recovers() {
+    let (app, proxy) = app_through_proxy().await;
+    let deadline = app.settings.database.client_deadline();
+    assert_eq!(deadline, Duration::from_millis(2_000));
+
+    // Paused before the pool has any connection: opening one must be bounded too.
+    proxy.pause();
+    let (reply, took) = bounded(
+        &app,
+        "stripe",
+        &stripe_payment("evt_ho_1", "o_ho_1", 100, NOW),
+    )
+    .await;
+    assert_unavailable_within(&reply, took, deadline);
+    proxy.resume();
+
+    let (reply, _) = bounded(
+        &app,
+        "stripe",
+        &stripe_payment("evt_ho_1", "o_ho_1", 100, NOW),
+    )
+    .await;
+    assert_eq!(reply.status, 200, "{reply:?}");
+
+    // Paused with a warm connection, inline and deferred.
+    proxy.pause();
+    let (reply, took) = bounded(
+        &app,
+        "stripe",
+        &stripe_payment("evt_ho_2", "o_ho_2", 200, NOW),
+    )
+    .await;
+    assert_unavailable_within(&reply, took, deadline);
+    let body = payment_intent_body("evt_ho_3", "o_ho_3", 300);
+    let (reply, took) = bounded(&app, "stripe-deferred", &deferred(body.clone())).await;
+    assert_unavailable_within(&reply, took, deadline);
+    proxy.resume();
+
+    // Back: the retries succeed, each event once.
+    let (reply, _) = bounded(
+        &app,
+        "stripe",
+        &stripe_payment("evt_ho_2", "o_ho_2", 200, NOW),
+    )
+    .await;
+    assert_eq!(reply.status, 200, "{reply:?}");
+    let (reply, _) = bounded(&app, "stripe-deferred", &deferred(body)).await;
+    assert_eq!(reply.status, 202, "{reply:?}");
+    assert_eq!(app.order_rows().await, 2);
+    assert_eq!(app.ledger_rows().await, 3);
+}
+
+#[tokio::test]
+async fn a_connection_stranded_by_a_dead_network_path_is_never_handed_out_again() {
+    let (app, proxy) = app_through_proxy().await;
+    let deadline = app.settings.database.client_deadline();
+    let (reply, _) = bounded(
+        &app,
+        "stripe",
+        &stripe_payment("evt_st_1", "o_st_1", 100, NOW),
+    )
+    .await;
+    assert_eq!(reply.status, 200, "{reply:?}");
+
+    // The pool's one connection goes dead for good (new connections work).
+    proxy.strand();
+    let (reply, took) = bounded(
+        &app,
+        "stripe",
+        &stripe_payment("evt_st_2", "o_st_2", 200, NOW),
+    )
+    .await;
+    assert_unavailable_within(&reply, took, deadline);
+
+    // The retry gets a new connection, not the dead one back from the pool.
+    let (reply, _) = bounded(
+        &app,
+        "stripe",
+        &stripe_payment("evt_st_2", "o_st_2", 200, NOW),
+    )
+    .await;
+    assert_eq!(
+        reply.status, 200,
+        "the dead connection was reused: {reply:?}"
+    );
+    assert_eq!(proxy.counters().accepted, 2);
+    assert_eq!(app.order_rows().await, 2);
+}
+
+/// The worker under the same fault. It has no client deadline yet: a drain whose pooled
+/// connection went dead for good waits until the Lambda timeout kills the environment (the
+/// template's worker timeout, 300 s; its leases then bring the events back, so nothing is lost,
+/// only delayed). Ignored until the worker bounds its database steps as the receiver does
+/// (`shared::work`, not this change's file); it fails today (the drain is still waiting at
+/// 20 s), and is the regression test for that fix.
+#[tokio::test]
+#[ignore = "known gap: the worker's database steps have no client deadline (shared::work)"]
+async fn a_worker_drain_on_a_stranded_connection_ends_within_a_bound() {
+    let (app, proxy) = app_through_proxy().await;
+    let worker = worker_for(&app);
+    let body = payment_intent_body("evt_w_1", "o_w_1", 100);
+    assert_eq!(
+        app.receive("stripe-deferred", &deferred(body)).await.status,
+        202
+    );
+    // A first drain warms the pool's one connection.
+    let summary = worker
+        .worker
+        .drain(std::time::SystemTime::now, plenty)
+        .await
+        .unwrap();
+    assert_eq!(summary.completed, 1, "{summary:?}");
+    let body = payment_intent_body("evt_w_2", "o_w_2", 100);
+    assert_eq!(
+        app.receive("stripe-deferred", &deferred(body)).await.status,
+        202
+    );
+    proxy.strand();
+    let drained = tokio::time::timeout(
+        Duration::from_secs(20),
+        worker.worker.drain(std::time::SystemTime::now, plenty),
+    )
+    .await;
+    assert!(
+        drained.is_ok(),
+        "the worker's drain was still waiting on a dead connection after 20 s"
+    );
+}
