@@ -12,6 +12,7 @@ mod events;
 mod handlers_crate;
 mod hardening;
 mod helpers;
+mod hostile;
 mod interop;
 mod migrate;
 mod one_statement;
