@@ -20,7 +20,7 @@ use crate::helpers::*;
 /// The corpus seed: the same cases on every run.
 const SEED: u64 = 0x486F_6F6B_4C65_6467;
 
-fn unix_now() -> i64 {
+pub(crate) fn unix_now() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
@@ -28,7 +28,7 @@ fn unix_now() -> i64 {
 }
 
 /// How one invocation ended.
-enum Outcome {
+pub(crate) enum Outcome {
     /// The function's response: status and body text.
     Answered(u16, String),
     /// The runtime could not read the payload as an HTTP event (it would report an invocation
@@ -40,7 +40,10 @@ enum Outcome {
 
 /// One invocation through the function's service stack, in its own task (a panic is caught
 /// there and reported, never unwinds into the test).
-async fn invoke(state: &'static receiver::handler::AppState, payload: Vec<u8>) -> Outcome {
+pub(crate) async fn invoke(
+    state: &'static receiver::handler::AppState,
+    payload: Vec<u8>,
+) -> Outcome {
     let task = tokio::spawn(async move {
         // What lambda_runtime deserializes the invocation into: the stack's input type.
         let raw: Box<RawValue> = match serde_json::from_slice(&payload) {
@@ -77,7 +80,7 @@ async fn invoke(state: &'static receiver::handler::AppState, payload: Vec<u8>) -
 }
 
 /// Row counts of every table of the test database, in one statement.
-async fn table_counts(client: &tokio_postgres::Client) -> BTreeMap<String, i64> {
+pub(crate) async fn table_counts(client: &tokio_postgres::Client) -> BTreeMap<String, i64> {
     let tables: Vec<String> = client
         .query(
             "SELECT format('%I.%I', table_schema, table_name) FROM information_schema.tables \

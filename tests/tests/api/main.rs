@@ -26,6 +26,7 @@ mod replay;
 mod robustness;
 mod roles;
 mod scripts;
+mod security;
 mod sweep;
 mod targets;
 mod template;
