@@ -7,7 +7,7 @@ use tokio::process::Command;
 
 /// `hookledger ARGS` against `url` with the local sources, as a process.
 async fn hookledger(url: &str, args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_hookledger"))
+    let output = Command::new(env!("CARGO_BIN_EXE_hookledger"))
         .args(args)
         .env("DATABASE_URL", url)
         .env(
@@ -21,7 +21,9 @@ async fn hookledger(url: &str, args: &[&str]) -> std::process::Output {
         .env_remove("RUST_LOG")
         .output()
         .await
-        .expect("hookledger runs")
+        .expect("hookledger runs");
+    hookledger_tests::test_log::record("hookledger", &output);
+    output
 }
 
 fn stdout(output: &std::process::Output) -> String {
