@@ -3,6 +3,7 @@
 # pooler tests reach it through a pgbouncer in transaction mode started in front of it).
 # Fails when any step fails, when any test is ignored, when no test ran at all, and when the
 # end-to-end binary ran fewer tests than tests/minimum-e2e-tests (scripts/check-test-log.sh).
+# Then the secret scan of the run's complete log output (scripts/scan-test-logs.py).
 # Then the handlers crate alone, without its `examples` feature (a workspace run unifies it on
 # through the tests crate): neither the example handlers nor their tables may exist.
 set -euo pipefail
@@ -23,6 +24,12 @@ cfn-lint template.yaml
 echo "== cargo test (throwaway PostgreSQL with TLS, pgbouncer in transaction mode, moto for Secrets Manager)"
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
+# Every test's logs (the functions' JSON subscriber) and the output of the processes they spawn
+# land here (tests/src/test_log.rs), for the secret scan after the run.
+target_dir=${CARGO_TARGET_DIR:-$PWD/target}
+export HOOKLEDGER_TEST_LOG_DIR="$target_dir/test-logs/run-$$"
+rm -rf "$HOOKLEDGER_TEST_LOG_DIR"
+mkdir -p "$HOOKLEDGER_TEST_LOG_DIR"
 set +e
 scripts/with-moto.sh scripts/with-postgres.sh scripts/with-pgbouncer.sh cargo test --workspace --locked --no-fail-fast 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
@@ -34,6 +41,10 @@ if [ "$status" != 0 ]; then
   exit 1
 fi
 scripts/check-test-log.sh "$log"
+
+echo "== secret scan of the test logs (no signing secret, API key, database password or signature value)"
+python3 scripts/scan-test-logs.py "$log" "$HOOKLEDGER_TEST_LOG_DIR"
+rm -rf "$HOOKLEDGER_TEST_LOG_DIR"
 
 echo "== cargo test -p hookledger-handlers alone (no examples feature; throwaway PostgreSQL)"
 set +e

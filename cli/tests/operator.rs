@@ -7,7 +7,7 @@ use tokio::process::Command;
 
 /// `hookledger ARGS` against `url` with the local sources, as a process.
 async fn hookledger(url: &str, args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_hookledger"))
+    let output = Command::new(env!("CARGO_BIN_EXE_hookledger"))
         .args(args)
         .env("DATABASE_URL", url)
         .env(
@@ -21,7 +21,9 @@ async fn hookledger(url: &str, args: &[&str]) -> std::process::Output {
         .env_remove("RUST_LOG")
         .output()
         .await
-        .expect("hookledger runs")
+        .expect("hookledger runs");
+    hookledger_tests::test_log::record("hookledger", &output);
+    output
 }
 
 fn stdout(output: &std::process::Output) -> String {
@@ -88,6 +90,7 @@ async fn hookledger_migrate_migrates_a_fresh_database_then_is_up_to_date() {
         .output()
         .await
         .unwrap();
+    hookledger_tests::test_log::record("hookledger", &output);
     assert!(output.status.success(), "{}", stderr(&output));
     let text = stdout(&output);
     assert!(text.starts_with("migrations applied: V1__"), "{text}");
@@ -121,13 +124,15 @@ async fn hookledger_migrate_migrates_a_fresh_database_then_is_up_to_date() {
 #[tokio::test]
 async fn hookledger_check_config_reports_a_bad_sources_configuration_before_the_demo_serves() {
     let check = |sources: &str| {
-        std::process::Command::new(env!("CARGO_BIN_EXE_hookledger"))
+        let output = std::process::Command::new(env!("CARGO_BIN_EXE_hookledger"))
             .arg("check-config")
             .env_clear()
             .env("DATABASE_URL", "postgres://127.0.0.1:1/unused")
             .env("HOOKLEDGER_SOURCES", sources)
             .output()
-            .unwrap()
+            .unwrap();
+        hookledger_tests::test_log::record("hookledger", &output);
+        output
     };
     let line = one_line_failure(&check("not json"));
     assert!(line.contains("sources JSON is invalid"), "{line}");

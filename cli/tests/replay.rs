@@ -25,7 +25,7 @@ fn sources(dir: &std::path::Path, base_url: &str, key: &str) -> std::path::PathB
 }
 
 async fn hookledger(url: &str, sources: &std::path::Path, args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_hookledger"))
+    let output = Command::new(env!("CARGO_BIN_EXE_hookledger"))
         .args(args)
         .env("DATABASE_URL", url)
         .env("HOOKLEDGER_SOURCES_FILE", sources)
@@ -36,7 +36,9 @@ async fn hookledger(url: &str, sources: &std::path::Path, args: &[&str]) -> std:
         .env_remove("RUST_LOG")
         .output()
         .await
-        .expect("hookledger runs")
+        .expect("hookledger runs");
+    hookledger_tests::test_log::record("hookledger", &output);
+    output
 }
 
 /// `count` payment_intent.succeeded events, one second apart, the newest a minute ago.

@@ -6,7 +6,7 @@ use tokio::process::Command;
 
 /// `hookledger sweep ARGS` against `db` with the local sources, as a process.
 async fn hookledger_sweep(db: &TestDb, args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_hookledger"))
+    let output = Command::new(env!("CARGO_BIN_EXE_hookledger"))
         .arg("sweep")
         .args(args)
         .env("DATABASE_URL", &db.url)
@@ -20,7 +20,9 @@ async fn hookledger_sweep(db: &TestDb, args: &[&str]) -> std::process::Output {
         .env("HOOKLEDGER_SWEEP_PAUSE_MS", "1")
         .output()
         .await
-        .expect("hookledger runs")
+        .expect("hookledger runs");
+    hookledger_tests::test_log::record("hookledger", &output);
+    output
 }
 
 #[tokio::test]

@@ -14,7 +14,9 @@
 //! | Standard Webhooks / Svix | header `webhook-id` (or `svix-id`) | body `type` | body |
 //! | generic HMAC | the configured header or JSON pointer | the configured header or pointer | body |
 //!
-//! The document must be a JSON object. A missing id is an error: idempotency is never skipped
+//! The document must be a JSON object that `serde_json::Value` can read: UTF-8 (RFC 8259
+//! section 8.1), escapes paired, at most 128 levels deep (serde_json's recursion limit), as the
+//! handlers and the worker read it. A missing id is an error: idempotency is never skipped
 //! silently. A Slack `url_verification` request is not an event: it is answered with its
 //! challenge ([`Extracted::Challenge`]).
 
@@ -26,6 +28,8 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use crate::verify::{GenericHmac, Scheme};
+
+mod well_formed;
 
 /// Longest accepted event id, bytes (the ledger's CHECK constraint says the same).
 pub const MAX_EVENT_ID_BYTES: usize = 255;
@@ -365,7 +369,7 @@ fn slack_form(body: &[u8]) -> Result<Extracted<'_>, ExtractError> {
 /// while skipping the rest).
 /// (A derived struct would also accept a JSON array, positionally: hence the object check.)
 fn parse<'a, T: Deserialize<'a>>(document: &'a [u8]) -> Result<T, ExtractError> {
-    starts_as_object(document)?;
+    check_object(document)?;
     serde_json::from_slice(document).map_err(|e| ExtractError::NotJson(json_error(&e)))
 }
 
@@ -378,7 +382,8 @@ fn starts_as_object(document: &[u8]) -> Result<(), ExtractError> {
 
 fn check_object(document: &[u8]) -> Result<(), ExtractError> {
     starts_as_object(document)?;
-    serde_json::from_slice::<serde::de::IgnoredAny>(document)
+    // Not IgnoredAny: it skips invalid UTF-8, lone surrogates and any depth (well_formed.rs).
+    serde_json::from_slice::<well_formed::WellFormed>(document)
         .map(|_| ())
         .map_err(|e| ExtractError::NotJson(json_error(&e)))
 }
@@ -712,5 +717,59 @@ mod tests {
             error(Scheme::Github, &h, b"{}"),
             ExtractError::MalformedHeader(GITHUB_DELIVERY_HEADER)
         );
+    }
+
+    #[test]
+    fn a_document_no_handler_could_read_is_refused_for_every_scheme() {
+        // Issue 13's hostile corpus: these were claimed for the schemes that skip the fields
+        // they do not name (Stripe, GitHub, Shopify, Slack, Standard Webhooks).
+        let deep = format!(
+            "{{\"id\":\"evt_1\",\"d\":{}1{}}}",
+            "[".repeat(10_000),
+            "]".repeat(10_000)
+        );
+        let bodies: [&[u8]; 5] = [
+            b"{\"id\":\"evt_1\",\"note\":\"caf\xe9\"}",
+            b"{\"id\":\"evt_1\",\"note\":\"\xed\xa0\x80\"}",
+            b"{\"id\":\"evt_1\",\"note\":\"\\ud800\"}",
+            deep.as_bytes(),
+            b"{\"id\":\"evt_1\",\"n\":1e400}",
+        ];
+        let h = headers(&[
+            ("x-github-delivery", "d1"),
+            ("x-github-event", "push"),
+            ("x-shopify-event-id", "s1"),
+            ("webhook-id", "msg_1"),
+        ]);
+        for scheme in [
+            Scheme::Stripe,
+            Scheme::Github,
+            Scheme::Shopify,
+            Scheme::Slack,
+            Scheme::StandardWebhooks,
+            Scheme::Paddle,
+        ] {
+            for body in bodies {
+                assert!(
+                    matches!(
+                        extract(scheme, None, &h, body),
+                        Err(ExtractError::NotJson(_))
+                    ),
+                    "{scheme:?}: {:?}",
+                    String::from_utf8_lossy(&body[..body.len().min(40)])
+                );
+            }
+        }
+        // 128 levels is still read, as serde_json::Value reads it.
+        let ok = format!(
+            "{{\"id\":\"evt_1\",\"d\":{}1{}}}",
+            "[".repeat(126),
+            "]".repeat(126)
+        );
+        assert!(serde_json::from_str::<Value>(&ok).is_ok());
+        assert!(matches!(
+            extract(Scheme::Stripe, None, &h, ok.as_bytes()),
+            Ok(Extracted::Event(_))
+        ));
     }
 }

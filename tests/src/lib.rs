@@ -17,6 +17,8 @@ use shared::verify::Verifier;
 pub use hookledger_testing::{server_url, url_with_database, TestDb};
 
 pub mod fake_providers;
+pub mod hostile;
+pub mod test_log;
 
 /// The repository root (the workspace), found from this crate's manifest directory: the one cargo
 /// names when it runs a test or `cargo run` (`CARGO_MANIFEST_DIR` at run time), else the one this

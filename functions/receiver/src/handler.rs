@@ -95,6 +95,15 @@ pub async fn handle_at(
                 .refuse(&source, 400, "bad_request", "body is not valid base64");
         return Ok(reply(&outcome)?);
     }
+    if request
+        .headers()
+        .contains_key(crate::unreadable::MALFORMED_HEADER_MARKER)
+    {
+        let outcome = state
+            .receiver
+            .refuse(&source, 400, "bad_request", "malformed header");
+        return Ok(reply(&outcome)?);
+    }
     let outcome = state
         .receiver
         .receive(&source, request.headers(), request.body().as_ref(), now)

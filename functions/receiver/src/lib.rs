@@ -3,3 +3,4 @@
 
 pub mod handler;
 pub mod transport;
+pub mod unreadable;

@@ -14,6 +14,7 @@
 use lambda_http::{service_fn, Adapter, Error, Request};
 use receiver::handler::{function_handler, AppState};
 use receiver::transport::Base64Guard;
+use receiver::unreadable::ReadableEvent;
 use shared::Settings;
 
 // One invocation at a time (the Lambda runtime polls, handles, answers): a current-thread
@@ -27,6 +28,7 @@ async fn main() -> Result<(), Error> {
     let state = AppState::from_settings(&settings, handlers::registry(&settings.sources)).await?;
     let state: &'static AppState = Box::leak(Box::new(state));
     let handler = service_fn(move |request: Request| function_handler(state, request));
-    // lambda_http::run(handler) is this without the guard, which panics on invalid base64.
-    lambda_runtime::run(Base64Guard::new(Adapter::from(handler))).await
+    // lambda_http::run(handler) is this without the guards: it panics on invalid base64
+    // (transport.rs) and cannot read an event with a CR, LF or NUL in a header (unreadable.rs).
+    lambda_runtime::run(ReadableEvent::new(Base64Guard::new(Adapter::from(handler)))).await
 }

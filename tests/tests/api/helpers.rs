@@ -113,12 +113,9 @@ pub fn spawn_app_over_sources(
     database: DatabaseSettings,
     sources_json: &str,
 ) -> TestApp {
-    // Logs go through libtest's capture (shown for failing tests only).
-    let _ = tracing_subscriber::fmt()
-        .json()
-        .flatten_event(true)
-        .with_test_writer()
-        .try_init();
+    // Into the run's log folder for the secret scan of `make test`, else through libtest's
+    // capture (shown for failing tests only).
+    hookledger_tests::test_log::install();
     let settings = Settings {
         database,
         sources: Sources::from_json(sources_json).unwrap(),

@@ -546,3 +546,97 @@ fn the_bootstrap_check_refuses_another_architecture_libssl_and_a_newer_glibc() {
     assert!(!passed, "{text}");
     assert!(text.contains("not executable"), "{text}");
 }
+
+/// `scripts/scan-test-logs.py` over `paths` (with `--min-bytes min`), with `database_url` as
+/// the environment's `DATABASE_URL`: the exit code and everything it printed.
+fn scan_logs(paths: &[&Path], min: usize, database_url: Option<&str>) -> (i32, String) {
+    let mut command = Command::new("python3");
+    command
+        .arg(root().join("scripts/scan-test-logs.py"))
+        .args(["--min-bytes", &min.to_string()])
+        .args(paths)
+        .env_remove("HOOKLEDGER_SCAN_EXTRA_SECRETS")
+        .env_remove("HOOKLEDGER_TEST_POOLER_URL")
+        .env_remove("DATABASE_URL");
+    if let Some(url) = database_url {
+        command.env("DATABASE_URL", url);
+    }
+    let output = command.output().expect("python3 runs");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    (output.status.code().unwrap_or(-1), text)
+}
+
+#[test]
+fn the_log_scan_catches_a_planted_secret_or_signature_and_passes_a_clean_log() {
+    let scratch = Scratch::new("scan-logs");
+    // A clean log: the functions' JSON lines, with payload digests (64 hex digits, no prefix).
+    let clean: String = (0..2_000)
+        .map(|n| {
+            format!(
+                "{{\"timestamp\":\"2026-12-02T01:00:00Z\",\"level\":\"INFO\",\"message\":\"delivery\",\
+                 \"source\":\"stripe\",\"event_id\":\"evt_{n}\",\"outcome\":\"processed\",\
+                 \"digest\":\"{:064x}\",\"status\":200}}\n",
+                n * 7919
+            )
+        })
+        .collect();
+    let clean_dir = scratch.0.join("clean");
+    std::fs::create_dir_all(&clean_dir).unwrap();
+    std::fs::write(clean_dir.join("api-1.log"), &clean).unwrap();
+    let (code, out) = scan_logs(&[&clean_dir], 100_000, None);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("none found"), "{out}");
+
+    // The local Stripe secret, read from the sources (not written here), planted in a line.
+    let sources: serde_json::Value =
+        serde_json::from_str(&hookledger_tests::local_sources_json().unwrap()).unwrap();
+    let secret = sources[0]["secrets"][0].as_str().unwrap().to_owned();
+    let planted: [(&str, String); 5] = [
+        (
+            "signing secret",
+            format!("{{\"error\":\"bad key {secret}\"}}\n"),
+        ),
+        (
+            "Stripe signature",
+            format!("stripe-signature: t=1750000000,v1={:064x}\n", 42),
+        ),
+        ("GitHub signature", format!("\"sha256={:064x}\"\n", 7)),
+        (
+            "Standard Webhooks signature",
+            "webhook-signature: v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=\n".to_owned(),
+        ),
+        (
+            "database password",
+            "connecting as hookledger:pw-9f2c41d7e8 \n".to_owned(),
+        ),
+    ];
+    for (what, line) in planted {
+        let dir = scratch.0.join(what.replace(' ', "-"));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("api-1.log"), format!("{clean}{line}{clean}")).unwrap();
+        let (code, out) = scan_logs(
+            &[&dir],
+            100_000,
+            Some("postgres://hookledger:pw-9f2c41d7e8@127.0.0.1:5432/app"),
+        );
+        assert_eq!(code, 1, "{what}: {out}");
+        assert!(
+            out.contains("api-1.log:2001"),
+            "{what}: the line is named: {out}"
+        );
+        assert!(
+            !out.contains(&secret) && !out.contains("pw-9f2c41d7e8"),
+            "{what}: {out}"
+        );
+    }
+
+    // A scan that read (almost) nothing refuses to pass.
+    let empty = scratch.0.join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    assert_eq!(scan_logs(&[&empty], 100_000, None).0, 2);
+    assert_eq!(scan_logs(&[&scratch.0.join("missing")], 100_000, None).0, 2);
+}

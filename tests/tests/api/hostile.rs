@@ -1,0 +1,376 @@
+//! The hostile-input corpus (`hookledger_tests::hostile`, issue 13 B) through the receiver
+//! function's own stack: each case's Lambda invocation payload deserialized as the runtime does
+//! (the raw JSON from the bytes) and handed to
+//! `ReadableEvent::new(Base64Guard::new(Adapter::from(service_fn(function_handler))))`, as in
+//! functions/receiver/src/main.rs. Every case must be answered with its expected 4xx and a
+//! non-empty reason, write no row in any table, and not panic; after every batch of 50 a valid
+//! signed delivery of each provider in turn still answers 200 on the same state.
+
+use std::collections::BTreeMap;
+
+use hookledger_tests::hostile::{corpus, Case};
+use hookledger_tests::EventFile;
+use lambda_http::{service_fn, Adapter, Context, LambdaEvent, Service};
+use receiver::transport::Base64Guard;
+use receiver::unreadable::ReadableEvent;
+use serde_json::value::RawValue;
+
+use crate::helpers::*;
+
+/// The corpus seed: the same cases on every run.
+const SEED: u64 = 0x486F_6F6B_4C65_6467;
+
+pub(crate) fn unix_now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64
+}
+
+/// How one invocation ended.
+pub(crate) enum Outcome {
+    /// The function's response: status and body text.
+    Answered(u16, String),
+    /// The runtime could not read the payload as an HTTP event (it would report an invocation
+    /// error: API Gateway answers 502).
+    Unreadable(String),
+    /// Something panicked.
+    Panicked(String),
+}
+
+/// One invocation through the function's service stack, in its own task (a panic is caught
+/// there and reported, never unwinds into the test).
+pub(crate) async fn invoke(
+    state: &'static receiver::handler::AppState,
+    payload: Vec<u8>,
+) -> Outcome {
+    let task = tokio::spawn(async move {
+        // What lambda_runtime deserializes the invocation into: the stack's input type.
+        let raw: Box<RawValue> = match serde_json::from_slice(&payload) {
+            Ok(raw) => raw,
+            Err(error) => return Err(error.to_string()),
+        };
+        let mut service = ReadableEvent::new(Base64Guard::new(Adapter::from(service_fn(
+            move |request| receiver::handler::function_handler(state, request),
+        ))));
+        let response = service
+            .call(LambdaEvent::new(raw, Context::default()))
+            .await
+            .map_err(|e| format!("invocation error: {e}"))?;
+        serde_json::to_value(response).map_err(|e| e.to_string())
+    });
+    match task.await {
+        Err(join) if join.is_panic() => {
+            let panic = join.into_panic();
+            let text = panic
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_default();
+            Outcome::Panicked(text)
+        }
+        Err(join) => Outcome::Panicked(join.to_string()),
+        Ok(Err(error)) => Outcome::Unreadable(error),
+        Ok(Ok(response)) => {
+            let status = response["statusCode"].as_u64().unwrap_or(0) as u16;
+            let body = response["body"].as_str().unwrap_or("").to_owned();
+            Outcome::Answered(status, body)
+        }
+    }
+}
+
+/// Row counts of every table of the test database, in one statement.
+pub(crate) async fn table_counts(client: &tokio_postgres::Client) -> BTreeMap<String, i64> {
+    let tables: Vec<String> = client
+        .query(
+            "SELECT format('%I.%I', table_schema, table_name) FROM information_schema.tables \
+             WHERE table_type = 'BASE TABLE' \
+               AND table_schema NOT IN ('pg_catalog', 'information_schema') \
+             ORDER BY 1",
+            &[],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|row| row.get(0))
+        .collect();
+    assert!(
+        tables.iter().any(|t| t.ends_with(".webhook_event")) && tables.len() > 3,
+        "{tables:?}"
+    );
+    let sql = tables
+        .iter()
+        .map(|t| format!("SELECT '{t}'::text, count(*) FROM {t}"))
+        .collect::<Vec<_>>()
+        .join(" UNION ALL ");
+    client
+        .query(&sql, &[])
+        .await
+        .unwrap()
+        .iter()
+        .map(|row| (row.get(0), row.get(1)))
+        .collect()
+}
+
+/// The valid delivery of provider `index` (0..7) from its event file, made unique by `n` and
+/// signed now: the "still serving" check.
+fn valid_delivery(index: usize, n: usize) -> (String, Vec<u8>) {
+    let files = [
+        ("stripe", "receiver/stripe-payment-intent-succeeded.json"),
+        ("github", "receiver/github-push.json"),
+        ("shopify", "receiver/shopify-orders-create.json"),
+        ("slack", "receiver/slack-app-mention.json"),
+        ("paddle", "receiver/paddle-transaction-completed.json"),
+        ("acme", "receiver/standard-webhooks-invoice-paid.json"),
+        ("partner", "receiver/generic-partner-order-shipped.json"),
+    ];
+    let (source, file) = files[index % files.len()];
+    let mut event = EventFile::load(file).unwrap();
+    let id = format!("hostile_control_{n}");
+    match source {
+        "github" => event.set_header("x-github-delivery", &id).unwrap(),
+        "shopify" => event.set_header("x-shopify-event-id", &id).unwrap(),
+        "acme" => event.set_header("webhook-id", &id).unwrap(),
+        _ => {
+            let mut body: serde_json::Value =
+                serde_json::from_slice(&event.body().unwrap()).unwrap();
+            let pointer = match source {
+                "stripe" => "/id",
+                "partner" => "/event/id",
+                _ => "/event_id",
+            };
+            *body.pointer_mut(pointer).unwrap() = serde_json::json!(id);
+            event.set_body(&serde_json::to_vec(&body).unwrap()).unwrap();
+        }
+    }
+    let config = hookledger_tests::local_source(source).unwrap();
+    event.sign(&config.verifier, 0, unix_now()).unwrap();
+    (
+        format!("{source} {id}"),
+        serde_json::to_vec(&event.json).unwrap(),
+    )
+}
+
+fn reason_of(body: &str) -> Option<String> {
+    let value: serde_json::Value = serde_json::from_str(body).ok()?;
+    let reason = value["error"].as_str()?.trim().to_owned();
+    (!reason.is_empty()).then_some(reason)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hostile_corpus_every_malformed_delivery_is_a_4xx_with_a_reason_and_writes_nothing() {
+    let app = spawn_app().await;
+    let state: &'static receiver::handler::AppState = Box::leak(Box::new(app.state.clone()));
+    // Signed at the time of generation; regenerated (the same cases, signed anew) when a
+    // minute has passed, so no case goes stale on a slow machine.
+    let mut generated_at = unix_now();
+    let mut cases: Vec<Case> = corpus(SEED, generated_at).unwrap();
+    let total = cases.len();
+    // Deterministic for a seed and a time, and every case named once.
+    let again = corpus(SEED, generated_at).unwrap();
+    assert!(
+        again.len() == total
+            && again
+                .iter()
+                .zip(&cases)
+                .all(|(a, b)| a.payload == b.payload && a.name == b.name)
+    );
+    let mut names: Vec<&str> = cases.iter().map(|c| c.name.as_str()).collect();
+    names.sort_unstable();
+    names.dedup();
+    assert_eq!(names.len(), total, "case names are unique");
+    drop(again);
+    let mut findings = Vec::new();
+    let mut per_category: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut per_scheme: BTreeMap<String, usize> = BTreeMap::new();
+    let mut per_shape: BTreeMap<String, usize> = BTreeMap::new();
+    let mut signed = 0;
+    let client = app.db.connect().await.unwrap();
+    let mut before = table_counts(&client).await;
+    let started = std::time::Instant::now();
+    for n in 0..total {
+        if unix_now() - generated_at > 60 {
+            generated_at = unix_now();
+            cases = corpus(SEED, generated_at).unwrap();
+        }
+        let case = &cases[n];
+        *per_category.entry(case.category).or_default() += 1;
+        *per_scheme.entry(case.scheme.clone()).or_default() += 1;
+        *per_shape.entry(format!("{:?}", case.shape)).or_default() += 1;
+        signed += usize::from(case.signed);
+        match invoke(state, case.payload.clone()).await {
+            Outcome::Answered(status, body) => {
+                if status != case.expect {
+                    findings.push(format!(
+                        "[{}] {}: answered {status} (expected {}): {body}",
+                        case.category, case.name, case.expect
+                    ));
+                } else if reason_of(&body).is_none() {
+                    findings.push(format!(
+                        "[{}] {}: {status} without a reason: {body:?}",
+                        case.category, case.name
+                    ));
+                }
+            }
+            Outcome::Unreadable(error) => findings.push(format!(
+                "[{}] {}: the runtime cannot read the event (invocation error, a 502): {error}",
+                case.category, case.name
+            )),
+            Outcome::Panicked(text) => {
+                findings.push(format!("[{}] {}: PANIC: {text}", case.category, case.name))
+            }
+        }
+        let after = table_counts(&client).await;
+        if after != before {
+            let grown: Vec<String> = after
+                .iter()
+                .filter(|(t, n)| before.get(*t) != Some(n))
+                .map(|(t, _)| t.clone())
+                .collect();
+            findings.push(format!(
+                "[{}] {}: wrote rows in {grown:?}",
+                case.category, case.name
+            ));
+            // Judge the next case on a clean database again.
+            let sql = format!("TRUNCATE {} CASCADE", grown.join(", "));
+            client.batch_execute(&sql).await.unwrap();
+            before = table_counts(&client).await;
+        }
+        // After every batch of 50, the same state still serves a valid delivery.
+        if (n + 1) % 50 == 0 || n + 1 == total {
+            let (what, payload) = valid_delivery(n / 50, n);
+            match invoke(state, payload).await {
+                Outcome::Answered(200, _) => {}
+                Outcome::Answered(status, body) => findings.push(format!(
+                    "still serving after case {n}: {what}: {status} {body}"
+                )),
+                Outcome::Unreadable(e) | Outcome::Panicked(e) => {
+                    findings.push(format!("still serving after case {n}: {what}: {e}"))
+                }
+            }
+            before = table_counts(&client).await;
+        }
+    }
+    println!(
+        "hostile corpus: {} cases ({signed} correctly signed); per category {per_category:?}; \
+         per scheme {per_scheme:?}; per shape {per_shape:?}; findings {}; {:.1} s",
+        total,
+        findings.len(),
+        started.elapsed().as_secs_f64()
+    );
+    assert!(
+        findings.is_empty(),
+        "{} of {} cases went wrong:\n{}",
+        findings.len(),
+        total,
+        findings.join("\n")
+    );
+    assert!(total >= 500, "only {total} cases");
+    for scheme in [
+        "stripe",
+        "github",
+        "shopify",
+        "slack",
+        "paddle",
+        "standard-webhooks",
+        "generic-hmac",
+    ] {
+        assert!(
+            per_scheme.get(scheme).copied().unwrap_or(0) >= 50,
+            "{scheme}: {per_scheme:?}"
+        );
+    }
+    assert!(signed >= 100, "only {signed} correctly signed cases");
+}
+
+/// An event whose header holds a CR/LF: lambda_http alone cannot read it (an invocation error,
+/// API Gateway's 502); through `ReadableEvent` it is a 400 naming the header as malformed, in
+/// every event shape, and the marker cannot be forged to refuse a valid delivery.
+#[tokio::test]
+async fn an_event_with_a_control_character_in_a_header_is_a_400_not_an_invocation_error() {
+    let app = spawn_app().await;
+    let state: &'static receiver::handler::AppState = Box::leak(Box::new(app.state.clone()));
+    let stripe = hookledger_tests::local_source("stripe").unwrap();
+    for file in [
+        "receiver/stripe-payment-intent-succeeded.json",
+        "receiver/stripe-payment-intent-succeeded.rest-v1.json",
+    ] {
+        let mut event = EventFile::load(file).unwrap();
+        event.sign(&stripe.verifier, 0, unix_now()).unwrap();
+        let signature = event.headers()["stripe-signature"].clone();
+        for bad in [
+            format!("{signature}\r\nx-injected: 1"),
+            format!("{signature}\u{0}"),
+        ] {
+            let mut bad_event = event.clone();
+            bad_event.set_header("stripe-signature", &bad).unwrap();
+            let text = bad_event.json.to_string();
+            assert!(
+                serde_json::from_str::<lambda_http::request::LambdaRequest>(&text).is_err(),
+                "{file}: lambda_http reads it now: the guard may go"
+            );
+            match invoke(state, text.into_bytes()).await {
+                Outcome::Answered(400, body) => {
+                    assert!(body.contains("malformed header"), "{body}")
+                }
+                Outcome::Answered(status, body) => panic!("{file}: {status} {body}"),
+                Outcome::Unreadable(e) | Outcome::Panicked(e) => panic!("{file}: {e}"),
+            }
+        }
+        // A sender's own marker is dropped: the valid delivery is processed.
+        let mut forged = event.clone();
+        forged
+            .set_header(receiver::unreadable::MALFORMED_HEADER_MARKER, "1")
+            .unwrap();
+        match invoke(state, forged.json.to_string().into_bytes()).await {
+            Outcome::Answered(status, body) => {
+                assert!(status == 200, "{file}: {status} {body}")
+            }
+            Outcome::Unreadable(e) | Outcome::Panicked(e) => panic!("{file}: {e}"),
+        }
+    }
+    assert_eq!(app.ledger_rows().await, 1);
+    assert_eq!(app.order_rows().await, 1);
+}
+
+/// SQL metacharacters in a correctly signed event id are a valid id, not an attack on the
+/// ledger: stored byte for byte (every statement is parameterized), replayed as a duplicate, and
+/// every table is still there.
+#[tokio::test]
+async fn a_signed_event_id_full_of_sql_metacharacters_is_stored_verbatim() {
+    let app = spawn_app().await;
+    let ids = [
+        "'; DROP TABLE webhook_event; --",
+        "evt\" OR 1=1 --",
+        "$1); DELETE FROM orders; --",
+        "evt_1'||pg_sleep(10)||'",
+        "\\x00; TRUNCATE webhook_event",
+    ];
+    for (n, id) in ids.iter().enumerate() {
+        let delivery = stripe_payment(id, &format!("ord_sql_{n}"), 100, NOW);
+        let first = app.receive("stripe", &delivery).await;
+        assert_eq!(first.status, 200, "{id}: {first:?}");
+        let again = app.receive("stripe", &delivery).await;
+        assert!(again.replayed, "{id}: {again:?}");
+        let github_delivery = github(id, "ping", r#"{"zen":"x"}"#);
+        assert_eq!(
+            app.receive("github", &github_delivery).await.status,
+            200,
+            "{id}"
+        );
+    }
+    let client = app.db.connect().await.unwrap();
+    let stored: Vec<String> = client
+        .query(
+            "SELECT event_id FROM webhook_event WHERE source = 'stripe' ORDER BY claimed_at",
+            &[],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|row| row.get(0))
+        .collect();
+    assert_eq!(stored, ids);
+    assert_eq!(app.ledger_rows().await, 10);
+    assert_eq!(app.order_rows().await, 5);
+}
