@@ -9,9 +9,9 @@
 
 use std::time::Duration;
 
-use lambda_http::{service_fn, Adapter, Error, Request};
+use lambda_http::{service_fn, Error, Request};
 use receiver::handler::{function_handler, AppState};
-use receiver::transport::Base64Guard;
+use receiver::stack::stack;
 use shared::Settings;
 
 #[tokio::main(flavor = "current_thread")]
@@ -34,5 +34,5 @@ async fn main() -> Result<(), Error> {
         }
         response
     });
-    lambda_runtime::run(Base64Guard::new(Adapter::from(handler))).await
+    lambda_runtime::run(stack(handler)).await
 }

@@ -2,5 +2,6 @@
 //! service stack the binary runs.
 
 pub mod handler;
+pub mod stack;
 pub mod transport;
 pub mod unreadable;

@@ -11,10 +11,9 @@
 //! - Side effects: one `webhook_event` row per new event, the handler's business rows in the
 //!   same transaction; one JSON log line per delivery.
 
-use lambda_http::{service_fn, Adapter, Error, Request};
+use lambda_http::{service_fn, Error, Request};
 use receiver::handler::{function_handler, AppState};
-use receiver::transport::Base64Guard;
-use receiver::unreadable::ReadableEvent;
+use receiver::stack::stack;
 use shared::Settings;
 
 // One invocation at a time (the Lambda runtime polls, handles, answers): a current-thread
@@ -30,5 +29,5 @@ async fn main() -> Result<(), Error> {
     let handler = service_fn(move |request: Request| function_handler(state, request));
     // lambda_http::run(handler) is this without the guards: it panics on invalid base64
     // (transport.rs) and cannot read an event with a CR, LF or NUL in a header (unreadable.rs).
-    lambda_runtime::run(ReadableEvent::new(Base64Guard::new(Adapter::from(handler)))).await
+    lambda_runtime::run(stack(handler)).await
 }

@@ -5,8 +5,8 @@
 //! answers 502, a 5xx for the sender's own malformed request, which a provider retries.
 //! Found by the hostile-input corpus (tests/tests/api/hostile.rs, category `header injection`).
 //!
-//! [`ReadableEvent`] sits in front of the whole stack (`lambda_runtime::run(ReadableEvent::new(
-//! Base64Guard::new(Adapter::from(..))))`): the runtime hands it the raw JSON; an event that
+//! [`ReadableEvent`] sits in front of the whole stack (`crate::stack::stack`: `ReadableEvent::new(
+//! Base64Guard::new(Adapter::from(..)))`): the runtime hands it the raw JSON; an event that
 //! reads as usual goes on unchanged (a sender's [`MALFORMED_HEADER_MARKER`] removed); an event
 //! that does not is read again without its unreadable headers and with the marker set, so the
 //! handler answers 400 "malformed header" in the response shape of the event's origin. Anything

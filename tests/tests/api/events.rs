@@ -134,18 +134,16 @@ fn lambda_http_alone_panics_on_a_body_flagged_base64_that_does_not_decode() {
 
 #[tokio::test]
 async fn the_full_service_stack_answers_400_to_invalid_base64_and_writes_nothing() {
-    use lambda_http::{service_fn, Adapter, Context, LambdaEvent, Service};
-    use receiver::transport::Base64Guard;
+    use lambda_http::{service_fn, Context, LambdaEvent, Service};
 
     let app = spawn_app().await;
     let state: &'static receiver::handler::AppState = Box::leak(Box::new(app.state.clone()));
-    let mut service = Base64Guard::new(Adapter::from(service_fn(move |request| {
+    let mut service = receiver::stack::stack(service_fn(move |request| {
         receiver::handler::function_handler(state, request)
-    })));
+    }));
     for name in INVALID_BASE64 {
         let event = EventFile::load(name).unwrap();
-        let payload: lambda_http::request::LambdaRequest =
-            serde_json::from_value(event.json.clone()).unwrap();
+        let payload = serde_json::value::to_raw_value(&event.json).unwrap();
         let response = service
             .call(LambdaEvent::new(payload, Context::default()))
             .await
@@ -166,8 +164,7 @@ async fn the_full_service_stack_answers_400_to_invalid_base64_and_writes_nothing
         .as_secs() as i64;
     let stripe = hookledger_tests::local_source("stripe").unwrap();
     valid.sign(&stripe.verifier, 0, now).unwrap();
-    let payload: lambda_http::request::LambdaRequest =
-        serde_json::from_value(valid.json.clone()).unwrap();
+    let payload = serde_json::value::to_raw_value(&valid.json).unwrap();
     let response = service
         .call(LambdaEvent::new(payload, Context::default()))
         .await
@@ -300,14 +297,13 @@ async fn a_secret_in_rotation_verifies_and_the_index_is_reported() {
 
 #[tokio::test]
 async fn malformed_query_strings_and_host_headers_do_not_panic_lambda_http() {
-    use lambda_http::{service_fn, Adapter, Context, LambdaEvent, Service};
-    use receiver::transport::Base64Guard;
+    use lambda_http::{service_fn, Context, LambdaEvent, Service};
 
     let app = spawn_app().await;
     let state: &'static receiver::handler::AppState = Box::leak(Box::new(app.state.clone()));
-    let mut service = Base64Guard::new(Adapter::from(service_fn(move |request| {
+    let mut service = receiver::stack::stack(service_fn(move |request| {
         receiver::handler::function_handler(state, request)
-    })));
+    }));
     let stripe = hookledger_tests::local_source("stripe").unwrap();
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -333,8 +329,7 @@ async fn malformed_query_strings_and_host_headers_do_not_panic_lambda_http() {
         let unguarded = std::panic::catch_unwind(|| lambda_http::request::from_str(&text));
         assert!(unguarded.is_err(), "{what}: lambda_http no longer panics");
         event.sign(&stripe.verifier, 0, now).unwrap();
-        let payload: lambda_http::request::LambdaRequest =
-            serde_json::from_value(event.json.clone()).unwrap();
+        let payload = serde_json::value::to_raw_value(&event.json).unwrap();
         let response = service
             .call(LambdaEvent::new(payload, Context::default()))
             .await

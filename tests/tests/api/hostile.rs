@@ -1,7 +1,7 @@
 //! The hostile-input corpus (`hookledger_tests::hostile`, issue 13 B) through the receiver
 //! function's own stack: each case's Lambda invocation payload deserialized as the runtime does
 //! (the raw JSON from the bytes) and handed to
-//! `ReadableEvent::new(Base64Guard::new(Adapter::from(service_fn(function_handler))))`, as in
+//! `receiver::stack::stack(service_fn(function_handler))`, as in
 //! functions/receiver/src/main.rs. Every case must be answered with its expected 4xx and a
 //! non-empty reason, write no row in any table, and not panic; after every batch of 50 a valid
 //! signed delivery of each provider in turn still answers 200 on the same state.
@@ -10,9 +10,7 @@ use std::collections::BTreeMap;
 
 use hookledger_tests::hostile::{corpus, Case};
 use hookledger_tests::EventFile;
-use lambda_http::{service_fn, Adapter, Context, LambdaEvent, Service};
-use receiver::transport::Base64Guard;
-use receiver::unreadable::ReadableEvent;
+use lambda_http::{service_fn, Context, LambdaEvent, Service};
 use serde_json::value::RawValue;
 
 use crate::helpers::*;
@@ -50,9 +48,9 @@ pub(crate) async fn invoke(
             Ok(raw) => raw,
             Err(error) => return Err(error.to_string()),
         };
-        let mut service = ReadableEvent::new(Base64Guard::new(Adapter::from(service_fn(
-            move |request| receiver::handler::function_handler(state, request),
-        ))));
+        let mut service = receiver::stack::stack(service_fn(move |request| {
+            receiver::handler::function_handler(state, request)
+        }));
         let response = service
             .call(LambdaEvent::new(raw, Context::default()))
             .await
