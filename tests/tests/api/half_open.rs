@@ -158,16 +158,13 @@ async fn a_connection_stranded_by_a_dead_network_path_is_never_handed_out_again(
     assert_eq!(app.order_rows().await, 2);
 }
 
-/// The worker under the same fault. It has no client deadline yet: a drain whose pooled
-/// connection went dead for good waits until the Lambda timeout kills the environment (the
-/// template's worker timeout, 300 s; its leases then bring the events back, so nothing is lost,
-/// only delayed). Ignored until the worker bounds its database steps as the receiver does
-/// (`shared::work`, not this change's file); it fails today (the drain is still waiting at
-/// 20 s), and is the regression test for that fix.
+/// The worker under the same fault: a drain whose pooled connection went dead for good must
+/// end within the client deadline (not the Lambda timeout, 300 s), close that connection,
+/// mark nothing, and the next drain (on a fresh connection) completes the event once.
 #[tokio::test]
-#[ignore = "known gap: the worker's database steps have no client deadline (shared::work)"]
 async fn a_worker_drain_on_a_stranded_connection_ends_within_a_bound() {
     let (app, proxy) = app_through_proxy().await;
+    let deadline = app.settings.database.client_deadline();
     let worker = worker_for(&app);
     let body = payment_intent_body("evt_w_1", "o_w_1", 100);
     assert_eq!(
@@ -187,13 +184,45 @@ async fn a_worker_drain_on_a_stranded_connection_ends_within_a_bound() {
         202
     );
     proxy.strand();
+    let started = Instant::now();
     let drained = tokio::time::timeout(
-        Duration::from_secs(20),
+        deadline + HUNG_AFTER,
         worker.worker.drain(std::time::SystemTime::now, plenty),
     )
     .await;
+    let took = started.elapsed();
+    let Ok(drained) = drained else {
+        panic!("the worker's drain was still waiting on a dead connection after {took:?}");
+    };
+    let summary = drained.expect("a deadline is a summary entry, not a failed drain");
+    eprintln!("stranded drain ended after {took:?} (client deadline {deadline:?}): {summary:?}");
+    // The lease step's deadline, plus the outbox step on a fresh connection and slack.
     assert!(
-        drained.is_ok(),
-        "the worker's drain was still waiting on a dead connection after 20 s"
+        took < deadline + Duration::from_millis(1_500),
+        "the drain ended after {took:?}, over the deadline {deadline:?}"
     );
+    assert_eq!(summary.deadlines, 1, "{summary:?}");
+    assert_eq!(summary.completed, 0, "{summary:?}");
+    assert_eq!(row(&app, "evt_w_2").await.1, 0, "no attempt was charged");
+
+    // The next drain gets a fresh connection, not the dead one back, and completes the event;
+    // its clock is past any lease the stranded statement might have taken.
+    let later = std::time::SystemTime::now()
+        + Duration::from_secs(app.settings.worker.lease_secs + 1);
+    let summary = tokio::time::timeout(
+        deadline + HUNG_AFTER,
+        worker.worker.drain(move || later, plenty),
+    )
+    .await
+    .expect("the next drain hung: the dead connection was reused")
+    .unwrap();
+    assert_eq!(summary.completed, 1, "{summary:?}");
+    assert_eq!(summary.deadlines, 0, "{summary:?}");
+    let (status, attempts, _) = row(&app, "evt_w_2").await;
+    assert_eq!((status.as_str(), attempts), ("completed", 1));
+    // Nothing doubled: one order per event, and the stranded connection was never reused
+    // (it plus one fresh connection for the outbox step, kept in the pool for the next drain).
+    assert_eq!(app.order_rows().await, 2);
+    assert_eq!(app.ledger_rows().await, 2);
+    assert_eq!(proxy.counters().accepted, 2);
 }
