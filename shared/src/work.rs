@@ -546,8 +546,7 @@ impl Worker {
                 if let Some(tls) = &self.tls {
                     let token = conn.cancel_token();
                     let cancel = token.cancel_query(tls.clone());
-                    if let Err(exceeded) = crate::db::deadline::bound(self.deadline, cancel).await
-                    {
+                    if let Err(exceeded) = crate::db::deadline::bound(self.deadline, cancel).await {
                         self.log_deadline("cancel a timed-out handler", &exceeded);
                     }
                 }

@@ -30,7 +30,10 @@ pub struct DeadlineExceeded {
 ///
 /// # Errors
 /// [`DeadlineExceeded`] when the deadline passed first (`future` is dropped).
-pub async fn bound<F: Future>(deadline: Duration, future: F) -> Result<F::Output, DeadlineExceeded> {
+pub async fn bound<F: Future>(
+    deadline: Duration,
+    future: F,
+) -> Result<F::Output, DeadlineExceeded> {
     tokio::time::timeout(deadline, future)
         .await
         .map_err(|_elapsed| DeadlineExceeded { deadline })

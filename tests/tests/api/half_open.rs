@@ -207,8 +207,8 @@ async fn a_worker_drain_on_a_stranded_connection_ends_within_a_bound() {
 
     // The next drain gets a fresh connection, not the dead one back, and completes the event;
     // its clock is past any lease the stranded statement might have taken.
-    let later = std::time::SystemTime::now()
-        + Duration::from_secs(app.settings.worker.lease_secs + 1);
+    let later =
+        std::time::SystemTime::now() + Duration::from_secs(app.settings.worker.lease_secs + 1);
     let summary = tokio::time::timeout(
         deadline + HUNG_AFTER,
         worker.worker.drain(move || later, plenty),
@@ -225,4 +225,119 @@ async fn a_worker_drain_on_a_stranded_connection_ends_within_a_bound() {
     assert_eq!(app.order_rows().await, 2);
     assert_eq!(app.ledger_rows().await, 2);
     assert_eq!(proxy.counters().accepted, 2);
+}
+
+/// The outbox step under the same fault, at its worst moment: the connection strands while
+/// the target is being sent the message, so recording the delivery cannot get through. The
+/// drain must end within the client deadline, leave the message `processing` (not marked
+/// anything), and the next drain after its lease expired sends it again with the same
+/// idempotency key and records it delivered once, on a fresh connection.
+#[tokio::test]
+async fn an_outbox_record_on_a_stranded_connection_ends_within_a_bound_and_redispatches_once() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+
+    let db = hookledger_tests::test_db().await.expect("test database");
+    let url = url::Url::parse(&db.url).unwrap();
+    let upstream: SocketAddr =
+        format!("{}:{}", url.host_str().unwrap(), url.port().unwrap_or(5432))
+            .parse()
+            .unwrap();
+    let proxy = Arc::new(Proxy::start(upstream).await.unwrap());
+    // The target strands the worker's connection when the first message arrives.
+    let armed = Arc::new(AtomicBool::new(false));
+    let target = {
+        let (proxy, armed) = (proxy.clone(), armed.clone());
+        hookledger_tests::fake_providers::FakeServer::start(move |_| {
+            if armed.swap(false, Ordering::SeqCst) {
+                proxy.strand();
+            }
+            hookledger_tests::fake_providers::Answer::raw(200, "ok")
+        })
+        .await
+        .unwrap()
+    };
+    let sources = serde_json::json!([
+        {"name": "shop", "scheme": "standard-webhooks", "secrets": [ACME_SECRET],
+         "mode": "inline", "tolerance_secs": 300,
+         "targets": [{"name": "service", "type": "forward",
+                      "url": format!("{}/service", target.base_url),
+                      "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "timeout_ms": 2000,
+                      "event_types": ["order.*"]}]},
+    ]);
+    let mut through = url.clone();
+    through.set_port(Some(proxy.local_addr().port())).unwrap();
+    let mut database = DatabaseSettings::with_url(through.to_string());
+    database.pool_size = 1;
+    fast_limits(&mut database);
+    let app = spawn_app_over_sources(db, database, &sources.to_string());
+    let deadline = app.settings.database.client_deadline();
+    let worker = worker_for(&app);
+    let body = serde_json::json!({"type": "order.paid", "data": {"order": 1}}).to_string();
+    let reply = app
+        .receive("shop", &standard("msg_ho_out", &body, NOW))
+        .await;
+    assert_eq!(reply.status, 200, "{reply:?}");
+
+    armed.store(true, Ordering::SeqCst);
+    let started = Instant::now();
+    let summary = tokio::time::timeout(
+        deadline + HUNG_AFTER,
+        worker.worker.drain(std::time::SystemTime::now, plenty),
+    )
+    .await
+    .expect("the outbox step was still waiting on a dead connection")
+    .expect("a deadline is a summary entry, not a failed drain");
+    let took = started.elapsed();
+    eprintln!("stranded outbox drain ended after {took:?} (deadline {deadline:?}): {summary:?}");
+    assert!(
+        took < deadline + Duration::from_millis(1_500),
+        "the drain ended after {took:?}, over the deadline {deadline:?}"
+    );
+    assert_eq!(target.requests().len(), 1, "dispatched once");
+    assert_eq!(
+        (
+            summary.outbox.abandoned,
+            summary.outbox.deadlines,
+            summary.outbox.delivered
+        ),
+        (1, 1, 0),
+        "{summary:?}"
+    );
+    assert_eq!(
+        outbox_status(&app).await,
+        "processing",
+        "nothing was marked"
+    );
+
+    // Past the lease: dispatched again with the same key, recorded once, on a fresh connection.
+    let later =
+        std::time::SystemTime::now() + Duration::from_secs(app.settings.worker.lease_secs + 1);
+    let summary = tokio::time::timeout(
+        deadline + HUNG_AFTER,
+        worker.worker.drain(move || later, plenty),
+    )
+    .await
+    .expect("the next drain hung: the dead connection was reused")
+    .unwrap();
+    assert_eq!(summary.outbox.delivered, 1, "{summary:?}");
+    assert_eq!(summary.outbox.deadlines, 0, "{summary:?}");
+    assert_eq!(outbox_status(&app).await, "delivered");
+    let ids: Vec<String> = target
+        .requests()
+        .iter()
+        .map(|r| r.header("webhook-id").unwrap_or("").to_owned())
+        .collect();
+    assert_eq!(ids.len(), 2, "{ids:?}");
+    assert_eq!(ids[0], ids[1], "the same idempotency key both times");
+}
+
+/// The status of the one outbox message.
+async fn outbox_status(app: &TestApp) -> String {
+    let client = app.db.connect().await.unwrap();
+    let row = client
+        .query_one("SELECT status::text FROM outbox", &[])
+        .await
+        .unwrap();
+    row.get(0)
 }
