@@ -29,12 +29,16 @@
 //! [`Summary::deadlines`] (events left that way in [`Summary::abandoned`]), the drain logs
 //! `database step abandoned at the client deadline`, gives back what it leased and did not
 //! start (until one give-back passes the deadline too: the rest are abandoned), and stops
-//! after the current round (`drain stopped: the database did not answer within the client
-//! deadline`); the next invocation starts on fresh connections. The handler's run (its
+//! after the current round (skipping its outbox step when the events' part hit the deadline;
+//! log line `drain stopped: the database did not answer within the client deadline`); the
+//! next invocation starts on fresh connections. The handler's run (its
 //! transaction: business statements through its `Tx` and the completion) is bounded by the
 //! handler timeout instead, as a handler may legitimately work longer than the deadline; past
 //! it the connection is cancelled (the cancel request itself within the deadline) and closed,
-//! and the failed attempt is recorded on a fresh connection within the deadline.
+//! and the failed attempt is recorded on a fresh connection within the deadline. So a
+//! connection that goes dead during a handler's run costs that handler's timeout plus at most
+//! two deadlines (cancel, record), and the attempt counts (it started): `failed` with its
+//! backoff, or, when the record cannot get through either, left to the lease.
 //!
 //! The worker's transactions take the larger of the handler timeout and the configured
 //! `idle_in_transaction_session_timeout` as their idle limit (the handler timeout already bounds them), so no
@@ -226,7 +230,9 @@ impl Worker {
                 }
             }
             let mut messages = 0;
-            if !outbox_out_of_time {
+            // After a step past the deadline the database may be unreachable: the drain stops
+            // without trying the outbox too (each try would cost another deadline).
+            if !outbox_out_of_time && summary.deadlines == 0 {
                 let (outbox, out_of_time) = self.outbox_step(&now, &remaining).await?;
                 messages = outbox.leased;
                 outbox_out_of_time = out_of_time;

@@ -341,3 +341,127 @@ async fn outbox_status(app: &TestApp) -> String {
         .unwrap();
     row.get(0)
 }
+
+/// A handler doing business database work through the worker's `Tx` when the database stops
+/// answering altogether (the proxy paused, so new connections hang too): its statement never
+/// returns, the handler timeout ends the run, the cancel request and the failure's record
+/// (each needing a new connection) are bounded by the client deadline, and the drain stops
+/// instead of waiting for the Lambda timeout. Once the path is back, the event comes back when
+/// its lease expires and completes once.
+#[tokio::test]
+async fn a_handler_s_statement_on_a_dead_database_path_is_bounded_and_the_event_completes_once() {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use std::sync::Arc;
+
+    use shared::db::Sql;
+    use shared::handlers::{Effect, Event, Handler, HandlerError};
+    use shared::ledger::Tx;
+
+    static PROBE: Sql = Sql {
+        text: "SELECT 1",
+        types: &[],
+    };
+
+    /// Pauses the proxy (once, when armed) and then runs a statement; counts its completions.
+    struct Stalling {
+        proxy: Arc<Proxy>,
+        armed: AtomicBool,
+        completed: AtomicUsize,
+    }
+
+    #[async_trait::async_trait]
+    impl Handler for Stalling {
+        async fn handle(&self, tx: &mut Tx<'_>, _: &Event<'_>) -> Result<Effect, HandlerError> {
+            if self.armed.swap(false, Ordering::SeqCst) {
+                self.proxy.pause();
+            }
+            tx.execute(&PROBE, &[]).await?;
+            self.completed.fetch_add(1, Ordering::SeqCst);
+            Ok(Effect::ok(serde_json::json!({"probed": true})))
+        }
+    }
+
+    let db = hookledger_tests::test_db().await.expect("test database");
+    let url = url::Url::parse(&db.url).unwrap();
+    let upstream: SocketAddr =
+        format!("{}:{}", url.host_str().unwrap(), url.port().unwrap_or(5432))
+            .parse()
+            .unwrap();
+    let proxy = Arc::new(Proxy::start(upstream).await.unwrap());
+    let mut through = url.clone();
+    through.set_port(Some(proxy.local_addr().port())).unwrap();
+    let mut database = DatabaseSettings::with_url(through.to_string());
+    database.pool_size = 1;
+    fast_limits(&mut database);
+    let app = spawn_app_over(db, database);
+    let deadline = app.settings.database.client_deadline();
+    let mut worker = worker_for(&app);
+    let handler_timeout = Duration::from_millis(1_000);
+    worker.worker.settings.handler_timeout_ms = handler_timeout.as_millis() as u64;
+    let stalling = Arc::new(Stalling {
+        proxy: proxy.clone(),
+        armed: AtomicBool::new(true),
+        completed: AtomicUsize::new(0),
+    });
+    worker.worker.handlers.register(
+        "stripe-deferred",
+        "payment_intent.succeeded",
+        stalling.clone() as Arc<dyn Handler>,
+    );
+    let body = payment_intent_body("evt_w_tx", "o_w_tx", 100);
+    assert_eq!(
+        app.receive("stripe-deferred", &deferred(body)).await.status,
+        202
+    );
+
+    let started = Instant::now();
+    let summary = tokio::time::timeout(
+        handler_timeout + 2 * deadline + HUNG_AFTER,
+        worker.worker.drain(std::time::SystemTime::now, plenty),
+    )
+    .await
+    .expect("the drain was still waiting on a dead database path")
+    .expect("a deadline is a summary entry, not a failed drain");
+    let took = started.elapsed();
+    eprintln!(
+        "drain with a dead path mid-handler ended after {took:?} (handler timeout \
+         {handler_timeout:?}, deadline {deadline:?}): {summary:?}"
+    );
+    // The handler timeout, then the cancel's and the record's deadlines, plus slack.
+    assert!(
+        took < handler_timeout + 2 * deadline + Duration::from_millis(1_500),
+        "the drain ended after {took:?}"
+    );
+    assert_eq!(
+        (
+            summary.leased,
+            summary.abandoned,
+            summary.deadlines,
+            summary.completed
+        ),
+        (1, 1, 1, 0),
+        "{summary:?}"
+    );
+    proxy.resume();
+    let (status, attempts, _) = row(&app, "evt_w_tx").await;
+    assert_eq!(
+        (status.as_str(), attempts),
+        ("processing", 1),
+        "the started attempt counts"
+    );
+
+    // Back, and past the lease: the event completes once.
+    let later =
+        std::time::SystemTime::now() + Duration::from_secs(app.settings.worker.lease_secs + 1);
+    let summary = tokio::time::timeout(
+        deadline + HUNG_AFTER,
+        worker.worker.drain(move || later, plenty),
+    )
+    .await
+    .expect("the next drain hung")
+    .unwrap();
+    assert_eq!(summary.completed, 1, "{summary:?}");
+    let (status, attempts, _) = row(&app, "evt_w_tx").await;
+    assert_eq!((status.as_str(), attempts), ("completed", 2));
+    assert_eq!(stalling.completed.load(Ordering::SeqCst), 1);
+}
