@@ -412,7 +412,6 @@ impl Worker {
         tracing::warn!(
             step = what,
             deadline_ms = exceeded.deadline.as_millis() as u64,
-            metric = "db_deadline",
             "database step abandoned at the client deadline; its connection is closed"
         );
     }
