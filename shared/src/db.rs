@@ -28,6 +28,7 @@ use secrecy::ExposeSecret;
 use crate::config::DatabaseSettings;
 
 mod background_tls;
+pub mod deadline;
 pub mod migrations;
 pub(crate) mod pipeline;
 pub mod session;

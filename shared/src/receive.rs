@@ -425,12 +425,11 @@ impl Receiver {
             retention: config.retention.retention,
             now: SystemTime::now(),
         };
-        // The connection lives outside the deadline's future, so one abandoned mid-statement is
-        // closed rather than returned to the pool.
-        let mut slot = None;
-        let work = async {
-            let conn: &ledger::Connection = slot.insert(self.connection().await?);
-            match config.mode {
+        // Past the deadline the connection is closed, never returned to the pool.
+        let decided = crate::db::deadline::within(
+            self.deadline,
+            self.connection(),
+            async |conn: &ledger::Connection| match config.mode {
                 Mode::Inline => {
                     self.claim_and_apply(conn, config, &event, &new_event, &expiry, shadow)
                         .await
@@ -439,21 +438,10 @@ impl Receiver {
                     self.accept(conn, config, &event, &new_event, &expiry, shadow)
                         .await
                 }
-            }
-        };
-        let decided = match tokio::time::timeout(self.deadline, work).await {
-            Ok(decided) => decided,
-            Err(_elapsed) => {
-                if let Some(conn) = slot.take() {
-                    conn.discard();
-                }
-                Err(Failed::Deadline(format!(
-                    "the database did not answer within the client deadline of {} ms",
-                    self.deadline.as_millis()
-                )))
-            }
-        };
-        drop(slot);
+            },
+        )
+        .await
+        .unwrap_or_else(|exceeded| Err(Failed::Deadline(exceeded.to_string())));
         let decided = match decided {
             Ok((reply, ring)) => {
                 if ring {

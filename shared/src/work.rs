@@ -19,6 +19,27 @@
 //! A handler's messages are due at the worker's clock, so the drain that applies an event also
 //! dispatches what it queued. [`Summary::outbox`] counts what the outbox step did.
 //!
+//! Every database step of the worker runs under the client deadline
+//! (`HOOKLEDGER_DB_CLIENT_DEADLINE_MS`, the receiver's bound, [`crate::db::deadline`]): taking
+//! a connection, leasing a batch, starting an attempt, recording a failure or dead letter,
+//! giving a lease back, and the outbox step's lease and record. A step past it has its
+//! connection closed (never returned to the pool) and its outcome is unknown, so nothing is
+//! marked: the row keeps its lease, which expires and brings it back (nothing lost; every
+//! transition is fenced by the lease token, so nothing doubles). It counts in
+//! [`Summary::deadlines`] (events left that way in [`Summary::abandoned`]), the drain logs
+//! `database step abandoned at the client deadline`, gives back what it leased and did not
+//! start (until one give-back passes the deadline too: the rest are abandoned), and stops
+//! after the current round (skipping its outbox step when the events' part hit the deadline;
+//! log line `drain stopped: the database did not answer within the client deadline`); the
+//! next invocation starts on fresh connections. The handler's run (its
+//! transaction: business statements through its `Tx` and the completion) is bounded by the
+//! handler timeout instead, as a handler may legitimately work longer than the deadline; past
+//! it the connection is cancelled (the cancel request itself within the deadline) and closed,
+//! and the failed attempt is recorded on a fresh connection within the deadline. So a
+//! connection that goes dead during a handler's run costs that handler's timeout plus at most
+//! two deadlines (cancel, record), and the attempt counts (it started): `failed` with its
+//! backoff, or, when the record cannot get through either, left to the lease.
+//!
 //! The worker's transactions take the larger of the handler timeout and the configured
 //! `idle_in_transaction_session_timeout` as their idle limit (the handler timeout already bounds them), so no
 //! session limit shorter than a handler's own deadline cuts its transaction.
@@ -58,6 +79,13 @@ pub struct Summary {
     /// Leases lost to another worker (expired and taken over) before completing; a completion
     /// refused for that reason is also counted as the `lease_lost` metric.
     pub lost: u64,
+    /// Leased events left to their lease's expiry because a database step on them outlived the
+    /// client deadline (`HOOKLEDGER_DB_CLIENT_DEADLINE_MS`): not marked anything, they come back
+    /// when the lease (`HOOKLEDGER_LEASE_SECS`) expires.
+    pub abandoned: u64,
+    /// Database steps of the events' part (lease, start, record, give back) abandoned at the
+    /// client deadline, their connections closed; the drain stops after a round with one.
+    pub deadlines: u64,
     /// Whether the drain stopped because the remaining time fell under the margin.
     pub out_of_time: bool,
     /// What the drain did with the outbox (see [`crate::outbox::drain`]).
@@ -72,6 +100,8 @@ impl Summary {
         self.dead += other.dead;
         self.released += other.released;
         self.lost += other.lost;
+        self.abandoned += other.abandoned;
+        self.deadlines += other.deadlines;
         self.out_of_time |= other.out_of_time;
         self.outbox.add(other.outbox);
     }
@@ -104,6 +134,9 @@ pub struct Worker {
     pub tls: Option<postgres_native_tls::MakeTlsConnector>,
     /// Sends outbox messages to their targets (clients built once).
     pub dispatcher: Dispatcher,
+    /// The client deadline on each database step
+    /// (`DatabaseSettings::client_deadline`, `HOOKLEDGER_DB_CLIENT_DEADLINE_MS`).
+    pub deadline: Duration,
 }
 
 impl std::fmt::Debug for Worker {
@@ -113,6 +146,7 @@ impl std::fmt::Debug for Worker {
             .field("sources", &self.sources)
             .field("settings", &self.settings)
             .field("tls", &self.tls.is_some())
+            .field("deadline", &self.deadline)
             .finish_non_exhaustive()
     }
 }
@@ -159,6 +193,7 @@ impl Worker {
             settings: settings.worker.clone(),
             tls: crate::db::tls_connector(database).ok(),
             dispatcher: Dispatcher::new(),
+            deadline: database.client_deadline(),
         }
     }
 
@@ -195,13 +230,25 @@ impl Worker {
                 }
             }
             let mut messages = 0;
-            if !outbox_out_of_time {
+            // After a step past the deadline the database may be unreachable: the drain stops
+            // without trying the outbox too (each try would cost another deadline).
+            if !outbox_out_of_time && summary.deadlines == 0 {
                 let (outbox, out_of_time) = self.outbox_step(&now, &remaining).await?;
                 messages = outbox.leased;
                 outbox_out_of_time = out_of_time;
                 summary.outbox.add(outbox);
             }
             summary.out_of_time = events_out_of_time || outbox_out_of_time;
+            if summary.deadlines > 0 || summary.outbox.deadlines > 0 {
+                tracing::warn!(
+                    deadlines = summary.deadlines + summary.outbox.deadlines,
+                    abandoned = summary.abandoned,
+                    outbox_abandoned = summary.outbox.abandoned,
+                    deadline_ms = self.deadline.as_millis() as u64,
+                    "drain stopped: the database did not answer within the client deadline"
+                );
+                break;
+            }
             if (events == 0 && messages == 0) || (events_out_of_time && outbox_out_of_time) {
                 break;
             }
@@ -224,16 +271,24 @@ impl Worker {
         now: &impl Fn() -> SystemTime,
         remaining: &impl Fn() -> Duration,
     ) -> Result<Summary, WorkError> {
-        let batch = {
-            let conn = self.connection().await?;
-            let at = now();
-            ledger::lease_due(
-                &conn,
-                at,
-                at + Duration::from_secs(self.settings.lease_secs),
-                self.settings.batch,
-            )
-            .await?
+        let at = now();
+        let leased = self
+            .bounded("lease events", async |conn| {
+                Ok(ledger::lease_due(
+                    conn,
+                    at,
+                    at + Duration::from_secs(self.settings.lease_secs),
+                    self.settings.batch,
+                )
+                .await?)
+            })
+            .await;
+        let Some(batch) = leased? else {
+            // A lease that did commit is unknown to us: its rows come back when it expires.
+            return Ok(Summary {
+                deadlines: 1,
+                ..Summary::default()
+            });
         };
         let mut summary = Summary {
             leased: batch.len() as u64,
@@ -243,8 +298,13 @@ impl Worker {
         while let Some(leased) = pending.next() {
             if remaining() < self.needed() {
                 summary.out_of_time = true;
-                self.give_back(&leased, now(), RELEASED_FOR_TIME, &mut summary)
-                    .await?;
+                if !self
+                    .give_back(&leased, now(), RELEASED_FOR_TIME, &mut summary)
+                    .await?
+                {
+                    self.abandon_rest(pending, &mut summary);
+                    break;
+                }
                 continue;
             }
             match self.process(&leased, now()).await {
@@ -253,13 +313,35 @@ impl Worker {
                 Ok(Processed::Dead) => summary.dead += 1,
                 Ok(Processed::Lost) => summary.lost += 1,
                 Ok(Processed::Released) => summary.released += 1,
+                Ok(Processed::Abandoned) => {
+                    summary.abandoned += 1;
+                    summary.deadlines += 1;
+                    // The database (not only that connection) may be unreachable: give the
+                    // rest back on fresh connections, until one of those passes the deadline.
+                    for rest in pending.by_ref() {
+                        if !self
+                            .give_back(&rest, now(), RELEASED_AFTER_DEADLINE, &mut summary)
+                            .await
+                            .unwrap_or(false)
+                        {
+                            break;
+                        }
+                    }
+                    self.abandon_rest(pending, &mut summary);
+                    break;
+                }
                 Err(error) => {
                     // Give the rest back so they are not charged an attempt for our fault.
-                    for rest in pending {
-                        let _ = self
+                    for rest in pending.by_ref() {
+                        if !self
                             .give_back(&rest, now(), RELEASED_ON_ERROR, &mut summary)
-                            .await;
+                            .await
+                            .unwrap_or(true)
+                        {
+                            break;
+                        }
                     }
+                    self.abandon_rest(pending, &mut summary);
                     return Err(error);
                 }
             }
@@ -267,20 +349,71 @@ impl Worker {
         Ok(summary)
     }
 
+    /// Gives `leased` back unstarted, due at `due_at`. `Ok(false)`: the release outlived the
+    /// client deadline (counted, the event left to its lease's expiry).
     async fn give_back(
         &self,
         leased: &Leased,
         due_at: SystemTime,
         reason: &str,
         summary: &mut Summary,
-    ) -> Result<(), WorkError> {
-        let conn = self.connection().await?;
-        if ledger::release(&conn, leased, due_at, reason).await? {
-            summary.released += 1;
-        } else {
-            summary.lost += 1;
+    ) -> Result<bool, WorkError> {
+        let released = self
+            .bounded("release a lease", async |conn| {
+                Ok(ledger::release(conn, leased, due_at, reason).await?)
+            })
+            .await?;
+        match released {
+            Some(true) => summary.released += 1,
+            Some(false) => summary.lost += 1,
+            None => {
+                summary.abandoned += 1;
+                summary.deadlines += 1;
+                return Ok(false);
+            }
         }
-        Ok(())
+        Ok(true)
+    }
+
+    /// Leaves the rest of a batch to its leases' expiry (the database stopped answering):
+    /// counted in [`Summary::abandoned`].
+    fn abandon_rest(&self, rest: impl Iterator<Item = Leased>, summary: &mut Summary) {
+        let left = rest.count() as u64;
+        if left > 0 {
+            tracing::warn!(
+                events = left,
+                "leased events left to their lease's expiry: the database did not answer"
+            );
+            summary.abandoned += left;
+        }
+    }
+
+    /// Runs one database step (`what`, for the log) on a connection from the pool within the
+    /// client deadline ([`crate::db::deadline::within`]). `Ok(None)`: the deadline passed, the
+    /// connection was closed and the outcome is unknown (logged here).
+    ///
+    /// # Errors
+    /// The step's own [`WorkError`] (no connection, a failed statement).
+    pub(crate) async fn bounded<T>(
+        &self,
+        what: &'static str,
+        work: impl AsyncFnOnce(&crate::db::Connection) -> Result<T, WorkError>,
+    ) -> Result<Option<T>, WorkError> {
+        match crate::db::deadline::within(self.deadline, self.connection(), work).await {
+            Ok(done) => done.map(Some),
+            Err(exceeded) => {
+                self.log_deadline(what, &exceeded);
+                Ok(None)
+            }
+        }
+    }
+
+    fn log_deadline(&self, what: &'static str, exceeded: &crate::db::deadline::DeadlineExceeded) {
+        tracing::warn!(
+            step = what,
+            deadline_ms = exceeded.deadline.as_millis() as u64,
+            "database step abandoned at the client deadline; its connection is closed"
+        );
     }
 
     /// Applies one leased event; records the failure when it fails.
@@ -293,16 +426,19 @@ impl Worker {
                 event_id = leased.event_id.as_str(),
                 "deferred event of a source this worker does not know: released"
             );
-            let conn = self.connection().await?;
-            return Ok(
-                if ledger::release(&conn, leased, now + UNKNOWN_SOURCE_DELAY, UNKNOWN_SOURCE)
-                    .await?
-                {
-                    Processed::Released
-                } else {
-                    Processed::Lost
-                },
-            );
+            let released = self
+                .bounded("release a lease", async |conn| {
+                    Ok(
+                        ledger::release(conn, leased, now + UNKNOWN_SOURCE_DELAY, UNKNOWN_SOURCE)
+                            .await?,
+                    )
+                })
+                .await?;
+            return Ok(match released {
+                Some(true) => Processed::Released,
+                Some(false) => Processed::Lost,
+                None => Processed::Abandoned,
+            });
         };
         if leased.attempts as u32 >= source.max_attempts {
             // The last attempt started and never recorded its outcome (its worker died); its
@@ -343,10 +479,28 @@ impl Worker {
             body: payload,
             document: &document,
         };
-        let conn = self.connection().await?;
         // Count the attempt before the handler runs, so one that kills its worker still counts.
-        let Some(attempt) = ledger::start(&conn, leased).await? else {
-            return Ok(Processed::Lost);
+        // The connection, then the start, within the client deadline; the handler's run on the
+        // same connection has the handler timeout.
+        let connected = crate::db::deadline::bound(self.deadline, self.connection()).await;
+        let started = match connected {
+            Ok(conn) => {
+                crate::db::deadline::on(self.deadline, conn?, async |conn| {
+                    ledger::start(conn, leased).await
+                })
+                .await
+            }
+            Err(exceeded) => Err(exceeded),
+        };
+        let (attempt, conn) = match started {
+            Ok((started, conn)) => match started? {
+                Some(attempt) => (attempt, conn),
+                None => return Ok(Processed::Lost),
+            },
+            Err(exceeded) => {
+                self.log_deadline("start an attempt", &exceeded);
+                return Ok(Processed::Abandoned);
+            }
         };
         let timeout = Duration::from_millis(self.settings.handler_timeout_ms);
         // Messages the handler queues are due at this worker's clock, so this drain's outbox
@@ -393,8 +547,13 @@ impl Worker {
             Attempt::TimedOut => {
                 // The handler may still run a statement (and hold row locks) on this
                 // connection: cancel it server-side, then never reuse the connection.
+                // The cancel request opens its own connection: within the deadline too.
                 if let Some(tls) = &self.tls {
-                    let _ = conn.cancel_token().cancel_query(tls.clone()).await;
+                    let token = conn.cancel_token();
+                    let cancel = token.cancel_query(tls.clone());
+                    if let Err(exceeded) = crate::db::deadline::bound(self.deadline, cancel).await {
+                        self.log_deadline("cancel a timed-out handler", &exceeded);
+                    }
                 }
                 conn.discard();
                 (
@@ -425,14 +584,25 @@ impl Worker {
             let key = format!("{}/{}", leased.source, leased.event_id);
             Failure::RetryAt(now + backoff(&self.settings.backoff, attempt as u32, &key))
         };
-        let recorded = match self.connection().await {
-            Ok(conn) => ledger::fail(&conn, leased, error, &failure)
-                .await
-                .map_err(|e| e.to_string()),
-            Err(e) => Err(e.to_string()),
-        };
+        let recorded = self
+            .bounded("record a failed attempt", async |conn| {
+                Ok(ledger::fail(conn, leased, error, &failure).await?)
+            })
+            .await;
         let recorded = match recorded {
-            Ok(recorded) => recorded,
+            Ok(Some(recorded)) => recorded,
+            Ok(None) => {
+                tracing::warn!(
+                    source = leased.source.as_str(),
+                    event_id = leased.event_id.as_str(),
+                    attempts = attempt,
+                    dead,
+                    error,
+                    "deferred event failed; recording it outlived the client deadline, the \
+                     lease will expire and retry it"
+                );
+                return Ok(Processed::Abandoned);
+            }
             Err(record_error) => {
                 tracing::error!(
                     source = leased.source.as_str(),
@@ -487,12 +657,18 @@ enum Processed {
     Dead,
     Lost,
     Released,
+    /// A database step outlived the client deadline: nothing recorded, left to the lease.
+    Abandoned,
 }
 
 /// `last_error` of an event given back because the invocation ran out of time.
 const RELEASED_FOR_TIME: &str = "released unprocessed: the worker ran out of invocation time";
 /// `last_error` of an event given back because the drain failed on another event.
 const RELEASED_ON_ERROR: &str = "released unprocessed: the drain stopped on a database error";
+/// `last_error` of an event given back because a step on another event outlived the client
+/// deadline.
+const RELEASED_AFTER_DEADLINE: &str =
+    "released unprocessed: the drain stopped, the database did not answer within the client deadline";
 /// `last_error` of an event of a source the worker does not know (yet).
 const UNKNOWN_SOURCE: &str = "released unprocessed: source not in this worker's configuration";
 /// When such an event is due again.

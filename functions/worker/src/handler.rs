@@ -57,6 +57,8 @@ pub async fn function_handler(
         dead = summary.dead,
         released = summary.released,
         lost = summary.lost,
+        abandoned = summary.abandoned,
+        deadlines = summary.deadlines,
         out_of_time = summary.out_of_time,
         outbox_leased = summary.outbox.leased,
         outbox_dispatched = summary.outbox.dispatched,
@@ -65,6 +67,8 @@ pub async fn function_handler(
         outbox_dead = summary.outbox.dead,
         outbox_released = summary.outbox.released,
         outbox_lost = summary.outbox.lost,
+        outbox_abandoned = summary.outbox.abandoned,
+        outbox_deadlines = summary.outbox.deadlines,
         "drain"
     );
     Ok(summary)

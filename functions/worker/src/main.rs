@@ -5,10 +5,17 @@
 //!   a schedule (every minute, an EventBridge event); `WorkerFunction` in template.yaml. The
 //!   input is only logged: every invocation drains whatever is due.
 //! - Output: the summary `{"leased", "completed", "failed", "dead", "released", "lost",
-//!   "out_of_time", "outbox": {"leased", "dispatched", "delivered", "retried", "dead",
-//!   "released", "lost"}}`.
+//!   "abandoned", "deadlines", "out_of_time", "outbox": {"leased", "dispatched", "delivered",
+//!   "retried", "dead", "released", "lost", "abandoned", "deadlines"}}`. `deadlines` counts
+//!   database steps abandoned at the client deadline (`HOOKLEDGER_DB_CLIENT_DEADLINE_MS`, the
+//!   statement timeout + 1 s by default: a failover or a dead network path, where nothing
+//!   answers); their connections are closed, never reused, and the drain stops after that
+//!   round (log line `drain stopped: the database did not answer within the client
+//!   deadline`). `abandoned` counts the events (outbox: messages) left unmarked to their
+//!   lease's expiry (`HOOKLEDGER_LEASE_SECS`), when they come back: nothing lost, nothing
+//!   doubled.
 //! - Environment: as the receiver (`DATABASE_URL` or `HOOKLEDGER_DB_SECRET_ARN`, the sources),
-//!   plus `HOOKLEDGER_LEASE_SECS`, `HOOKLEDGER_WORKER_BATCH`, `HOOKLEDGER_WORKER_MARGIN_MS`,
+//!   including `HOOKLEDGER_DB_CLIENT_DEADLINE_MS`, plus `HOOKLEDGER_LEASE_SECS`, `HOOKLEDGER_WORKER_BATCH`, `HOOKLEDGER_WORKER_MARGIN_MS`,
 //!   `HOOKLEDGER_HANDLER_TIMEOUT_MS`, `HOOKLEDGER_BACKOFF_BASE_SECS`,
 //!   `HOOKLEDGER_BACKOFF_CAP_SECS`, `HOOKLEDGER_OUTBOX_CONCURRENCY` (see `shared::config`).
 //! - Side effects: leases, completes, fails and dead-letters `webhook_event` rows; the

@@ -22,6 +22,13 @@
 //! them again with the same idempotency key (a target that accepted before the crash sees the
 //! key twice; that is what the key is for).
 //!
+//! Both statements run within the client deadline (`HOOKLEDGER_DB_CLIENT_DEADLINE_MS`, see
+//! [`crate::work`]): a lease past it leases nothing this step (a lease that did commit comes
+//! back when it expires); a record past it leaves the batch's messages `processing` until
+//! their lease expires and they are dispatched again with the same idempotency key (counted in
+//! [`OutboxSummary::abandoned`]). Either counts in [`OutboxSummary::deadlines`] and stops the
+//! drain after its round.
+//!
 //! Logs one line per dispatch (`outbox dispatch`: source, event_id, n, target, attempt,
 //! outcome, status, latency_ms, and error when it failed; never the payload) and one EMF line
 //! per source and step with the counts `outbox_delivered`, `outbox_retried`,
@@ -58,6 +65,12 @@ pub struct OutboxSummary {
     pub released: u64,
     /// Outcomes refused because the lease had been taken over (expired) meanwhile.
     pub lost: u64,
+    /// Messages whose outcome could not be recorded within the client deadline: `processing`
+    /// until their lease expires, then dispatched again with the same idempotency key.
+    pub abandoned: u64,
+    /// Outbox statements (lease, record) abandoned at the client deadline, their connections
+    /// closed.
+    pub deadlines: u64,
 }
 
 impl OutboxSummary {
@@ -69,6 +82,8 @@ impl OutboxSummary {
         self.dead += other.dead;
         self.released += other.released;
         self.lost += other.lost;
+        self.abandoned += other.abandoned;
+        self.deadlines += other.deadlines;
     }
 }
 
@@ -106,16 +121,24 @@ impl Worker {
         if remaining() < margin {
             return Ok((OutboxSummary::default(), true));
         }
-        let batch = {
-            let conn = self.connection().await?;
-            let at = now();
-            sql::lease_due(
-                &conn,
-                at,
-                at + Duration::from_secs(self.settings.lease_secs),
-                i64::from(self.settings.outbox_concurrency),
-            )
-            .await?
+        let at = now();
+        let leased = self
+            .bounded("lease outbox messages", async |conn| {
+                Ok(sql::lease_due(
+                    conn,
+                    at,
+                    at + Duration::from_secs(self.settings.lease_secs),
+                    i64::from(self.settings.outbox_concurrency),
+                )
+                .await?)
+            })
+            .await?;
+        let Some(batch) = leased else {
+            let summary = OutboxSummary {
+                deadlines: 1,
+                ..OutboxSummary::default()
+            };
+            return Ok((summary, false));
         };
         let mut summary = OutboxSummary {
             leased: batch.len() as u64,
@@ -143,9 +166,16 @@ impl Worker {
             .iter()
             .map(|(leased, outcome, _)| (*leased, outcome.clone()))
             .collect();
-        let recorded = {
-            let conn = self.connection().await?;
-            sql::record(&conn, &to_record).await?
+        let recorded = self
+            .bounded("record outbox outcomes", async |conn| {
+                Ok(sql::record(conn, &to_record).await?)
+            })
+            .await?;
+        let Some(recorded) = recorded else {
+            summary.dispatched = outcomes.iter().filter(|(_, _, l)| l.is_some()).count() as u64;
+            summary.abandoned = outcomes.len() as u64;
+            summary.deadlines = 1;
+            return Ok((summary, out_of_time));
         };
         let mut per_source: BTreeMap<&str, [u64; 4]> = BTreeMap::new();
         for ((leased, outcome, latency), recorded) in outcomes.iter().zip(recorded) {

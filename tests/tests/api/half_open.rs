@@ -158,16 +158,13 @@ async fn a_connection_stranded_by_a_dead_network_path_is_never_handed_out_again(
     assert_eq!(app.order_rows().await, 2);
 }
 
-/// The worker under the same fault. It has no client deadline yet: a drain whose pooled
-/// connection went dead for good waits until the Lambda timeout kills the environment (the
-/// template's worker timeout, 300 s; its leases then bring the events back, so nothing is lost,
-/// only delayed). Ignored until the worker bounds its database steps as the receiver does
-/// (`shared::work`, not this change's file); it fails today (the drain is still waiting at
-/// 20 s), and is the regression test for that fix.
+/// The worker under the same fault: a drain whose pooled connection went dead for good must
+/// end within the client deadline (not the Lambda timeout, 300 s), close that connection,
+/// mark nothing, and the next drain (on a fresh connection) completes the event once.
 #[tokio::test]
-#[ignore = "known gap: the worker's database steps have no client deadline (shared::work)"]
 async fn a_worker_drain_on_a_stranded_connection_ends_within_a_bound() {
     let (app, proxy) = app_through_proxy().await;
+    let deadline = app.settings.database.client_deadline();
     let worker = worker_for(&app);
     let body = payment_intent_body("evt_w_1", "o_w_1", 100);
     assert_eq!(
@@ -187,13 +184,284 @@ async fn a_worker_drain_on_a_stranded_connection_ends_within_a_bound() {
         202
     );
     proxy.strand();
+    let started = Instant::now();
     let drained = tokio::time::timeout(
-        Duration::from_secs(20),
+        deadline + HUNG_AFTER,
         worker.worker.drain(std::time::SystemTime::now, plenty),
     )
     .await;
+    let took = started.elapsed();
+    let Ok(drained) = drained else {
+        panic!("the worker's drain was still waiting on a dead connection after {took:?}");
+    };
+    let summary = drained.expect("a deadline is a summary entry, not a failed drain");
+    eprintln!("stranded drain ended after {took:?} (client deadline {deadline:?}): {summary:?}");
+    // The lease step's deadline, plus the outbox step on a fresh connection and slack.
     assert!(
-        drained.is_ok(),
-        "the worker's drain was still waiting on a dead connection after 20 s"
+        took < deadline + Duration::from_millis(1_500),
+        "the drain ended after {took:?}, over the deadline {deadline:?}"
     );
+    assert_eq!(summary.deadlines, 1, "{summary:?}");
+    assert_eq!(summary.completed, 0, "{summary:?}");
+    assert_eq!(row(&app, "evt_w_2").await.1, 0, "no attempt was charged");
+
+    // The next drain gets a fresh connection, not the dead one back, and completes the event;
+    // its clock is past any lease the stranded statement might have taken.
+    let later =
+        std::time::SystemTime::now() + Duration::from_secs(app.settings.worker.lease_secs + 1);
+    let summary = tokio::time::timeout(
+        deadline + HUNG_AFTER,
+        worker.worker.drain(move || later, plenty),
+    )
+    .await
+    .expect("the next drain hung: the dead connection was reused")
+    .unwrap();
+    assert_eq!(summary.completed, 1, "{summary:?}");
+    assert_eq!(summary.deadlines, 0, "{summary:?}");
+    let (status, attempts, _) = row(&app, "evt_w_2").await;
+    assert_eq!((status.as_str(), attempts), ("completed", 1));
+    // Nothing doubled: one order per event, and the stranded connection was never reused
+    // (it plus one fresh connection for the outbox step, kept in the pool for the next drain).
+    assert_eq!(app.order_rows().await, 2);
+    assert_eq!(app.ledger_rows().await, 2);
+    assert_eq!(proxy.counters().accepted, 2);
+}
+
+/// The outbox step under the same fault, at its worst moment: the connection strands while
+/// the target is being sent the message, so recording the delivery cannot get through. The
+/// drain must end within the client deadline, leave the message `processing` (not marked
+/// anything), and the next drain after its lease expired sends it again with the same
+/// idempotency key and records it delivered once, on a fresh connection.
+#[tokio::test]
+async fn an_outbox_record_on_a_stranded_connection_ends_within_a_bound_and_redispatches_once() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+
+    let db = hookledger_tests::test_db().await.expect("test database");
+    let url = url::Url::parse(&db.url).unwrap();
+    let upstream: SocketAddr =
+        format!("{}:{}", url.host_str().unwrap(), url.port().unwrap_or(5432))
+            .parse()
+            .unwrap();
+    let proxy = Arc::new(Proxy::start(upstream).await.unwrap());
+    // The target strands the worker's connection when the first message arrives.
+    let armed = Arc::new(AtomicBool::new(false));
+    let target = {
+        let (proxy, armed) = (proxy.clone(), armed.clone());
+        hookledger_tests::fake_providers::FakeServer::start(move |_| {
+            if armed.swap(false, Ordering::SeqCst) {
+                proxy.strand();
+            }
+            hookledger_tests::fake_providers::Answer::raw(200, "ok")
+        })
+        .await
+        .unwrap()
+    };
+    let sources = serde_json::json!([
+        {"name": "shop", "scheme": "standard-webhooks", "secrets": [ACME_SECRET],
+         "mode": "inline", "tolerance_secs": 300,
+         "targets": [{"name": "service", "type": "forward",
+                      "url": format!("{}/service", target.base_url),
+                      "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "timeout_ms": 2000,
+                      "event_types": ["order.*"]}]},
+    ]);
+    let mut through = url.clone();
+    through.set_port(Some(proxy.local_addr().port())).unwrap();
+    let mut database = DatabaseSettings::with_url(through.to_string());
+    database.pool_size = 1;
+    fast_limits(&mut database);
+    let app = spawn_app_over_sources(db, database, &sources.to_string());
+    let deadline = app.settings.database.client_deadline();
+    let worker = worker_for(&app);
+    let body = serde_json::json!({"type": "order.paid", "data": {"order": 1}}).to_string();
+    let reply = app
+        .receive("shop", &standard("msg_ho_out", &body, NOW))
+        .await;
+    assert_eq!(reply.status, 200, "{reply:?}");
+
+    armed.store(true, Ordering::SeqCst);
+    let started = Instant::now();
+    let summary = tokio::time::timeout(
+        deadline + HUNG_AFTER,
+        worker.worker.drain(std::time::SystemTime::now, plenty),
+    )
+    .await
+    .expect("the outbox step was still waiting on a dead connection")
+    .expect("a deadline is a summary entry, not a failed drain");
+    let took = started.elapsed();
+    eprintln!("stranded outbox drain ended after {took:?} (deadline {deadline:?}): {summary:?}");
+    assert!(
+        took < deadline + Duration::from_millis(1_500),
+        "the drain ended after {took:?}, over the deadline {deadline:?}"
+    );
+    assert_eq!(target.requests().len(), 1, "dispatched once");
+    assert_eq!(
+        (
+            summary.outbox.abandoned,
+            summary.outbox.deadlines,
+            summary.outbox.delivered
+        ),
+        (1, 1, 0),
+        "{summary:?}"
+    );
+    assert_eq!(
+        outbox_status(&app).await,
+        "processing",
+        "nothing was marked"
+    );
+
+    // Past the lease: dispatched again with the same key, recorded once, on a fresh connection.
+    let later =
+        std::time::SystemTime::now() + Duration::from_secs(app.settings.worker.lease_secs + 1);
+    let summary = tokio::time::timeout(
+        deadline + HUNG_AFTER,
+        worker.worker.drain(move || later, plenty),
+    )
+    .await
+    .expect("the next drain hung: the dead connection was reused")
+    .unwrap();
+    assert_eq!(summary.outbox.delivered, 1, "{summary:?}");
+    assert_eq!(summary.outbox.deadlines, 0, "{summary:?}");
+    assert_eq!(outbox_status(&app).await, "delivered");
+    let ids: Vec<String> = target
+        .requests()
+        .iter()
+        .map(|r| r.header("webhook-id").unwrap_or("").to_owned())
+        .collect();
+    assert_eq!(ids.len(), 2, "{ids:?}");
+    assert_eq!(ids[0], ids[1], "the same idempotency key both times");
+}
+
+/// The status of the one outbox message.
+async fn outbox_status(app: &TestApp) -> String {
+    let client = app.db.connect().await.unwrap();
+    let row = client
+        .query_one("SELECT status::text FROM outbox", &[])
+        .await
+        .unwrap();
+    row.get(0)
+}
+
+/// A handler doing business database work through the worker's `Tx` when the database stops
+/// answering altogether (the proxy paused, so new connections hang too): its statement never
+/// returns, the handler timeout ends the run, the cancel request and the failure's record
+/// (each needing a new connection) are bounded by the client deadline, and the drain stops
+/// instead of waiting for the Lambda timeout. Once the path is back, the event comes back when
+/// its lease expires and completes once.
+#[tokio::test]
+async fn a_handler_s_statement_on_a_dead_database_path_is_bounded_and_the_event_completes_once() {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use std::sync::Arc;
+
+    use shared::db::Sql;
+    use shared::handlers::{Effect, Event, Handler, HandlerError};
+    use shared::ledger::Tx;
+
+    static PROBE: Sql = Sql {
+        text: "SELECT 1",
+        types: &[],
+    };
+
+    /// Pauses the proxy (once, when armed) and then runs a statement; counts its completions.
+    struct Stalling {
+        proxy: Arc<Proxy>,
+        armed: AtomicBool,
+        completed: AtomicUsize,
+    }
+
+    #[async_trait::async_trait]
+    impl Handler for Stalling {
+        async fn handle(&self, tx: &mut Tx<'_>, _: &Event<'_>) -> Result<Effect, HandlerError> {
+            if self.armed.swap(false, Ordering::SeqCst) {
+                self.proxy.pause();
+            }
+            tx.execute(&PROBE, &[]).await?;
+            self.completed.fetch_add(1, Ordering::SeqCst);
+            Ok(Effect::ok(serde_json::json!({"probed": true})))
+        }
+    }
+
+    let db = hookledger_tests::test_db().await.expect("test database");
+    let url = url::Url::parse(&db.url).unwrap();
+    let upstream: SocketAddr =
+        format!("{}:{}", url.host_str().unwrap(), url.port().unwrap_or(5432))
+            .parse()
+            .unwrap();
+    let proxy = Arc::new(Proxy::start(upstream).await.unwrap());
+    let mut through = url.clone();
+    through.set_port(Some(proxy.local_addr().port())).unwrap();
+    let mut database = DatabaseSettings::with_url(through.to_string());
+    database.pool_size = 1;
+    fast_limits(&mut database);
+    let app = spawn_app_over(db, database);
+    let deadline = app.settings.database.client_deadline();
+    let mut worker = worker_for(&app);
+    let handler_timeout = Duration::from_millis(1_000);
+    worker.worker.settings.handler_timeout_ms = handler_timeout.as_millis() as u64;
+    let stalling = Arc::new(Stalling {
+        proxy: proxy.clone(),
+        armed: AtomicBool::new(true),
+        completed: AtomicUsize::new(0),
+    });
+    worker.worker.handlers.register(
+        "stripe-deferred",
+        "payment_intent.succeeded",
+        stalling.clone() as Arc<dyn Handler>,
+    );
+    let body = payment_intent_body("evt_w_tx", "o_w_tx", 100);
+    assert_eq!(
+        app.receive("stripe-deferred", &deferred(body)).await.status,
+        202
+    );
+
+    let started = Instant::now();
+    let summary = tokio::time::timeout(
+        handler_timeout + 2 * deadline + HUNG_AFTER,
+        worker.worker.drain(std::time::SystemTime::now, plenty),
+    )
+    .await
+    .expect("the drain was still waiting on a dead database path")
+    .expect("a deadline is a summary entry, not a failed drain");
+    let took = started.elapsed();
+    eprintln!(
+        "drain with a dead path mid-handler ended after {took:?} (handler timeout \
+         {handler_timeout:?}, deadline {deadline:?}): {summary:?}"
+    );
+    // The handler timeout, then the cancel's and the record's deadlines, plus slack.
+    assert!(
+        took < handler_timeout + 2 * deadline + Duration::from_millis(1_500),
+        "the drain ended after {took:?}"
+    );
+    assert_eq!(
+        (
+            summary.leased,
+            summary.abandoned,
+            summary.deadlines,
+            summary.completed
+        ),
+        (1, 1, 1, 0),
+        "{summary:?}"
+    );
+    proxy.resume();
+    let (status, attempts, _) = row(&app, "evt_w_tx").await;
+    assert_eq!(
+        (status.as_str(), attempts),
+        ("processing", 1),
+        "the started attempt counts"
+    );
+
+    // Back, and past the lease: the event completes once.
+    let later =
+        std::time::SystemTime::now() + Duration::from_secs(app.settings.worker.lease_secs + 1);
+    let summary = tokio::time::timeout(
+        deadline + HUNG_AFTER,
+        worker.worker.drain(move || later, plenty),
+    )
+    .await
+    .expect("the next drain hung")
+    .unwrap();
+    assert_eq!(summary.completed, 1, "{summary:?}");
+    let (status, attempts, _) = row(&app, "evt_w_tx").await;
+    assert_eq!((status.as_str(), attempts), ("completed", 2));
+    assert_eq!(stalling.completed.load(Ordering::SeqCst), 1);
 }
