@@ -45,7 +45,13 @@ export CARGO_TARGET_DIR=$root/fuzz/target
 
 echo "== cargo +nightly fuzz build ($count targets, sanitizer $FUZZ_SANITIZER, debug assertions on)"
 build_started=$(date +%s)
-nice -n 5 cargo +nightly fuzz build --sanitizer "$FUZZ_SANITIZER" --debug-assertions $targets
+if [ -z "${FUZZ_TARGETS:-}" ]; then
+  nice -n 5 cargo +nightly fuzz build --sanitizer "$FUZZ_SANITIZER" --debug-assertions
+else
+  for target in $targets; do
+    nice -n 5 cargo +nightly fuzz build --sanitizer "$FUZZ_SANITIZER" --debug-assertions "$target"
+  done
+fi
 build_secs=$(( $(date +%s) - build_started ))
 
 total=$(( count * FUZZ_SECS ))

@@ -29,7 +29,9 @@ pub fn parse_delivery(data: &[u8]) -> (HeaderMap, &[u8]) {
         };
         let (name, value) = (&line[..colon], &line[colon + 1..]);
         let value = value.strip_prefix(b" ").unwrap_or(value);
-        if let (Ok(name), Ok(value)) = (HeaderName::from_bytes(name), HeaderValue::from_bytes(value)) {
+        if let (Ok(name), Ok(value)) =
+            (HeaderName::from_bytes(name), HeaderValue::from_bytes(value))
+        {
             headers.append(name, value);
         }
     }

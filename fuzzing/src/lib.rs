@@ -260,7 +260,11 @@ pub fn pre_database(request: &lambda_http::Request, now: i64) -> Option<u16> {
     if body.len() > config.max_body_bytes {
         return Some(413);
     }
-    if config.verifier.verify(request.headers(), body, now).is_err() {
+    if config
+        .verifier
+        .verify(request.headers(), body, now)
+        .is_err()
+    {
         return Some(401);
     }
     identify(config, request.headers(), body);

@@ -45,13 +45,19 @@ fn replay(kind: &str) -> (usize, Vec<String>) {
 #[test]
 fn every_fuzz_regression_input_is_handled_without_a_panic() {
     let (ran, panicked) = replay("regressions");
-    assert!(panicked.is_empty(), "{ran} replayed; panicked: {panicked:#?}");
+    assert!(
+        panicked.is_empty(),
+        "{ran} replayed; panicked: {panicked:#?}"
+    );
 }
 
 #[test]
 fn every_fuzz_seed_input_is_handled_without_a_panic() {
     let (ran, panicked) = replay("corpus");
-    assert!(panicked.is_empty(), "{ran} replayed; panicked: {panicked:#?}");
+    assert!(
+        panicked.is_empty(),
+        "{ran} replayed; panicked: {panicked:#?}"
+    );
     // Every target has seeds, so this test never replays nothing.
     for target in TARGETS {
         assert!(
@@ -68,8 +74,8 @@ fn every_target_has_a_fuzz_target_file() {
         let file = fuzz_dir()
             .join("fuzz_targets")
             .join(format!("{}.rs", target.name));
-        let text = std::fs::read_to_string(&file)
-            .unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+        let text =
+            std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
         assert!(
             text.contains(&format!("hookledger_fuzzing::{}(", target.name)),
             "{} does not call hookledger_fuzzing::{}",
