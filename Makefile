@@ -4,7 +4,7 @@ VENV := .venv-tools
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export SAM_CLI_TELEMETRY := 0
 
-.PHONY: demo run test chaos package migrate replay redrive inspect stuck sweep audit bench bench-sweep bench-load tools postgres build clean
+.PHONY: demo run test chaos fuzz package migrate replay redrive inspect stuck sweep audit bench bench-sweep bench-load tools postgres build clean
 
 ## demo: set up, run the receiver under cargo-lambda on a throwaway PostgreSQL, deliver events/, print
 demo: tools postgres
@@ -152,6 +152,14 @@ bench-sweep: postgres
 bench-load: postgres
 	cargo build --release -p bench --bin bench-load
 	scripts/with-postgres.sh cargo run --release --quiet -p bench --bin bench-load -- $(BENCH_ARGS) >/dev/null
+
+## fuzz: every cargo-fuzz target of fuzz/ (nightly; cargo-fuzz installed into .tools/ when
+## missing) for FUZZ_SECS seconds each (default 60; 11 targets), one libFuzzer process at a time;
+## prints executions, exec/s, corpus and crashes per target and writes fuzz/RESULTS.md; fails when
+## a target crashed. FUZZ_TARGETS="verify_stripe extract" selects targets
+FUZZ_SECS ?= 60
+fuzz:
+	FUZZ_SECS=$(FUZZ_SECS) FUZZ_TARGETS="$(FUZZ_TARGETS)" scripts/fuzz.sh
 
 ## tools: a venv with cargo-lambda and zig, aws-sam-cli, moto, and the providers' libraries (PyPI,
 ## and npm for GitHub's and Shopify's, pinned by tests/interop/node/package-lock.json)

@@ -8,6 +8,12 @@
 //!   them.
 //! - An HTTP API `rawQueryString` with characters a URI cannot hold (`"`, `<`, space, ...):
 //!   appended raw to the URI and `expect`ed. It is dropped; webhook routing ignores the query.
+//! - A path that does not start with `/` (`rawPath` or `path`): lambda_http parses
+//!   `https://{host}{path}` (or `http://localhost{path}`) and unwraps, so `:99999` reads as a bad
+//!   port and panics. No API Gateway, Function URL or ALB path looks like that; it becomes `/`,
+//!   which routes nowhere (404). Found by `make fuzz` (target `lambda_event`).
+//! - A `requestContext.domainName` the URL parser refuses, used when there is no (valid) `Host`:
+//!   dropped, as a bad `Host` is.
 //!
 //! lambda_http converts its event into an `http::Request` with
 //! `Body::from_maybe_encoded` (aws_lambda_events 1.2), which panics on an invalid
@@ -64,13 +70,19 @@ where
 /// Strips any incoming marker; replaces an undecodable flagged body by the marker.
 pub fn guard(request: &mut LambdaRequest) {
     match request {
-        LambdaRequest::ApiGatewayV1(r) => repair(
-            &mut r.headers,
-            Some(&mut r.multi_value_headers),
-            &mut r.is_base64_encoded,
-            &mut r.body,
-        ),
+        LambdaRequest::ApiGatewayV1(r) => {
+            repair_path(&mut r.path);
+            repair_domain(&mut r.request_context.domain_name);
+            repair(
+                &mut r.headers,
+                Some(&mut r.multi_value_headers),
+                &mut r.is_base64_encoded,
+                &mut r.body,
+            )
+        }
         LambdaRequest::ApiGatewayV2(r) => {
+            repair_path(&mut r.raw_path);
+            repair_domain(&mut r.request_context.domain_name);
             if r.raw_query_string
                 .as_deref()
                 .is_some_and(|q| !q.bytes().all(is_query_byte))
@@ -79,18 +91,25 @@ pub fn guard(request: &mut LambdaRequest) {
             }
             repair(&mut r.headers, None, &mut r.is_base64_encoded, &mut r.body)
         }
-        LambdaRequest::Alb(r) => repair(
-            &mut r.headers,
-            Some(&mut r.multi_value_headers),
-            &mut r.is_base64_encoded,
-            &mut r.body,
-        ),
-        LambdaRequest::WebSocket(r) => repair(
-            &mut r.headers,
-            Some(&mut r.multi_value_headers),
-            &mut r.is_base64_encoded,
-            &mut r.body,
-        ),
+        LambdaRequest::Alb(r) => {
+            repair_path(&mut r.path);
+            repair(
+                &mut r.headers,
+                Some(&mut r.multi_value_headers),
+                &mut r.is_base64_encoded,
+                &mut r.body,
+            )
+        }
+        LambdaRequest::WebSocket(r) => {
+            repair_path(&mut r.path);
+            repair_domain(&mut r.request_context.domain_name);
+            repair(
+                &mut r.headers,
+                Some(&mut r.multi_value_headers),
+                &mut r.is_base64_encoded,
+                &mut r.body,
+            )
+        }
         _ => {}
     }
 }
@@ -126,20 +145,42 @@ fn undecodable(flagged: bool, body: Option<&str>) -> bool {
     }
 }
 
+/// A path that does not start with `/` becomes `/` (see the module docs); an empty path is
+/// left alone (lambda_http parses it as `/`).
+fn repair_path(path: &mut Option<String>) {
+    if path
+        .as_deref()
+        .is_some_and(|p| !p.is_empty() && !p.starts_with('/'))
+    {
+        *path = Some("/".to_owned());
+    }
+}
+
+/// Drops a domain name the URL parser refuses (see [`bad_host`]).
+fn repair_domain(domain: &mut Option<String>) {
+    if domain.as_deref().is_some_and(|d| bad_host(d.as_bytes())) {
+        *domain = None;
+    }
+}
+
+/// Whether lambda_http's `Url::parse("https://{host}{path}")` would refuse `host`: empty, a
+/// byte outside [`is_host_byte`], or refused by the url crate (a port over 65535, `1.2.3.256`,
+/// an unclosed bracket, ...).
+fn bad_host(host: &[u8]) -> bool {
+    host.is_empty()
+        || !host.iter().all(|b| is_host_byte(*b))
+        || std::str::from_utf8(host).map_or(true, |host| {
+            url::Url::parse(&format!("https://{host}/")).is_err()
+        })
+}
+
 /// Removes the marker a sender might forge, and the URL-building headers lambda_http would
 /// panic on.
 fn strip(headers: &mut HeaderMap) {
     headers.remove(INVALID_BASE64_HEADER);
     // lambda_http parses `https://{host}{path}` with the url crate and unwraps: drop any Host
     // that the same parser refuses (a port over 65535, `1.2.3.256`, an unclosed bracket, ...).
-    let bad_host = headers.get(HOST).is_some_and(|h| {
-        h.is_empty()
-            || !h.as_bytes().iter().all(|b| is_host_byte(*b))
-            || h.to_str().map_or(true, |host| {
-                url::Url::parse(&format!("https://{host}/")).is_err()
-            })
-    });
-    if bad_host {
+    if headers.get(HOST).is_some_and(|h| bad_host(h.as_bytes())) {
         headers.remove(HOST);
     }
     let bad_proto = headers
