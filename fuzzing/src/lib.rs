@@ -4,8 +4,9 @@
 //! crashed a target is replayed through exactly the code that crashed.
 //!
 //! Every entry point must return normally for every input: a panic is a bug in the product
-//! (or a violated invariant, asserted here). Nothing here touches PostgreSQL, the network or
-//! the file system: each stops where the receive path would open its database transaction.
+//! (or a violated invariant, asserted here). Nothing here touches PostgreSQL or the file
+//! system: `lambda_event` runs the receiver function up to its claim, whose database
+//! ([`UNREACHABLE_DATABASE_URL`]) refuses the connection on the loopback interface.
 //!
 //! Fixed inputs: the sources of `events/sources.local.json` (the local demo's secrets, one
 //! source per scheme), and the clock [`NOW`], the time the events of `events/receiver/` were
@@ -14,7 +15,9 @@
 use std::sync::LazyLock;
 
 use http::HeaderMap;
-use lambda_http::request::LambdaRequest;
+use lambda_http::{service_fn, Context, LambdaEvent, Service};
+use receiver::handler::AppState;
+use serde_json::value::RawValue;
 use shared::config::Sources;
 use shared::extract::{Extracted, MAX_EVENT_ID_BYTES, MAX_EVENT_TYPE_BYTES};
 use shared::SourceConfig;
@@ -103,7 +106,7 @@ pub const TARGETS: &[Target] = &[
     },
     Target {
         name: "lambda_event",
-        covers: "Lambda invocation JSON -> LambdaRequest -> transport guard -> http::Request -> routing, verification, extraction (up to the claim)",
+        covers: "Lambda invocation JSON -> the receiver function's service stack (unreadable-header guard, base64 guard, lambda_http adapter) -> its handler: routing, verification, extraction, up to a claim on an unreachable database",
         run: lambda_event,
     },
 ];
@@ -235,51 +238,65 @@ pub fn settings_env(data: &[u8]) {
     let _ = shared::Settings::from_lookup(lookup);
 }
 
-/// What the receiver does with a request before the claim: the route, the method, the
-/// transport guard's marker, the source, the body limit, the signature, the extraction. The
-/// HTTP status the receive path would answer when it stops before the database, or `None`
-/// when the delivery would go on to the claim.
-///
-/// Mirrors `receiver::handler::handle_at` and `shared::Receiver::receive` up to their first
-/// database call, through the same public functions.
-pub fn pre_database(request: &lambda_http::Request, now: i64) -> Option<u16> {
-    let source = receiver::handler::source_from_path(request.uri().path())?;
-    if request.method() != http::Method::POST {
-        return Some(405);
-    }
-    if request
-        .headers()
-        .contains_key(receiver::transport::INVALID_BASE64_HEADER)
-    {
-        return Some(400);
-    }
-    let Some(config) = sources().get(source) else {
-        return Some(404);
+/// The database the `lambda_event` target's receiver is given: nothing listens on port 9 of the
+/// loopback interface, so a delivery that gets as far as the claim is refused a connection at
+/// once and answered 503, as a receiver whose database is down answers.
+pub const UNREACHABLE_DATABASE_URL: &str = "postgres://fuzz@127.0.0.1:9/fuzz?sslmode=disable";
+
+/// The receiver function's state, built once: the fixed sources (see the crate docs), no
+/// handlers, no doorbell, [`UNREACHABLE_DATABASE_URL`]; and the current-thread runtime the
+/// function runs on (functions/receiver/src/main.rs).
+static RECEIVER: LazyLock<(tokio::runtime::Runtime, &'static AppState)> = LazyLock::new(|| {
+    let sources = include_str!("../../events/sources.local.json");
+    let lookup = |name: &str| match name {
+        "DATABASE_URL" => Some(UNREACHABLE_DATABASE_URL.to_owned()),
+        "HOOKLEDGER_SOURCES" => Some(sources.to_owned()),
+        _ => None,
     };
-    let body = request.body().as_ref();
-    if body.len() > config.max_body_bytes {
-        return Some(413);
-    }
-    if config
-        .verifier
-        .verify(request.headers(), body, now)
-        .is_err()
-    {
-        return Some(401);
-    }
-    identify(config, request.headers(), body);
-    None
+    let settings = shared::Settings::from_lookup(lookup)
+        .unwrap_or_else(|error| panic!("the fuzzing settings do not parse: {error}"));
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap_or_else(|error| panic!("no tokio runtime: {error}"));
+    let pool = {
+        let _entered = runtime.enter();
+        shared::db::pool(&settings.database)
+            .unwrap_or_else(|error| panic!("the fuzzing pool: {error}"))
+    };
+    let state = AppState::new(&settings, pool, shared::handlers::Registry::new());
+    (runtime, Box::leak(Box::new(state)))
+});
+
+/// The receiver function's answer to one Lambda invocation payload: the bytes as the runtime
+/// reads them (`serde_json` into a raw JSON value), through the function's own service stack
+/// (`receiver::stack::stack`: the unreadable-header guard, the base64 guard, lambda_http's
+/// adapter) and its handler (`receiver::handler::handle_at` at [`NOW`]), up to a claim that
+/// cannot reach [`UNREACHABLE_DATABASE_URL`]. The HTTP status, or `None` when the payload is
+/// not JSON or the stack fails the invocation (what the runtime reports as an invocation
+/// error: an event that is not an HTTP event at all).
+pub fn lambda_event_status(data: &[u8]) -> Option<u16> {
+    let raw: Box<RawValue> = serde_json::from_slice(data).ok()?;
+    let (runtime, state) = &*RECEIVER;
+    let state: &'static AppState = state;
+    let mut service = receiver::stack::stack(service_fn(move |request| {
+        receiver::handler::handle_at(state, request, NOW)
+    }));
+    let response = runtime
+        .block_on(service.call(LambdaEvent::new(raw, Context::default())))
+        .ok()?;
+    let response = serde_json::to_value(response).ok()?;
+    let status = response["statusCode"].as_u64()?;
+    u16::try_from(status).ok()
 }
 
-/// Target `lambda_event`: the bytes as the Lambda invocation payload, as the runtime reads it
-/// (`serde_json` into lambda_http's `LambdaRequest`), then the receiver's transport guard
-/// (`receiver::transport::guard`, what `Base64Guard` runs), lambda_http's conversion into an
-/// `http::Request`, and [`pre_database`].
+/// Target `lambda_event`: [`lambda_event_status`]; every answer is a status the receiver
+/// documents (never a 5xx other than the unreachable database's 503).
 pub fn lambda_event(data: &[u8]) {
-    let Ok(mut event) = serde_json::from_slice::<LambdaRequest>(data) else {
-        return;
-    };
-    receiver::transport::guard(&mut event);
-    let request: lambda_http::Request = event.into();
-    let _ = pre_database(&request, NOW);
+    if let Some(status) = lambda_event_status(data) {
+        assert!(
+            (200..500).contains(&status) || status == 503,
+            "the receiver answered {status}"
+        );
+    }
 }
