@@ -14,7 +14,7 @@
 //! | `HOOKLEDGER_SOURCES_SECRET_ARN` | a Secrets Manager secret holding the same JSON (AWS) | one of the three |
 //! | `HOOKLEDGER_DB_CA_FILE` | PEM CA certificates trusted besides the system roots to verify the server's certificate | with `HOOKLEDGER_DB_SECRET_ARN`: the RDS CAs compiled in (`shared::db::RDS_CA_BUNDLE`); with `DATABASE_URL`: none |
 //! | `HOOKLEDGER_DB_POOL_SIZE` | connections per execution environment | 4 |
-//! | `HOOKLEDGER_STATEMENT_TIMEOUT_MS` | `statement_timeout`, milliseconds | 5000 |
+//! | `HOOKLEDGER_STATEMENT_TIMEOUT_MS` | `statement_timeout`, milliseconds (at most 2147483647, PostgreSQL's limit, as for the next two) | 5000 |
 //! | `HOOKLEDGER_LOCK_TIMEOUT_MS` | `lock_timeout`, milliseconds: how long a duplicate waits on an in-flight claim | 2000 |
 //! | `HOOKLEDGER_IDLE_IN_TRANSACTION_TIMEOUT_MS` | `idle_in_transaction_session_timeout`, milliseconds | 10000 |
 //! | `HOOKLEDGER_DB_CLIENT_DEADLINE_MS` | receiver and worker: the client-side deadline on database work, milliseconds. Receiver: a delivery's (a connection from the pool, the claim, the handler's statements, the commit); past it the delivery answers 503 with `Retry-After`. Worker: each step (a connection, leasing a batch, starting an attempt, recording a failure or dead letter, giving a lease back, the outbox's lease and record; the handler's own run has `HOOKLEDGER_HANDLER_TIMEOUT_MS`); past it nothing is marked (the lease expires and the row comes back), the summary counts it in `deadlines` and the drain stops. Either way the connection is closed, never reused. The server's limits cannot end a wait on a network that stopped answering (a failover, a dead NAT entry); this does. Must exceed the lock timeout | the statement timeout + 1000 |
@@ -566,6 +566,10 @@ pub struct DatabaseSettings {
 /// milliseconds: a statement the server cancels at its timeout still gets its error back.
 pub const CLIENT_DEADLINE_MARGIN_MS: u64 = 1_000;
 
+/// The largest `statement_timeout`, `lock_timeout` and `idle_in_transaction_session_timeout`
+/// PostgreSQL accepts, milliseconds (`INT_MAX`; PostgreSQL docs, "Client Connection Defaults").
+pub const POSTGRES_MAX_TIMEOUT_MS: u64 = i32::MAX as u64;
+
 impl DatabaseSettings {
     /// How long the receiver waits for a delivery's database work (a pooled connection, the
     /// claim, the handler, the commit) before answering 503 with `Retry-After` and closing
@@ -575,8 +579,10 @@ impl DatabaseSettings {
     /// network to it stops answering; this deadline is the client's own.
     pub fn client_deadline(&self) -> std::time::Duration {
         std::time::Duration::from_millis(
-            self.client_deadline_ms
-                .unwrap_or(self.statement_timeout_ms + CLIENT_DEADLINE_MARGIN_MS),
+            self.client_deadline_ms.unwrap_or(
+                self.statement_timeout_ms
+                    .saturating_add(CLIENT_DEADLINE_MARGIN_MS),
+            ),
         )
     }
 
@@ -889,12 +895,25 @@ impl Settings {
             }
         };
         database.pool_size = number("HOOKLEDGER_DB_POOL_SIZE", database.pool_size as u64)? as usize;
-        database.statement_timeout_ms = number(
+        // PostgreSQL's limit for these settings (an `int` of milliseconds): a larger value is
+        // refused by `SET` on every connection, so it is refused here, at start-up.
+        let timeout = |var: &'static str, default: u64| -> Result<u64, ConfigError> {
+            let value = number(var, default)?;
+            if value > POSTGRES_MAX_TIMEOUT_MS {
+                return Err(ConfigError::Number {
+                    var,
+                    expected: "at most 2147483647 (PostgreSQL's limit, milliseconds)",
+                    value: value.to_string(),
+                });
+            }
+            Ok(value)
+        };
+        database.statement_timeout_ms = timeout(
             "HOOKLEDGER_STATEMENT_TIMEOUT_MS",
             database.statement_timeout_ms,
         )?;
-        database.lock_timeout_ms = number("HOOKLEDGER_LOCK_TIMEOUT_MS", database.lock_timeout_ms)?;
-        database.idle_in_transaction_timeout_ms = number(
+        database.lock_timeout_ms = timeout("HOOKLEDGER_LOCK_TIMEOUT_MS", database.lock_timeout_ms)?;
+        database.idle_in_transaction_timeout_ms = timeout(
             "HOOKLEDGER_IDLE_IN_TRANSACTION_TIMEOUT_MS",
             database.idle_in_transaction_timeout_ms,
         )?;
@@ -1362,6 +1381,40 @@ mod tests {
                 && e.contains("HOOKLEDGER_LOCK_TIMEOUT_MS"),
             "{e}"
         );
+    }
+
+    /// Found by `make fuzz` (target `settings_env`, fuzz/regressions/settings_env/): a timeout
+    /// past what PostgreSQL takes overflowed the client deadline's sum (a panic in a debug
+    /// build, a deadline of 999 ms in a release build); PostgreSQL refuses such a
+    /// `statement_timeout` anyway (`SET` fails for every delivery).
+    #[test]
+    fn a_database_timeout_past_postgresqls_limit_is_refused_at_start_up() {
+        for var in [
+            "HOOKLEDGER_STATEMENT_TIMEOUT_MS",
+            "HOOKLEDGER_LOCK_TIMEOUT_MS",
+            "HOOKLEDGER_IDLE_IN_TRANSACTION_TIMEOUT_MS",
+        ] {
+            for value in ["18446744073709551615", "2147483648"] {
+                let vars = [
+                    ("DATABASE_URL", "postgres://localhost/x"),
+                    ("HOOKLEDGER_SOURCES", GOOD),
+                    (var, value),
+                ];
+                match Settings::from_lookup(env(&vars)) {
+                    Err(ConfigError::Number { var: named, .. }) => assert_eq!(named, var),
+                    other => panic!("{var}={value}: {other:?}"),
+                }
+            }
+        }
+        // PostgreSQL's own maximum (INT_MAX milliseconds) is accepted.
+        let vars = [
+            ("DATABASE_URL", "postgres://localhost/x"),
+            ("HOOKLEDGER_SOURCES", GOOD),
+            ("HOOKLEDGER_STATEMENT_TIMEOUT_MS", "2147483647"),
+            ("HOOKLEDGER_IDLE_IN_TRANSACTION_TIMEOUT_MS", "2147483647"),
+        ];
+        let database = Settings::from_lookup(env(&vars)).unwrap().database;
+        assert_eq!(database.client_deadline().as_millis(), 2_147_484_647);
     }
 
     #[test]
