@@ -11,13 +11,12 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Result};
-use serde_json::json;
 
 use super::timed::invoke_on;
-use super::{process_findings, Context, Scenario, DEFAULT_SOURCES};
+use super::{close, invoice_paid, run_tag, Context, Scenario, DEFAULT_SOURCES};
 use crate::report::ScenarioReport;
 use crate::rng::Rng;
-use crate::simulator::{secrets_of, totals, EventRecord, SimEvent};
+use crate::simulator::{secrets_of, totals, EventRecord};
 use crate::verify::check_effects;
 
 /// Rounds (each its own event).
@@ -95,7 +94,7 @@ impl Scenario for Frozen {
         let (a, b) = (fleet.environments[0].clone(), fleet.environments[1].clone());
         let timeout = fleet.invoke_timeout;
         let client = db.connect().await?;
-        let run = format!("{:x}", Rng::new(seed).next_u64() & 0xffff_ffff);
+        let run = run_tag(&mut Rng::new(seed));
         let mut records = Vec::new();
         let mut duplicate_ms = Vec::new();
         let mut released_ms = Vec::new();
@@ -106,12 +105,11 @@ impl Scenario for Frozen {
 
         for round in 0..ROUNDS {
             let id = format!("evt_frozen_{run}_{round}");
-            let event = SimEvent::stripe(
+            let event = invoice_paid(
                 "stripe",
                 &id,
-                crate::handlers::INVOICE_PAID,
                 bench::unix_now(),
-                json!({"id": format!("in_frozen_{round}"), "object": "invoice"}),
+                &format!("in_frozen_{round}"),
             );
             let mut record = EventRecord {
                 source: event.source.clone(),
@@ -219,12 +217,6 @@ impl Scenario for Frozen {
         report.notes.push(format!(
             "limits: statement {STATEMENT_MS} ms, lock {LOCK_MS} ms, idle in transaction {IDLE_MS} ms; handler sleep {HANDLER_SLEEP_MS} ms; the duplicate's answers {duplicate_statuses:?} in {duplicate_ms:?} ms; freeze to the server ending A's session {released_ms:?} ms; the thawed environment's late answers {late_statuses:?}"
         ));
-        let (panics, exits) = process_findings(&fleet);
-        fleet.shutdown().await;
-        report.finish(panics, exits);
-        report.seed = seed;
-        report.receivers = 2;
-        report.duration_s = started.elapsed().as_secs_f64();
-        Ok(report)
+        Ok(close(report, &[&fleet], seed, 2, started).await)
     }
 }

@@ -10,10 +10,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result};
-use serde_json::json;
 
-use super::timed::{deliver_timed, drive_workers, wait_until_zero};
-use super::{process_findings, Context, Scenario, DEFAULT_SOURCES};
+use super::timed::{deliver_timed, drive_workers, stop_drive, wait_until_zero, NOT_COMPLETED};
+use super::{close, mixed_event, run_tag, Context, Scenario, DEFAULT_SOURCES};
 use crate::proxy::Proxy;
 use crate::report::ScenarioReport;
 use crate::rng::Rng;
@@ -98,36 +97,9 @@ impl Scenario for HalfOpen {
         let (drive, drivers) = drive_workers(&workers, Duration::from_millis(200));
         let simulator = Simulator::new(fleet.clone(), secrets_of(DEFAULT_SOURCES));
         let created = bench::unix_now();
-        let run = format!("{:x}", Rng::new(seed).next_u64() & 0xffff_ffff);
+        let run = run_tag(&mut Rng::new(seed));
         let mut events: Vec<SimEvent> = (0..ctx.scaled(EVENTS))
-            .map(|i| {
-                let id = format!("evt_half_{run}_{i:05}");
-                if i % 10 == 3 {
-                    SimEvent::stripe(
-                        "stripe-deferred",
-                        &id,
-                        crate::handlers::INVOICE_PAID,
-                        created,
-                        json!({"id": format!("in_half_{i}"), "object": "invoice"}),
-                    )
-                } else if i % 5 == 4 {
-                    SimEvent::stripe(
-                        "stripe",
-                        &id,
-                        crate::handlers::INVOICE_PAID,
-                        created,
-                        json!({"id": format!("in_half_{i}"), "object": "invoice"}),
-                    )
-                } else {
-                    SimEvent::stripe(
-                        "stripe",
-                        &id,
-                        crate::handlers::CHARGE_REFUNDED,
-                        created,
-                        json!({"id": format!("ch_half_{i}"), "object": "charge"}),
-                    )
-                }
-            })
+            .map(|i| mixed_event("half", &run, i, created, i % 10 == 3, i % 5 == 4))
             .collect();
         Rng::new(seed).shuffle(&mut events);
 
@@ -165,16 +137,8 @@ impl Scenario for HalfOpen {
         let windows = faults.await.unwrap_or_default();
 
         let client = db.connect().await?;
-        let pending = wait_until_zero(
-            &client,
-            "SELECT count(*) FROM webhook_event WHERE status <> 'completed'",
-            Duration::from_secs(90),
-        )
-        .await?;
-        drive.stop();
-        for driver in drivers {
-            let _ = driver.await;
-        }
+        let pending = wait_until_zero(&client, NOT_COMPLETED, Duration::from_secs(90)).await?;
+        stop_drive(&drive, drivers).await;
         let check = check_effects(&client, &timed.records).await?;
         let t = totals(&timed.records);
         let mut report = ScenarioReport::from_run(self.name(), self.title(), &t, &check);
@@ -261,16 +225,6 @@ impl Scenario for HalfOpen {
             drive.statuses(),
             WORKER_TIMEOUT.as_millis()
         ));
-        let (mut panics, mut exits) = process_findings(&fleet);
-        let (wp, we) = process_findings(&workers);
-        panics.extend(wp);
-        exits.extend(we);
-        workers.shutdown().await;
-        fleet.shutdown().await;
-        report.finish(panics, exits);
-        report.seed = seed;
-        report.receivers = ctx.receivers;
-        report.duration_s = started.elapsed().as_secs_f64();
-        Ok(report)
+        Ok(close(report, &[&fleet, &workers], seed, ctx.receivers, started).await)
     }
 }

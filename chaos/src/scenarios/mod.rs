@@ -7,13 +7,16 @@
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::Result;
+use serde_json::json;
 
 use crate::cluster::{Cluster, Database};
 use crate::lambda::{Fleet, ProcessSpec};
 use crate::report::ScenarioReport;
+use crate::rng::Rng;
+use crate::simulator::{secrets_of, SimEvent, Simulator};
 
 pub mod frozen;
 pub mod half_open;
@@ -114,6 +117,25 @@ impl Context {
         env.into_iter().collect()
     }
 
+    /// The usual start of a load scenario: a fresh database for `scenario`
+    /// ([`Context::database`]), [`Context::receivers`] receiver environments on
+    /// [`DEFAULT_SOURCES`] with `extra` in their environment ([`Context::function_env`]), and a
+    /// [`Simulator`] signing for those sources.
+    ///
+    /// # Errors
+    /// As [`Context::database`] and [`Context::receiver_fleet`].
+    pub async fn default_receivers(
+        &self,
+        scenario: &str,
+        extra: &[(&str, &str)],
+    ) -> Result<(Database, Arc<Fleet>, Simulator)> {
+        let db = self.database(scenario).await?;
+        let env = self.function_env(&db, DEFAULT_SOURCES, extra);
+        let fleet = self.receiver_fleet(scenario, self.receivers, env).await?;
+        let simulator = Simulator::new(fleet.clone(), secrets_of(DEFAULT_SOURCES));
+        Ok((db, fleet, simulator))
+    }
+
     /// Starts `count` `chaos-receiver` environments for `scenario` (logs under
     /// `<log_root>/<scenario>/`), with the template's receiver timeout (10 s) and a 10 s
     /// bound on waiting for an idle environment.
@@ -195,4 +217,103 @@ pub fn outcomes_note(fleet: &Fleet) -> String {
             outcomes.join(", ")
         }
     )
+}
+
+/// A run's tag for event ids: the low 32 bits of `rng`'s next draw, in hex (`"9f3c01ab"`), so
+/// two runs on one database never share an event id.
+pub fn run_tag(rng: &mut Rng) -> String {
+    format!("{:x}", rng.next_u64() & 0xffff_ffff)
+}
+
+/// A Stripe `invoice.paid` (the handler's transaction shape) on `source`, data object
+/// `{"id": invoice, "object": "invoice"}`; `created` in Unix seconds.
+pub fn invoice_paid(source: &str, id: &str, created: i64, invoice: &str) -> SimEvent {
+    SimEvent::stripe(
+        source,
+        id,
+        crate::handlers::INVOICE_PAID,
+        created,
+        json!({"id": invoice, "object": "invoice"}),
+    )
+}
+
+/// A Stripe `charge.refunded` (the plain-SQL one-statement path) on `source`, data object
+/// `{"id": charge, "object": "charge"}`; `created` in Unix seconds.
+pub fn charge_refunded(source: &str, id: &str, created: i64, charge: &str) -> SimEvent {
+    SimEvent::stripe(
+        source,
+        id,
+        crate::handlers::CHARGE_REFUNDED,
+        created,
+        json!({"id": charge, "object": "charge"}),
+    )
+}
+
+/// A Stripe `event_type` on the inline `stripe` source whose data object is a refunded charge
+/// `{"id": charge, "object": "charge", "amount_refunded": 100 + i, "currency": "usd"}`
+/// (`amount_refunded` in cents); `created` in Unix seconds.
+pub fn refunded_charge(
+    event_type: &str,
+    id: &str,
+    created: i64,
+    charge: &str,
+    i: usize,
+) -> SimEvent {
+    SimEvent::stripe(
+        "stripe",
+        id,
+        event_type,
+        created,
+        json!({"id": charge, "object": "charge",
+               "amount_refunded": 100 + i, "currency": "usd"}),
+    )
+}
+
+/// Event `i` of a mixed inline/deferred run tagged `tag` (`half`, `pgr`, `wk`): id
+/// `evt_<tag>_<run>_<i:05>`; a deferred `invoice.paid` when `deferred`, else an inline
+/// `invoice.paid` when `inline_invoice`, else an inline `charge.refunded` (objects
+/// `in_<tag>_<i>` / `ch_<tag>_<i>`).
+pub fn mixed_event(
+    tag: &str,
+    run: &str,
+    i: usize,
+    created: i64,
+    deferred: bool,
+    inline_invoice: bool,
+) -> SimEvent {
+    let id = format!("evt_{tag}_{run}_{i:05}");
+    let invoice = format!("in_{tag}_{i}");
+    if deferred {
+        invoice_paid("stripe-deferred", &id, created, &invoice)
+    } else if inline_invoice {
+        invoice_paid("stripe", &id, created, &invoice)
+    } else {
+        charge_refunded("stripe", &id, created, &format!("ch_{tag}_{i}"))
+    }
+}
+
+/// The common end of a scenario: folds in the panics and unexpected exits of `fleets` (in
+/// that order), shuts them down (in that order), decides `pass` ([`ScenarioReport::finish`])
+/// and stamps the seed, the receiver count and the duration since `started` (seconds).
+pub async fn close(
+    mut report: ScenarioReport,
+    fleets: &[&Fleet],
+    seed: u64,
+    receivers: usize,
+    started: Instant,
+) -> ScenarioReport {
+    let (mut panics, mut exits) = (Vec::new(), Vec::new());
+    for fleet in fleets {
+        let (p, e) = process_findings(fleet);
+        panics.extend(p);
+        exits.extend(e);
+    }
+    for fleet in fleets {
+        fleet.shutdown().await;
+    }
+    report.finish(panics, exits);
+    report.seed = seed;
+    report.receivers = receivers;
+    report.duration_s = started.elapsed().as_secs_f64();
+    report
 }

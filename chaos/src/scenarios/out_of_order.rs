@@ -11,10 +11,10 @@ use std::time::Instant;
 use anyhow::Result;
 use serde_json::json;
 
-use super::{outcomes_note, process_findings, Context, Scenario, DEFAULT_SOURCES};
+use super::{close, outcomes_note, run_tag, Context, Scenario};
 use crate::report::ScenarioReport;
 use crate::rng::Rng;
-use crate::simulator::{secrets_of, totals, SimEvent, Simulator};
+use crate::simulator::{totals, SimEvent};
 use crate::verify::check_ledger;
 
 /// Subscriptions (scaled by `--scale`).
@@ -42,12 +42,9 @@ impl Scenario for OutOfOrder {
     async fn run(&self, ctx: &Context) -> Result<ScenarioReport> {
         let started = Instant::now();
         let seed = ctx.seed ^ 0x07;
-        let db = ctx.database(self.name()).await?;
-        let env = ctx.function_env(&db, DEFAULT_SOURCES, &[]);
-        let fleet = ctx.receiver_fleet(self.name(), ctx.receivers, env).await?;
-        let simulator = Simulator::new(fleet.clone(), secrets_of(DEFAULT_SOURCES));
+        let (db, fleet, simulator) = ctx.default_receivers(self.name(), &[]).await?;
         let mut rng = Rng::new(seed);
-        let run = format!("{:x}", rng.next_u64() & 0xffff_ffff);
+        let run = run_tag(&mut rng);
         let base = 1_790_000_000i64;
         let entities = ctx.scaled(ENTITIES);
         // Per subscription: the newest (version, plan, status, event id).
@@ -158,12 +155,6 @@ impl Scenario for OutOfOrder {
             }
         }
         report.notes.push(outcomes_note(&fleet));
-        let (panics, exits) = process_findings(&fleet);
-        fleet.shutdown().await;
-        report.finish(panics, exits);
-        report.seed = seed;
-        report.receivers = ctx.receivers;
-        report.duration_s = started.elapsed().as_secs_f64();
-        Ok(report)
+        Ok(close(report, &[&fleet], seed, ctx.receivers, started).await)
     }
 }

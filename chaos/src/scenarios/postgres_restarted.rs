@@ -8,10 +8,11 @@
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
-use serde_json::json;
 
-use super::timed::{deliver_timed, drive_workers, pids, wait_until_zero};
-use super::{process_findings, Context, Scenario, DEFAULT_SOURCES};
+use super::timed::{
+    deliver_timed, drive_workers, pids, stop_drive, wait_until_zero, NOT_COMPLETED,
+};
+use super::{charge_refunded, close, mixed_event, run_tag, Context, Scenario, DEFAULT_SOURCES};
 use crate::postgres_control::restart_immediate;
 use crate::report::ScenarioReport;
 use crate::rng::Rng;
@@ -67,33 +68,9 @@ impl Scenario for PostgresRestarted {
         let (drive, drivers) = drive_workers(&workers, Duration::from_millis(200));
         let simulator = Simulator::new(fleet.clone(), secrets_of(DEFAULT_SOURCES));
         let created = bench::unix_now();
-        let run = format!("{:x}", Rng::new(seed).next_u64() & 0xffff_ffff);
-        let event = |i: usize| {
-            let id = format!("evt_pgr_{run}_{i:05}");
-            match i % 6 {
-                0 => SimEvent::stripe(
-                    "stripe-deferred",
-                    &id,
-                    crate::handlers::INVOICE_PAID,
-                    created,
-                    json!({"id": format!("in_pgr_{i}"), "object": "invoice"}),
-                ),
-                1 => SimEvent::stripe(
-                    "stripe",
-                    &id,
-                    crate::handlers::INVOICE_PAID,
-                    created,
-                    json!({"id": format!("in_pgr_{i}"), "object": "invoice"}),
-                ),
-                _ => SimEvent::stripe(
-                    "stripe",
-                    &id,
-                    crate::handlers::CHARGE_REFUNDED,
-                    created,
-                    json!({"id": format!("ch_pgr_{i}"), "object": "charge"}),
-                ),
-            }
-        };
+        let run = run_tag(&mut Rng::new(seed));
+        let event =
+            |i: usize| mixed_event("pgr", &run, i, created, i.is_multiple_of(6), i % 6 == 1);
         let mut events: Vec<SimEvent> = (0..ctx.scaled(EVENTS)).map(event).collect();
         Rng::new(seed).shuffle(&mut events);
 
@@ -110,12 +87,11 @@ impl Scenario for PostgresRestarted {
                     let restarted = restart_immediate(&cluster).await;
                     let back = Instant::now();
                     // A fresh delivery after each restart, retried until a 2xx.
-                    let probe = SimEvent::stripe(
+                    let probe = charge_refunded(
                         "stripe",
                         &format!("evt_pgr_probe_{run}_{n}"),
-                        crate::handlers::CHARGE_REFUNDED,
                         created,
-                        json!({"id": format!("ch_pgr_probe_{n}"), "object": "charge"}),
+                        &format!("ch_pgr_probe_{n}"),
                     );
                     let mut record = EventRecord {
                         source: probe.source.clone(),
@@ -154,16 +130,8 @@ impl Scenario for PostgresRestarted {
 
         // The deferred events complete (the workers keep draining), then the check.
         let client = db.connect().await?;
-        let pending = wait_until_zero(
-            &client,
-            "SELECT count(*) FROM webhook_event WHERE status <> 'completed'",
-            Duration::from_secs(120),
-        )
-        .await?;
-        drive.stop();
-        for driver in drivers {
-            let _ = driver.await;
-        }
+        let pending = wait_until_zero(&client, NOT_COMPLETED, Duration::from_secs(120)).await?;
+        stop_drive(&drive, drivers).await;
         let recoveries: Vec<Option<u64>> = probes
             .iter()
             .map(|p| p.first_ack_after.map(|d| d.as_millis() as u64))
@@ -213,16 +181,6 @@ impl Scenario for PostgresRestarted {
             drive.statuses(),
             timed.statuses()
         ));
-        let (mut panics, mut exits) = process_findings(&fleet);
-        let (wp, we) = process_findings(&workers);
-        panics.extend(wp);
-        exits.extend(we);
-        fleet.shutdown().await;
-        workers.shutdown().await;
-        report.finish(panics, exits);
-        report.seed = seed;
-        report.receivers = ctx.receivers;
-        report.duration_s = started.elapsed().as_secs_f64();
-        Ok(report)
+        Ok(close(report, &[&fleet, &workers], seed, ctx.receivers, started).await)
     }
 }

@@ -14,13 +14,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
-use serde_json::json;
 
-use super::{outcomes_note, process_findings, Context, Scenario, DEFAULT_SOURCES};
+use super::{close, outcomes_note, refunded_charge, run_tag, Context, Scenario};
 use crate::lambda::Fleet;
 use crate::report::ScenarioReport;
 use crate::rng::Rng;
-use crate::simulator::{secrets_of, totals, SimEvent, Simulator};
+use crate::simulator::{totals, SimEvent};
 use crate::verify::check_effects;
 
 /// Events (scaled by `--scale`).
@@ -115,20 +114,18 @@ impl Scenario for ReceiverKilled {
     async fn run(&self, ctx: &Context) -> Result<ScenarioReport> {
         let started = Instant::now();
         let seed = ctx.seed ^ 0x02;
-        let db = ctx.database(self.name()).await?;
-        let env = ctx.function_env(
-            &db,
-            DEFAULT_SOURCES,
-            &[
-                ("CHAOS_REPLY_DELAY_MS", REPLY_DELAY_MS),
-                ("CHAOS_HANDLER_SLEEP_MS", HANDLER_SLEEP_MS),
-            ],
-        );
-        let fleet = ctx.receiver_fleet(self.name(), ctx.receivers, env).await?;
-        let simulator = Simulator::new(fleet.clone(), secrets_of(DEFAULT_SOURCES));
+        let (db, fleet, simulator) = ctx
+            .default_receivers(
+                self.name(),
+                &[
+                    ("CHAOS_REPLY_DELAY_MS", REPLY_DELAY_MS),
+                    ("CHAOS_HANDLER_SLEEP_MS", HANDLER_SLEEP_MS),
+                ],
+            )
+            .await?;
         let mut rng = Rng::new(seed);
         let created = bench::unix_now();
-        let run = format!("{:x}", rng.next_u64() & 0xffff_ffff);
+        let run = run_tag(&mut rng);
         let events: Vec<SimEvent> = (0..ctx.scaled(EVENTS))
             .map(|i| {
                 // Every third one takes the transaction shape (a SELECT, a 5 ms sleep, the
@@ -139,13 +136,12 @@ impl Scenario for ReceiverKilled {
                 } else {
                     crate::handlers::CHARGE_REFUNDED
                 };
-                SimEvent::stripe(
-                    "stripe",
-                    &format!("evt_kill_{run}_{i:05}"),
+                refunded_charge(
                     event_type,
+                    &format!("evt_kill_{run}_{i:05}"),
                     created,
-                    json!({"id": format!("ch_kill_{i}"), "object": "charge",
-                           "amount_refunded": 100 + i, "currency": "usd"}),
+                    &format!("ch_kill_{i}"),
+                    i,
                 )
             })
             .collect();
@@ -193,12 +189,6 @@ impl Scenario for ReceiverKilled {
             ));
         }
         report.notes.push(outcomes_note(&fleet));
-        let (panics, exits) = process_findings(&fleet);
-        fleet.shutdown().await;
-        report.finish(panics, exits);
-        report.seed = seed;
-        report.receivers = ctx.receivers;
-        report.duration_s = started.elapsed().as_secs_f64();
-        Ok(report)
+        Ok(close(report, &[&fleet], seed, ctx.receivers, started).await)
     }
 }

@@ -7,12 +7,11 @@
 use std::time::Instant;
 
 use anyhow::Result;
-use serde_json::json;
 
-use super::{outcomes_note, process_findings, Context, Scenario, DEFAULT_SOURCES};
+use super::{close, outcomes_note, refunded_charge, run_tag, Context, Scenario};
 use crate::report::ScenarioReport;
 use crate::rng::Rng;
-use crate::simulator::{secrets_of, totals, SimEvent, Simulator};
+use crate::simulator::{totals, SimEvent};
 use crate::verify::check_effects;
 
 /// Events (scaled by `--scale`).
@@ -38,22 +37,17 @@ impl Scenario for RetryStorm {
     async fn run(&self, ctx: &Context) -> Result<ScenarioReport> {
         let started = Instant::now();
         let seed = ctx.seed ^ 0x01;
-        let db = ctx.database(self.name()).await?;
-        let env = ctx.function_env(&db, DEFAULT_SOURCES, &[]);
-        let fleet = ctx.receiver_fleet(self.name(), ctx.receivers, env).await?;
-        let simulator = Simulator::new(fleet.clone(), secrets_of(DEFAULT_SOURCES));
+        let (db, fleet, simulator) = ctx.default_receivers(self.name(), &[]).await?;
         let created = bench::unix_now();
-        let run = format!("{:x}", Rng::new(seed).next_u64() & 0xffff_ffff);
+        let run = run_tag(&mut Rng::new(seed));
         let mut events: Vec<SimEvent> = (0..ctx.scaled(EVENTS))
             .map(|i| {
-                let id = format!("evt_storm_{run}_{i:05}");
-                SimEvent::stripe(
-                    "stripe",
-                    &id,
+                refunded_charge(
                     crate::handlers::CHARGE_REFUNDED,
+                    &format!("evt_storm_{run}_{i:05}"),
                     created,
-                    json!({"id": format!("ch_storm_{i}"), "object": "charge",
-                           "amount_refunded": 100 + i, "currency": "usd"}),
+                    &format!("ch_storm_{i}"),
+                    i,
                 )
             })
             .collect();
@@ -74,12 +68,6 @@ impl Scenario for RetryStorm {
             ctx.receivers
         ));
         report.notes.push(outcomes_note(&fleet));
-        let (panics, exits) = process_findings(&fleet);
-        fleet.shutdown().await;
-        report.finish(panics, exits);
-        report.seed = seed;
-        report.receivers = ctx.receivers;
-        report.duration_s = started.elapsed().as_secs_f64();
-        Ok(report)
+        Ok(close(report, &[&fleet], seed, ctx.receivers, started).await)
     }
 }

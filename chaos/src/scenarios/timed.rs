@@ -258,3 +258,14 @@ pub async fn wait_until_zero(
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }
+
+/// The ledger rows not yet `completed` (for [`wait_until_zero`]).
+pub const NOT_COMPLETED: &str = "SELECT count(*) FROM webhook_event WHERE status <> 'completed'";
+
+/// Stops `drive` ([`WorkerDrive::stop`]) and waits for its driver tasks to end.
+pub async fn stop_drive(drive: &WorkerDrive, drivers: Vec<tokio::task::JoinHandle<()>>) {
+    drive.stop();
+    for driver in drivers {
+        let _ = driver.await;
+    }
+}

@@ -13,8 +13,8 @@ use std::time::{Duration, Instant};
 use anyhow::Result;
 use serde_json::json;
 
-use super::timed::{deliver_timed, drive_workers, wait_until_zero};
-use super::{process_findings, Context, Scenario};
+use super::timed::{deliver_timed, drive_workers, stop_drive, wait_until_zero, NOT_COMPLETED};
+use super::{close, mixed_event, run_tag, Context, Scenario};
 use crate::report::ScenarioReport;
 use crate::rng::Rng;
 use crate::simulator::{secrets_of, totals, SimEvent, Simulator};
@@ -94,29 +94,10 @@ impl Scenario for WorkerKilled {
             .await?;
         let simulator = Simulator::new(receivers.clone(), secrets_of(&sources));
         let created = bench::unix_now();
-        let run = format!("{:x}", Rng::new(seed).next_u64() & 0xffff_ffff);
+        let run = run_tag(&mut Rng::new(seed));
         let n = ctx.scaled(EVENTS);
         let mut events: Vec<SimEvent> = (0..n)
-            .map(|i| {
-                let id = format!("evt_wk_{run}_{i:05}");
-                if i % 2 == 0 {
-                    SimEvent::stripe(
-                        "stripe-deferred",
-                        &id,
-                        crate::handlers::INVOICE_PAID,
-                        created,
-                        json!({"id": format!("in_wk_{i}"), "object": "invoice"}),
-                    )
-                } else {
-                    SimEvent::stripe(
-                        "stripe",
-                        &id,
-                        crate::handlers::CHARGE_REFUNDED,
-                        created,
-                        json!({"id": format!("ch_wk_{i}"), "object": "charge"}),
-                    )
-                }
-            })
+            .map(|i| mixed_event("wk", &run, i, created, i.is_multiple_of(2), false))
             .collect();
         Rng::new(seed).shuffle(&mut events);
         let expected_keys: BTreeSet<String> = events
@@ -199,22 +180,15 @@ impl Scenario for WorkerKilled {
         }
         let records = deliveries.await.unwrap_or_default().records;
         // Every event completes and every message is delivered (leases expire, workers retry).
-        let pending_events = wait_until_zero(
-            &client,
-            "SELECT count(*) FROM webhook_event WHERE status <> 'completed'",
-            Duration::from_secs(120),
-        )
-        .await?;
+        let pending_events =
+            wait_until_zero(&client, NOT_COMPLETED, Duration::from_secs(120)).await?;
         let pending_messages = wait_until_zero(
             &client,
             "SELECT count(*) FROM outbox WHERE status <> 'delivered'",
             Duration::from_secs(120),
         )
         .await?;
-        drive.stop();
-        for driver in drivers {
-            let _ = driver.await;
-        }
+        stop_drive(&drive, drivers).await;
         let check = check_effects(&client, &records).await?;
         let t = totals(&records);
         let mut report = ScenarioReport::from_run(self.name(), self.title(), &t, &check);
@@ -294,16 +268,13 @@ impl Scenario for WorkerKilled {
             summary.redeliveries,
             summary.keys_redelivered
         ));
-        let (mut panics, mut exits) = process_findings(&receivers);
-        let (wp, we) = process_findings(&workers);
-        panics.extend(wp);
-        exits.extend(we);
-        receivers.shutdown().await;
-        workers.shutdown().await;
-        report.finish(panics, exits);
-        report.seed = seed;
-        report.receivers = ctx.receivers.min(4);
-        report.duration_s = started.elapsed().as_secs_f64();
-        Ok(report)
+        Ok(close(
+            report,
+            &[&receivers, &workers],
+            seed,
+            ctx.receivers.min(4),
+            started,
+        )
+        .await)
     }
 }
