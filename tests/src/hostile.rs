@@ -647,49 +647,32 @@ fn provider_cases(b: &mut Builder, p: &Prepared, now: i64) -> Result<()> {
     // cannot carry them, so API Gateway never sends them; an event that does is refused by the
     // transport (functions/receiver/src/unreadable.rs) with 400, signed or not.
     {
-        let mut draft = signed.clone();
-        draft.set(&sig_header, &format!("{good_sig}\r\nx-injected: 1"));
-        b.push(
-            "header injection",
-            p,
-            "CRLF after the signature",
-            draft,
-            false,
-            400,
-        )?;
-        let mut draft = signed.clone();
-        draft.set(&sig_header, &format!("x\r\n{good_sig}"));
-        b.push(
-            "header injection",
-            p,
-            "CRLF before the signature",
-            draft,
-            false,
-            400,
-        )?;
-        let mut draft = signed.clone();
-        draft.set(&sig_header, &format!("{good_sig}\n"));
-        b.push(
-            "header injection",
-            p,
-            "trailing LF on the signature",
-            draft,
-            false,
-            400,
-        )?;
-        let mut draft = signed.clone();
-        draft.set(
-            "content-type",
-            "application/json\r\nx-hub-signature-256: sha256=00",
-        );
-        b.push(
-            "header injection",
-            p,
-            "CRLF in content-type",
-            draft,
-            false,
-            400,
-        )?;
+        for (header, value, what) in [
+            (
+                sig_header.as_str(),
+                format!("{good_sig}\r\nx-injected: 1"),
+                "CRLF after the signature",
+            ),
+            (
+                sig_header.as_str(),
+                format!("x\r\n{good_sig}"),
+                "CRLF before the signature",
+            ),
+            (
+                sig_header.as_str(),
+                format!("{good_sig}\n"),
+                "trailing LF on the signature",
+            ),
+            (
+                "content-type",
+                "application/json\r\nx-hub-signature-256: sha256=00".to_owned(),
+                "CRLF in content-type",
+            ),
+        ] {
+            let mut draft = signed.clone();
+            draft.set(header, &value);
+            b.push("header injection", p, what, draft, false, 400)?;
+        }
         if let Loc::Header(name) = p.p.id {
             let mut draft = p.base.clone();
             draft.set(name, "evt_1\r\nx-injected: 1");

@@ -225,20 +225,9 @@ async fn every_provider_event_file_is_accepted_once_and_replayed_after() {
         assert!(replayed, "{name}");
     }
     assert_eq!(app.ledger_rows().await, cases.len() as i64);
-    let types: Vec<String> = app
-        .db
-        .connect()
-        .await
-        .unwrap()
-        .query(
-            "SELECT event_type FROM webhook_event ORDER BY claimed_at",
-            &[],
-        )
-        .await
-        .unwrap()
-        .iter()
-        .map(|row| row.get(0))
-        .collect();
+    let types = app
+        .texts("SELECT event_type FROM webhook_event ORDER BY claimed_at")
+        .await;
     assert_eq!(types, cases.map(|(_, t)| t.to_owned()));
 }
 

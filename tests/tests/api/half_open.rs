@@ -57,6 +57,35 @@ async fn bounded(app: &TestApp, source: &str, delivery: &Delivery) -> (shared::R
     }
 }
 
+/// [`bounded`] for a signed Stripe payment `event_id` for `order`, `amount` in cents.
+async fn bounded_payment(
+    app: &TestApp,
+    event_id: &str,
+    order: &str,
+    amount: i64,
+) -> (shared::Reply, Duration) {
+    bounded(app, "stripe", &stripe_payment(event_id, order, amount, NOW)).await
+}
+
+/// One drain of `worker` with its clock past the lease (`lease_secs + 1` s ahead), bounded
+/// by the client deadline plus [`HUNG_AFTER`]; panics with `hung` when it does not end.
+async fn drain_past_lease(
+    app: &TestApp,
+    worker: &worker::handler::AppState,
+    hung: &str,
+) -> shared::work::Summary {
+    let later =
+        std::time::SystemTime::now() + Duration::from_secs(app.settings.worker.lease_secs + 1);
+    let deadline = app.settings.database.client_deadline();
+    tokio::time::timeout(
+        deadline + HUNG_AFTER,
+        worker.worker.drain(move || later, plenty),
+    )
+    .await
+    .expect(hung)
+    .unwrap()
+}
+
 fn assert_unavailable_within(reply: &shared::Reply, took: Duration, deadline: Duration) {
     assert_eq!(reply.status, 503, "{reply:?}");
     assert_eq!(reply.outcome, "unavailable");
@@ -76,31 +105,16 @@ async fn a_half_open_database_path_answers_503_within_the_deadline_and_recovers(
 
     // Paused before the pool has any connection: opening one must be bounded too.
     proxy.pause();
-    let (reply, took) = bounded(
-        &app,
-        "stripe",
-        &stripe_payment("evt_ho_1", "o_ho_1", 100, NOW),
-    )
-    .await;
+    let (reply, took) = bounded_payment(&app, "evt_ho_1", "o_ho_1", 100).await;
     assert_unavailable_within(&reply, took, deadline);
     proxy.resume();
 
-    let (reply, _) = bounded(
-        &app,
-        "stripe",
-        &stripe_payment("evt_ho_1", "o_ho_1", 100, NOW),
-    )
-    .await;
+    let (reply, _) = bounded_payment(&app, "evt_ho_1", "o_ho_1", 100).await;
     assert_eq!(reply.status, 200, "{reply:?}");
 
     // Paused with a warm connection, inline and deferred.
     proxy.pause();
-    let (reply, took) = bounded(
-        &app,
-        "stripe",
-        &stripe_payment("evt_ho_2", "o_ho_2", 200, NOW),
-    )
-    .await;
+    let (reply, took) = bounded_payment(&app, "evt_ho_2", "o_ho_2", 200).await;
     assert_unavailable_within(&reply, took, deadline);
     let body = payment_intent_body("evt_ho_3", "o_ho_3", 300);
     let (reply, took) = bounded(&app, "stripe-deferred", &deferred(body.clone())).await;
@@ -108,12 +122,7 @@ async fn a_half_open_database_path_answers_503_within_the_deadline_and_recovers(
     proxy.resume();
 
     // Back: the retries succeed, each event once.
-    let (reply, _) = bounded(
-        &app,
-        "stripe",
-        &stripe_payment("evt_ho_2", "o_ho_2", 200, NOW),
-    )
-    .await;
+    let (reply, _) = bounded_payment(&app, "evt_ho_2", "o_ho_2", 200).await;
     assert_eq!(reply.status, 200, "{reply:?}");
     let (reply, _) = bounded(&app, "stripe-deferred", &deferred(body)).await;
     assert_eq!(reply.status, 202, "{reply:?}");
@@ -125,31 +134,16 @@ async fn a_half_open_database_path_answers_503_within_the_deadline_and_recovers(
 async fn a_connection_stranded_by_a_dead_network_path_is_never_handed_out_again() {
     let (app, proxy) = app_through_proxy().await;
     let deadline = app.settings.database.client_deadline();
-    let (reply, _) = bounded(
-        &app,
-        "stripe",
-        &stripe_payment("evt_st_1", "o_st_1", 100, NOW),
-    )
-    .await;
+    let (reply, _) = bounded_payment(&app, "evt_st_1", "o_st_1", 100).await;
     assert_eq!(reply.status, 200, "{reply:?}");
 
     // The pool's one connection goes dead for good (new connections work).
     proxy.strand();
-    let (reply, took) = bounded(
-        &app,
-        "stripe",
-        &stripe_payment("evt_st_2", "o_st_2", 200, NOW),
-    )
-    .await;
+    let (reply, took) = bounded_payment(&app, "evt_st_2", "o_st_2", 200).await;
     assert_unavailable_within(&reply, took, deadline);
 
     // The retry gets a new connection, not the dead one back from the pool.
-    let (reply, _) = bounded(
-        &app,
-        "stripe",
-        &stripe_payment("evt_st_2", "o_st_2", 200, NOW),
-    )
-    .await;
+    let (reply, _) = bounded_payment(&app, "evt_st_2", "o_st_2", 200).await;
     assert_eq!(
         reply.status, 200,
         "the dead connection was reused: {reply:?}"
@@ -207,15 +201,12 @@ async fn a_worker_drain_on_a_stranded_connection_ends_within_a_bound() {
 
     // The next drain gets a fresh connection, not the dead one back, and completes the event;
     // its clock is past any lease the stranded statement might have taken.
-    let later =
-        std::time::SystemTime::now() + Duration::from_secs(app.settings.worker.lease_secs + 1);
-    let summary = tokio::time::timeout(
-        deadline + HUNG_AFTER,
-        worker.worker.drain(move || later, plenty),
+    let summary = drain_past_lease(
+        &app,
+        &worker,
+        "the next drain hung: the dead connection was reused",
     )
-    .await
-    .expect("the next drain hung: the dead connection was reused")
-    .unwrap();
+    .await;
     assert_eq!(summary.completed, 1, "{summary:?}");
     assert_eq!(summary.deadlines, 0, "{summary:?}");
     let (status, attempts, _) = row(&app, "evt_w_2").await;
@@ -311,15 +302,12 @@ async fn an_outbox_record_on_a_stranded_connection_ends_within_a_bound_and_redis
     );
 
     // Past the lease: dispatched again with the same key, recorded once, on a fresh connection.
-    let later =
-        std::time::SystemTime::now() + Duration::from_secs(app.settings.worker.lease_secs + 1);
-    let summary = tokio::time::timeout(
-        deadline + HUNG_AFTER,
-        worker.worker.drain(move || later, plenty),
+    let summary = drain_past_lease(
+        &app,
+        &worker,
+        "the next drain hung: the dead connection was reused",
     )
-    .await
-    .expect("the next drain hung: the dead connection was reused")
-    .unwrap();
+    .await;
     assert_eq!(summary.outbox.delivered, 1, "{summary:?}");
     assert_eq!(summary.outbox.deadlines, 0, "{summary:?}");
     assert_eq!(outbox_status(&app).await, "delivered");
@@ -451,15 +439,7 @@ async fn a_handler_s_statement_on_a_dead_database_path_is_bounded_and_the_event_
     );
 
     // Back, and past the lease: the event completes once.
-    let later =
-        std::time::SystemTime::now() + Duration::from_secs(app.settings.worker.lease_secs + 1);
-    let summary = tokio::time::timeout(
-        deadline + HUNG_AFTER,
-        worker.worker.drain(move || later, plenty),
-    )
-    .await
-    .expect("the next drain hung")
-    .unwrap();
+    let summary = drain_past_lease(&app, &worker, "the next drain hung").await;
     assert_eq!(summary.completed, 1, "{summary:?}");
     let (status, attempts, _) = row(&app, "evt_w_tx").await;
     assert_eq!((status.as_str(), attempts), ("completed", 2));

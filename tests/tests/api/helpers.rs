@@ -42,6 +42,14 @@ impl TestApp {
         client.query_one(sql, &[]).await.unwrap().get(0)
     }
 
+    /// The first column of every row `sql` returns, as text, in its order (e.g.
+    /// `SELECT event_id FROM webhook_event ORDER BY claimed_at`).
+    pub async fn texts(&self, sql: &str) -> Vec<String> {
+        let client = self.db.connect().await.unwrap();
+        let rows = client.query(sql, &[]).await.unwrap();
+        rows.iter().map(|row| row.get(0)).collect()
+    }
+
     pub async fn ledger_rows(&self) -> i64 {
         self.count("SELECT count(*) FROM webhook_event").await
     }

@@ -357,17 +357,9 @@ async fn a_signed_event_id_full_of_sql_metacharacters_is_stored_verbatim() {
             "{id}"
         );
     }
-    let client = app.db.connect().await.unwrap();
-    let stored: Vec<String> = client
-        .query(
-            "SELECT event_id FROM webhook_event WHERE source = 'stripe' ORDER BY claimed_at",
-            &[],
-        )
-        .await
-        .unwrap()
-        .iter()
-        .map(|row| row.get(0))
-        .collect();
+    let stored = app
+        .texts("SELECT event_id FROM webhook_event WHERE source = 'stripe' ORDER BY claimed_at")
+        .await;
     assert_eq!(stored, ids);
     assert_eq!(app.ledger_rows().await, 10);
     assert_eq!(app.order_rows().await, 5);

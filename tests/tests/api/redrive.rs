@@ -389,21 +389,12 @@ async fn a_window_redrive_moves_exactly_the_rows_that_died_in_it_in_batches() {
         [BATCH as u64, 2 * BATCH as u64, n],
         "one call per batch"
     );
-    let moved: Vec<String> = app
-        .db
-        .connect()
-        .await
-        .unwrap()
-        .query(
+    let moved = app
+        .texts(
             "SELECT DISTINCT split_part(event_id, '_', 2) || '/' || status::text
              FROM webhook_event ORDER BY 1",
-            &[],
         )
-        .await
-        .unwrap()
-        .iter()
-        .map(|row| row.get(0))
-        .collect();
+        .await;
     assert_eq!(moved, ["after/dead", "before/dead", "in/claimed"]);
     let again = redrive(&app, "stripe-deferred", &selection, false)
         .await

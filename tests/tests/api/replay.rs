@@ -214,16 +214,12 @@ async fn stripe_replay_claims_only_the_missing_events_and_applies_each_once() {
             .await,
         22
     );
-    let client = app.db.connect().await.unwrap();
-    let replayed: BTreeSet<String> = client
-        .query(
+    let replayed: BTreeSet<String> = app
+        .texts(
             "SELECT event_id FROM webhook_event WHERE replayed_at IS NOT NULL AND status = 'completed'",
-            &[],
         )
         .await
-        .unwrap()
-        .iter()
-        .map(|row| row.get(0))
+        .into_iter()
         .collect();
     assert_eq!(replayed, missing);
 
