@@ -7,7 +7,7 @@
 //! | route | what |
 //! |---|---|
 //! | `GET /` | overview: events per minute by outcome, per source (SVG, `?hours=` 1 to 48, default 6), and the auditor's figures live (`shared::audit::peek`) |
-//! | `GET /events` | the ledger, newest first: `source`, `status`, `event_type`, `from`, `until` (claimed_at; RFC 3339 or `datetime-local`, UTC), `id_prefix`; keyset pages of [`pages::events::PAGE_SIZE`] (`after`, an opaque cursor) |
+//! | `GET /events` | the ledger, newest first: `source`, `status`, `event_type`, `from`, `until` (claimed_at; RFC 3339 or `datetime-local`, UTC), `id_prefix` (with a `source`); keyset pages of [`pages::events::PAGE_SIZE`] (`after`, an opaque cursor) |
 //! | `GET /events/{source}/{event_id}` | one event (path segments percent-encoded): timeline, stored response, payload (behind `<details>`, never for a source that keeps digests only), outbox messages |
 //! | `GET /stuck` | the auditor's stuck list (`shared::audit::stuck_list`, what `hookledger stuck` prints) |
 //! | `GET /dead` | dead letters and dead outbox messages (`source`, `since`, `until`: dead_at), with re-drive links |

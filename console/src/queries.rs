@@ -101,8 +101,8 @@ WHERE ($1::text IS NULL OR source = $1)
   AND ($3::text IS NULL OR event_type = $3)
   AND ($4::timestamptz IS NULL OR claimed_at >= $4)
   AND ($5::timestamptz IS NULL OR claimed_at < $5)
-  -- An id prefix is checked on the rows the index scan reads (a prefix of text in a
-  -- non-C collation cannot bound a btree range).
+  -- An id prefix (the page asks for a source with it) is checked on the rows of that
+  -- source's index scan: a prefix of text in a non-C collation cannot bound a btree range.
   AND ($6::text IS NULL OR starts_with(event_id, $6))
   -- The keyset: rows after the previous page's last (claimed_at, source, event_id), in the
   -- order of webhook_event_claimed_at_key_idx (V15), so the next page starts where the last

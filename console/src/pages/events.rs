@@ -1,5 +1,5 @@
 //! `GET /events`: the ledger newest first, filtered by source, status, event type, a window of
-//! `claimed_at` (`from`, `until`) and an event id prefix, in keyset pages of [`PAGE_SIZE`]
+//! `claimed_at` (`from`, `until`) and an event id prefix (with a source), in keyset pages of [`PAGE_SIZE`]
 //! (`after`: an opaque cursor of the last row's `(claimed_at, source, event_id)`; never
 //! OFFSET). The statement is [`crate::queries::EVENTS`].
 
@@ -105,13 +105,22 @@ impl EventsQuery {
                 return Err(PageError::bad("until", "must be after from"));
             }
         }
+        let source = bounded("source", given(&self.source), 64)?;
+        let id_prefix = bounded("id_prefix", given(&self.id_prefix), 255)?;
+        if id_prefix.is_some() && source.is_none() {
+            // Over every source no index could serve it (the key is (source, event_id)).
+            return Err(PageError::bad(
+                "id_prefix",
+                "give the source too: event ids are unique per source",
+            ));
+        }
         Ok(EventFilter {
-            source: bounded("source", given(&self.source), 64)?,
+            source,
             status,
             event_type: bounded("event_type", given(&self.event_type), 255)?,
             from,
             until,
-            id_prefix: bounded("id_prefix", given(&self.id_prefix), 255)?,
+            id_prefix,
         })
     }
 
