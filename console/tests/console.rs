@@ -114,6 +114,28 @@ impl App {
         (status, response.text().await.unwrap())
     }
 
+    /// POSTs the re-drive of `what` (`dead`, `outbox`) of one event, with `confirmed` and `csrf`.
+    async fn redrive_one(
+        &self,
+        what: &str,
+        source: &str,
+        event_id: &str,
+        confirmed: &str,
+        csrf: &str,
+    ) -> (StatusCode, String) {
+        self.post(
+            "/redrive",
+            &[
+                ("what", what),
+                ("source", source),
+                ("event_id", event_id),
+                ("confirmed", confirmed),
+                ("csrf", csrf),
+            ],
+        )
+        .await
+    }
+
     async fn sql(&self, statement: &str) {
         self.db
             .connect()
@@ -705,16 +727,7 @@ async fn redrive_from_the_page_moves_exactly_the_confirmed_rows() {
     assert!(html.contains("<strong id=\"matched\">1</strong>"), "{html}");
     let csrf = hidden(&html, "csrf");
     let (status, _) = app
-        .post(
-            "/redrive",
-            &[
-                ("what", "dead"),
-                ("source", "github"),
-                ("event_id", "gh_dead"),
-                ("confirmed", "1"),
-                ("csrf", &csrf),
-            ],
-        )
+        .redrive_one("dead", "github", "gh_dead", "1", &csrf)
         .await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(status_of(&app, "gh_dead").await, "claimed");
@@ -745,16 +758,7 @@ async fn dead_outbox_messages_are_redriven_as_hookledger_redrive_outbox_does() {
     assert!(html.contains("<strong id=\"matched\">2</strong>"), "{html}");
     let csrf = hidden(&html, "csrf");
     let (status, body) = app
-        .post(
-            "/redrive",
-            &[
-                ("what", "outbox"),
-                ("source", "stripe"),
-                ("event_id", "evt_ob"),
-                ("confirmed", "2"),
-                ("csrf", &csrf),
-            ],
-        )
+        .redrive_one("outbox", "stripe", "evt_ob", "2", &csrf)
         .await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(
@@ -814,16 +818,7 @@ async fn read_only_mode_has_no_redrive() {
     assert_eq!(status, StatusCode::FORBIDDEN);
     let csrf = hookledger_console::auth::csrf_token(&AccessToken::new(&app.token).unwrap());
     let (status, _) = app
-        .post(
-            "/redrive",
-            &[
-                ("what", "dead"),
-                ("source", "stripe"),
-                ("event_id", "evt_d1"),
-                ("confirmed", "1"),
-                ("csrf", &csrf),
-            ],
-        )
+        .redrive_one("dead", "stripe", "evt_d1", "1", &csrf)
         .await;
     assert_eq!(status, StatusCode::FORBIDDEN);
     assert_eq!(status_of(&app, "evt_d1").await, "dead");

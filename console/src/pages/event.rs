@@ -15,6 +15,11 @@ use crate::{queries, AppState, PageError};
 /// One line of the timeline: when (RFC 3339, or `-`), and what.
 type Line = (String, String);
 
+/// `": {error}"`, or nothing without an error.
+fn error_suffix(error: Option<&str>) -> String {
+    error.map(|e| format!(": {e}")).unwrap_or_default()
+}
+
 /// The timeline: the earlier lives the row's history records (each re-drive or re-run keeps
 /// what the row was), then the current one from its columns.
 pub fn timeline(detail: &EventDetail) -> Vec<Line> {
@@ -31,9 +36,7 @@ pub fn timeline(detail: &EventDetail) -> Vec<Line> {
                 format!(
                     "dead after {} attempts{}",
                     attempts.unwrap_or(0),
-                    text("last_error")
-                        .map(|e| format!(": {e}"))
-                        .unwrap_or_default()
+                    error_suffix(text("last_error").as_deref())
                 ),
             )),
             Some("completed") => lines.push((
@@ -85,11 +88,7 @@ pub fn timeline(detail: &EventDetail) -> Vec<Line> {
             format!(
                 "attempt {} failed{}; next attempt then",
                 detail.attempts,
-                detail
-                    .last_error
-                    .as_ref()
-                    .map(|e| format!(": {e}"))
-                    .unwrap_or_default()
+                error_suffix(detail.last_error.as_deref())
             ),
         ));
     }
@@ -111,11 +110,7 @@ pub fn timeline(detail: &EventDetail) -> Vec<Line> {
             format!(
                 "dead after {} attempts{}",
                 detail.attempts,
-                detail
-                    .last_error
-                    .as_ref()
-                    .map(|e| format!(": {e}"))
-                    .unwrap_or_default()
+                error_suffix(detail.last_error.as_deref())
             ),
         ));
     }
