@@ -1,6 +1,7 @@
 //! `hookledger`: the operator's tools, running the same `shared` code as the functions against
 //! any `DATABASE_URL` (and the same sources: `HOOKLEDGER_SOURCES`, `HOOKLEDGER_SOURCES_FILE` or
-//! `HOOKLEDGER_SOURCES_SECRET_ARN`; `migrate` needs only the database).
+//! `HOOKLEDGER_SOURCES_SECRET_ARN`; `migrate` needs only the database). `console` serves the
+//! ledger console (`hookledger_console`) instead of printing a report.
 //!
 //! Each command prints a readable summary, or with `--json` the same report the function
 //! returns. Log lines and progress bars go to stderr (`RUST_LOG`, default `warn`; bars only on
@@ -13,6 +14,7 @@ use clap::{Parser, Subcommand};
 
 mod args;
 mod audit;
+mod console;
 mod inspect;
 mod migrate;
 mod progress;
@@ -53,6 +55,15 @@ enum Command {
     /// Report stuck claims, idle transactions, retention, dead letters, backlog and quiet
     /// sources (what the auditor function reports).
     Audit(audit::Args),
+    /// Serve the ledger console, a small web UI, on 127.0.0.1:8470: prints
+    /// `hookledger console: http://ADDR/?token=TOKEN` and serves until Ctrl-C or SIGTERM.
+    ///
+    /// Pages: / (overview: events per minute by outcome, the auditor's figures), /events
+    /// (filters, keyset pages), /events/SOURCE/EVENT_ID (timeline, response, payload, outbox),
+    /// /stuck, /dead (with re-drive behind a confirmation). The token (random, or
+    /// HOOKLEDGER_CONSOLE_TOKEN) is needed on every page: the printed URL sets a cookie.
+    #[command(verbatim_doc_comment)]
+    Console(console::Args),
 }
 
 /// Prints a command's report on stdout: with `--json` (`json`) the report as one line of JSON
@@ -103,6 +114,7 @@ async fn run(command: Command) -> anyhow::Result<()> {
         Command::Stuck(args) => stuck::run(&settings, &pool, args).await,
         Command::Sweep(args) => sweep::run(&settings, &pool, args).await,
         Command::Audit(args) => audit::run(&settings, &pool, args).await,
+        Command::Console(args) => console::run(settings, pool, args).await,
     }
 }
 

@@ -1,18 +1,12 @@
 //! `hookledger stuck`: the auditor's stuck list now: `claimed` rows claimed longer ago than the
 //! threshold (an inline claim whose delivery died mid-transaction, or deferred work the worker
 //! has not reached) and `processing` rows whose lease expired (a worker died), per source, and
-//! the oldest keys. The same statements as the auditor (`shared::ledger::audit::stuck`,
-//! `stuck_keys`); read-only.
-
-use std::collections::BTreeMap;
-use std::time::Duration;
+//! the oldest keys. The same statements as the auditor (`shared::audit::stuck_list`, which
+//! the console's stuck page shows too); read-only.
 
 use anyhow::Context;
-use serde::Serialize;
-use shared::audit::{StuckKey, CAP};
+use shared::audit::{stuck_list, StuckList};
 use shared::db::Pool;
-use shared::ledger::audit as sql;
-use shared::telemetry::rfc3339;
 use shared::Settings;
 
 use crate::audit::age;
@@ -32,29 +26,7 @@ pub struct Args {
     limit: i64,
 }
 
-/// One source's stuck work: `{"count", "oldest_age_secs"}`.
-#[derive(Debug, Serialize)]
-struct SourceStuck {
-    count: u64,
-    oldest_age_secs: u64,
-}
-
-/// The list: `{"at", "stuck_after_secs", "total", "capped", "sources", "keys"}`.
-#[derive(Debug, Serialize)]
-struct StuckReport {
-    /// The database's time of the read, RFC 3339.
-    at: String,
-    stuck_after_secs: u64,
-    /// Stuck rows over all sources.
-    total: u64,
-    /// Whether a count reached the cap (the numbers mean "at least").
-    capped: bool,
-    sources: BTreeMap<String, SourceStuck>,
-    /// The oldest stuck keys, oldest first (at most --limit).
-    keys: Vec<StuckKey>,
-}
-
-/// Reads and prints the stuck list.
+/// Reads and prints the stuck list (`shared::audit::stuck_list`).
 ///
 /// # Errors
 /// When the database is unreachable or a statement fails.
@@ -66,51 +38,13 @@ pub async fn run(settings: &Settings, pool: &Pool, args: Args) -> anyhow::Result
         .get()
         .await
         .map_err(|e| anyhow::anyhow!(shared::db::describe_pool(&e)))?;
-    // Ages against the database's clock (which stamped claimed_at), not this host's.
-    let now = shared::db::now(&conn)
-        .await
-        .context("reading the database's clock")?;
-    let claimed_before = now
-        .checked_sub(Duration::from_secs(stuck_after_secs))
-        .unwrap_or(std::time::UNIX_EPOCH);
-    let cap = CAP as i64;
-    let figures = sql::stuck(&conn, claimed_before, now, cap)
+    let report = stuck_list(&conn, stuck_after_secs, args.limit)
         .await
         .context("reading the stuck claims")?;
-    let keys = sql::stuck_keys(&conn, claimed_before, now, args.limit)
-        .await
-        .context("reading the stuck keys")?;
-    let since = |at: std::time::SystemTime| now.duration_since(at).map_or(0, |d| d.as_secs());
-    let report = StuckReport {
-        at: rfc3339(now),
-        stuck_after_secs,
-        total: figures.values().map(|f| f.count).sum(),
-        capped: figures.values().any(|f| f.count >= CAP),
-        sources: figures
-            .into_iter()
-            .map(|(source, figure)| {
-                (
-                    source,
-                    SourceStuck {
-                        count: figure.count,
-                        oldest_age_secs: figure.oldest.map_or(0, since),
-                    },
-                )
-            })
-            .collect(),
-        keys: keys
-            .into_iter()
-            .map(|key| StuckKey {
-                age_secs: since(key.since),
-                source: key.source,
-                event_id: key.event_id,
-            })
-            .collect(),
-    };
     crate::print_report(args.json, &report, || summary(&report))
 }
 
-fn summary(report: &StuckReport) -> String {
+fn summary(report: &StuckList) -> String {
     let mut text = format!(
         "{}{} stuck at {} (claimed more than {} ago, or a lease expired)\n",
         report.total,

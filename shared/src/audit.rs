@@ -510,3 +510,76 @@ async fn audit_in_transaction(
         sources: by_source,
     })
 }
+
+/// One source's stuck work in a [`StuckList`]: `{"count", "oldest_age_secs"}`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct SourceStuck {
+    /// Stuck claims and expired leases (at most [`CAP`] of each).
+    pub count: u64,
+    /// Since the oldest of them was claimed (a claim) or its lease expired (a lease), seconds.
+    pub oldest_age_secs: u64,
+}
+
+/// The stuck list now, as `hookledger stuck` prints it and the console shows it: `{"at",
+/// "stuck_after_secs", "total", "capped", "sources", "keys"}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct StuckList {
+    /// The database's time of the read, RFC 3339.
+    pub at: String,
+    /// A `claimed` row older than this is stuck, seconds.
+    pub stuck_after_secs: u64,
+    /// Stuck rows over all sources.
+    pub total: u64,
+    /// Whether a count reached [`CAP`] (the numbers mean "at least").
+    pub capped: bool,
+    /// Per source, by name (sources with stuck work only).
+    pub sources: BTreeMap<String, SourceStuck>,
+    /// The oldest stuck keys, oldest first (at most the `limit` asked for).
+    pub keys: Vec<StuckKey>,
+}
+
+/// The auditor's stuck list at the database's time now: `claimed` rows claimed more than
+/// `stuck_after_secs` ago and `processing` rows whose lease expired, per source, and the
+/// `limit` oldest keys (the auditor's statements, [`sql::stuck`] and [`sql::stuck_keys`]).
+/// Ages against the database's clock, which stamped `claimed_at`. Read-only.
+///
+/// # Errors
+/// [`LedgerError::Db`] when PostgreSQL fails.
+pub async fn stuck_list(
+    conn: &Connection,
+    stuck_after_secs: u64,
+    limit: i64,
+) -> Result<StuckList, LedgerError> {
+    let now = crate::db::now(conn).await?;
+    let claimed_before = now
+        .checked_sub(Duration::from_secs(stuck_after_secs))
+        .unwrap_or(SystemTime::UNIX_EPOCH);
+    let figures = sql::stuck(conn, claimed_before, now, CAP as i64).await?;
+    let keys = sql::stuck_keys(conn, claimed_before, now, limit).await?;
+    Ok(StuckList {
+        at: rfc3339(now),
+        stuck_after_secs,
+        total: figures.values().map(|f| f.count).sum(),
+        capped: figures.values().any(|f| f.count >= CAP),
+        sources: figures
+            .into_iter()
+            .map(|(source, figure)| {
+                (
+                    source,
+                    SourceStuck {
+                        count: figure.count,
+                        oldest_age_secs: figure.oldest.map_or(0, |at| age(now, at)),
+                    },
+                )
+            })
+            .collect(),
+        keys: keys
+            .into_iter()
+            .map(|key| StuckKey {
+                age_secs: age(now, key.since),
+                source: key.source,
+                event_id: key.event_id,
+            })
+            .collect(),
+    })
+}

@@ -459,7 +459,13 @@ async fn handlers_tables_created_before_v14_are_granted_to_the_handlers_role() {
     let applied = shared::db::migrate_with(&db.settings(1), &examples)
         .await
         .unwrap();
-    assert_eq!(applied, ["V14__create_function_roles"]);
+    assert_eq!(
+        applied,
+        [
+            "V14__create_function_roles",
+            "V15__add_claimed_at_key_index"
+        ]
+    );
     let privileges = |table: &'static str| {
         let client = &client;
         async move {

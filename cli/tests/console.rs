@@ -1,0 +1,124 @@
+//! `hookledger console`, the built binary: the URL line, the overview with that token, the
+//! graceful stop on SIGTERM.
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use hookledger_tests::{events_dir, test_log, TestDb};
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::Command;
+
+#[tokio::test]
+async fn hookledger_console_prints_its_url_and_serves_the_overview_with_that_token() {
+    let db = TestDb::new(&handlers::migrations()).await.unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_hookledger"))
+        .args(["console", "--bind", "127.0.0.1:0", "--read-only"])
+        .env("DATABASE_URL", &db.url)
+        .env(
+            "HOOKLEDGER_SOURCES_FILE",
+            events_dir().join("sources.local.json"),
+        )
+        .env_remove("HOOKLEDGER_SOURCES")
+        .env_remove("HOOKLEDGER_SOURCES_SECRET_ARN")
+        .env_remove("HOOKLEDGER_DB_SECRET_ARN")
+        .env_remove("HOOKLEDGER_WORKER_FUNCTION")
+        .env_remove("HOOKLEDGER_CONSOLE_TOKEN")
+        .env("RUST_LOG", "info")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let line = tokio::time::timeout(Duration::from_secs(30), lines.next_line())
+        .await
+        .expect("the URL line within 30 s")
+        .unwrap()
+        .expect("a line on stdout");
+    let url = line
+        .strip_prefix("hookledger console: ")
+        .unwrap_or_else(|| panic!("{line}"));
+    let (base, token) = url.split_once("/?token=").unwrap();
+    assert!(base.starts_with("http://127.0.0.1:"), "{line}");
+    assert_ne!(base, "http://127.0.0.1:0", "{line}");
+    assert_eq!(token.len(), 64, "{line}");
+    assert!(token.chars().all(|c| c.is_ascii_hexdigit()), "{line}");
+
+    let client = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let response = client.get(url).send().await.unwrap();
+    assert_eq!(response.status(), 303);
+    assert_eq!(response.headers()["location"], "/");
+    let cookie = response.headers()["set-cookie"]
+        .to_str()
+        .unwrap()
+        .split(';')
+        .next()
+        .unwrap()
+        .to_owned();
+    let response = client
+        .get(format!("{base}/"))
+        .header("cookie", cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let html = response.text().await.unwrap();
+    assert!(html.contains("<h1>Overview</h1>"), "{html}");
+    // Every configured source has its row of figures.
+    assert!(html.contains("data-source=\"stripe-deferred\""), "{html}");
+    let response = client.get(format!("{base}/")).send().await.unwrap();
+    assert_eq!(response.status(), 401);
+    // --read-only: no re-drive.
+    let response = client
+        .post(format!("{base}/redrive"))
+        .bearer_auth(token)
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body("what=dead&source=stripe&event_id=evt_1&confirmed=1")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 403);
+
+    // SIGTERM: a graceful stop, exit status 0.
+    let pid = child.id().unwrap().to_string();
+    let killed = Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .await
+        .unwrap();
+    assert!(killed.success());
+    let output = tokio::time::timeout(Duration::from_secs(30), child.wait_with_output())
+        .await
+        .expect("stops within 30 s")
+        .unwrap();
+    test_log::record("hookledger", &output);
+    assert!(output.status.success(), "{output:?}");
+    let log = String::from_utf8_lossy(&output.stderr);
+    // The request log names the route, never the token or the query.
+    assert!(log.contains("console request"), "{log}");
+    assert!(!log.contains(token), "{log}");
+}
+
+#[tokio::test]
+async fn hookledger_console_help_documents_its_pages_and_flags() {
+    let output = Command::new(env!("CARGO_BIN_EXE_hookledger"))
+        .args(["console", "--help"])
+        .output()
+        .await
+        .unwrap();
+    assert!(output.status.success());
+    let text = String::from_utf8_lossy(&output.stdout);
+    for expected in [
+        "--bind",
+        "127.0.0.1:8470",
+        "--read-only",
+        "HOOKLEDGER_CONSOLE_TOKEN",
+        "/events",
+        "/dead",
+    ] {
+        assert!(text.contains(expected), "{expected} missing: {text}");
+    }
+}

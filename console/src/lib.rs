@@ -1,0 +1,187 @@
+//! hookledger's ledger console: what happened to every event, and re-drive, in the browser.
+//! Server-rendered HTML (maud), no JavaScript; served by `hookledger console` (the operator
+//! CLI), which reads the same `DATABASE_URL` and sources as the functions.
+//!
+//! # Routes
+//!
+//! | route | what |
+//! |---|---|
+//! | `GET /` | overview: events per minute by outcome, per source (SVG, `?hours=` 1 to 48, default 6), and the auditor's figures live (`shared::audit::peek`) |
+//! | `GET /events` | the ledger, newest first: `source`, `status`, `event_type`, `from`, `until` (claimed_at; RFC 3339 or `datetime-local`, UTC), `id_prefix` (with a `source`); keyset pages of [`pages::events::PAGE_SIZE`] (`after`, an opaque cursor) |
+//! | `GET /events/{source}/{event_id}` | one event (path segments percent-encoded): timeline, stored response, payload (behind `<details>`, never for a source that keeps digests only), outbox messages |
+//! | `GET /stuck` | the auditor's stuck list (`shared::audit::stuck_list`, what `hookledger stuck` prints) |
+//! | `GET /dead` | dead letters and dead outbox messages (`source`, `since`, `until`: dead_at), with re-drive links |
+//! | `GET /redrive/confirm` | how many rows a re-drive would move (the same code's dry run): `what` (`dead` or `outbox`), `source`, and `event_id` or `since` (+ `until`) |
+//! | `POST /redrive` | the re-drive itself (`shared::redrive::run`, as `hookledger redrive`): the same fields, `confirmed` (the count confirmed) and `csrf`; refused when the count changed |
+//! | `GET /style.css` | the stylesheet |
+//!
+//! # Security
+//!
+//! Every route needs the access token ([`auth`]): `?token=` once (sets an HttpOnly,
+//! SameSite=Strict cookie and redirects to the same URL without it), then the cookie or
+//! `Authorization: Bearer`; else 401. POSTs carry a CSRF token (403 without it). In read-only
+//! mode ([`ConsoleConfig::read_only`]) there is no re-drive: no buttons, and the POST routes
+//! answer 403. Every response has `Cache-Control: no-store`, `X-Frame-Options: DENY`, a
+//! `Content-Security-Policy` of `default-src 'none'` (the stylesheet and images from self, forms
+//! to self) and `Referrer-Policy: no-referrer`. One log line per request: method, route
+//! template, status, duration (never the query string).
+//!
+//! # Start it against a database
+//!
+//! ```text
+//! DATABASE_URL=postgres://USER:PASSWORD@HOST/DB \
+//! HOOKLEDGER_SOURCES_FILE=events/sources.local.json \
+//!   cargo run -p cli --bin hookledger -- console [--bind 127.0.0.1:8470] [--read-only]
+//! ```
+//!
+//! (any of the CLI's sources: `HOOKLEDGER_SOURCES`, `HOOKLEDGER_SOURCES_FILE`,
+//! `HOOKLEDGER_SOURCES_SECRET_ARN`; `HOOKLEDGER_CONSOLE_TOKEN` fixes the token). On a
+//! throwaway PostgreSQL: `scripts/with-postgres.sh sh -c 'cargo run -p cli --bin hookledger --
+//! migrate && HOOKLEDGER_SOURCES_FILE=events/sources.local.json cargo run -p cli --bin
+//! hookledger -- console'`. It prints `hookledger console: http://127.0.0.1:8470/?token=...`:
+//! open that URL.
+//!
+//! # Use from Rust
+//!
+//! ```no_run
+//! # async fn serve(settings: shared::Settings, pool: shared::db::Pool, registry: shared::handlers::Registry) -> std::io::Result<()> {
+//! use hookledger_console::{AccessToken, Console, ConsoleConfig};
+//! let console = Console::new(
+//!     settings,
+//!     pool,
+//!     registry,
+//!     shared::doorbell::Doorbell::off(),
+//!     ConsoleConfig { token: AccessToken::random()?, read_only: false },
+//! );
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+//! println!("{}", console.url(listener.local_addr()?));
+//! console.serve(listener, std::future::pending()).await
+//! # }
+//! ```
+#![warn(missing_docs)]
+#![forbid(unsafe_code)]
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::routing::{get, post};
+use axum::Router;
+use shared::db::Pool;
+use shared::doorbell::Doorbell;
+use shared::handlers::Registry;
+use shared::Settings;
+
+pub mod auth;
+pub mod chart;
+pub mod error;
+pub mod layout;
+pub mod pages;
+pub mod queries;
+pub mod time_input;
+
+pub use auth::AccessToken;
+pub use error::PageError;
+
+/// The default address of `hookledger console`.
+pub const DEFAULT_BIND: &str = "127.0.0.1:8470";
+
+/// How the console runs.
+#[derive(Debug, Clone)]
+pub struct ConsoleConfig {
+    /// The access token every request must carry.
+    pub token: AccessToken,
+    /// No re-drive: no buttons, and the POST routes answer 403.
+    pub read_only: bool,
+}
+
+/// What every handler reads: the settings, the pool, the handlers and the worker's doorbell
+/// (for re-drive), the token.
+#[derive(Debug)]
+pub struct State {
+    /// The settings, as the functions read them.
+    pub settings: Settings,
+    /// The database.
+    pub pool: Pool,
+    /// The handlers (a re-drive of ignored events checks a handler exists; kept for the same
+    /// call as the CLI's).
+    pub handlers: Registry,
+    /// Rung after a re-drive moved rows.
+    pub doorbell: Doorbell,
+    /// Token and mode.
+    pub config: ConsoleConfig,
+}
+
+/// Shared state of the console's handlers.
+pub type AppState = Arc<State>;
+
+/// The console: build it once, then [`Console::router`] or [`Console::serve`].
+#[derive(Debug, Clone)]
+pub struct Console {
+    state: AppState,
+}
+
+impl Console {
+    /// A console over `pool` with `settings` (its sources and audit thresholds), `handlers`
+    /// and `doorbell` (what a re-drive calls, as the CLI's `redrive` does).
+    pub fn new(
+        settings: Settings,
+        pool: Pool,
+        handlers: Registry,
+        doorbell: Doorbell,
+        config: ConsoleConfig,
+    ) -> Self {
+        Self {
+            state: Arc::new(State {
+                settings,
+                pool,
+                handlers,
+                doorbell,
+                config,
+            }),
+        }
+    }
+
+    /// The URL to open, with the token: `http://ADDR/?token=TOKEN`.
+    pub fn url(&self, addr: SocketAddr) -> String {
+        format!("http://{addr}/?token={}", self.state.config.token.expose())
+    }
+
+    /// The router: every route of the module's table behind the token check, the security
+    /// headers and the request log.
+    pub fn router(&self) -> Router {
+        let state = self.state.clone();
+        Router::new()
+            .route("/", get(pages::overview::page))
+            .route("/events", get(pages::events::page))
+            .route("/events/{source}/{event_id}", get(pages::event::page))
+            .route("/stuck", get(pages::stuck::page))
+            .route("/dead", get(pages::dead::page))
+            .route("/redrive/confirm", get(pages::redrive::confirm))
+            .route("/redrive", post(pages::redrive::submit))
+            .route("/style.css", get(layout::stylesheet))
+            .fallback(pages::not_found)
+            .layer(axum::middleware::from_fn_with_state(
+                state.clone(),
+                auth::require_token,
+            ))
+            .layer(axum::middleware::from_fn(layout::security_headers))
+            .layer(axum::middleware::from_fn(layout::log_request))
+            .with_state(state)
+    }
+
+    /// Serves [`Console::router`] on `listener` until `shutdown` resolves, then finishes the
+    /// requests in flight (graceful shutdown).
+    ///
+    /// # Errors
+    /// When accepting connections fails.
+    pub async fn serve(
+        &self,
+        listener: tokio::net::TcpListener,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> std::io::Result<()> {
+        axum::serve(listener, self.router())
+            .with_graceful_shutdown(shutdown)
+            .await
+    }
+}

@@ -1,0 +1,231 @@
+//! `GET /events/{source}/{event_id}`: one event as `hookledger inspect` reads it
+//! (`shared::redrive::inspect`): its timeline, the stored response, the payload (behind a
+//! `<details>`, and never for a source that keeps digests only), its outbox messages.
+
+use std::time::SystemTime;
+
+use axum::extract::{Path, State};
+use maud::{html, Markup};
+use shared::ledger::{EventDetail, Status};
+
+use crate::layout::{maybe_time, shell, time, url_with};
+use crate::pages::connection;
+use crate::{queries, AppState, PageError};
+
+/// One line of the timeline: when (RFC 3339, or `-`), and what.
+type Line = (String, String);
+
+/// `": {error}"`, or nothing without an error.
+fn error_suffix(error: Option<&str>) -> String {
+    error.map(|e| format!(": {e}")).unwrap_or_default()
+}
+
+/// The timeline: the earlier lives the row's history records (each re-drive or re-run keeps
+/// what the row was), then the current one from its columns.
+pub fn timeline(detail: &EventDetail) -> Vec<Line> {
+    let mut lines = Vec::new();
+    for entry in detail.history.as_array().into_iter().flatten() {
+        let text = |key: &str| entry.get(key).and_then(|v| v.as_str()).map(str::to_owned);
+        if let Some(claimed) = text("claimed_at") {
+            lines.push((claimed, "claimed".to_owned()));
+        }
+        let attempts = entry.get("attempts").and_then(|v| v.as_i64());
+        match text("status").as_deref() {
+            Some("dead") => lines.push((
+                text("dead_at").unwrap_or_else(|| "-".to_owned()),
+                format!(
+                    "dead after {} attempts{}",
+                    attempts.unwrap_or(0),
+                    error_suffix(text("last_error").as_deref())
+                ),
+            )),
+            Some("completed") => lines.push((
+                text("completed_at").unwrap_or_else(|| "-".to_owned()),
+                format!(
+                    "completed{}",
+                    entry
+                        .get("response")
+                        .filter(|r| !r.is_null())
+                        .map(|r| format!(": {r}"))
+                        .unwrap_or_default()
+                ),
+            )),
+            _ => {}
+        }
+        let action = match text("action").as_deref() {
+            Some("redrive") => "re-driven by an operator (back to claimed)".to_owned(),
+            Some("rerun_ignored") => {
+                "re-run by an operator (ignored, a handler exists now)".to_owned()
+            }
+            Some(other) => other.to_owned(),
+            None => "operator action".to_owned(),
+        };
+        lines.push((text("at").unwrap_or_else(|| "-".to_owned()), action));
+    }
+    let mut current: Vec<(SystemTime, String)> = Vec::new();
+    current.push((
+        detail.claimed_at,
+        match detail.replayed_at {
+            Some(_) => "claimed (created by replay from the provider's API)".to_owned(),
+            None => "claimed".to_owned(),
+        },
+    ));
+    if let Some(at) = detail.replayed_at.filter(|at| *at != detail.claimed_at) {
+        current.push((at, "replayed from the provider's API".to_owned()));
+    }
+    if let (Status::Processing, Some(at)) = (detail.status, detail.lease_expires_at) {
+        current.push((
+            at,
+            format!(
+                "leased by a worker until then (attempt {})",
+                detail.attempts
+            ),
+        ));
+    }
+    if let (Status::Failed, Some(at)) = (detail.status, detail.next_attempt_at) {
+        current.push((
+            at,
+            format!(
+                "attempt {} failed{}; next attempt then",
+                detail.attempts,
+                error_suffix(detail.last_error.as_deref())
+            ),
+        ));
+    }
+    if let (Status::Claimed, Some(at)) = (detail.status, detail.next_attempt_at) {
+        current.push((at, "due for the worker".to_owned()));
+    }
+    if let Some(at) = detail.completed_at {
+        current.push((
+            at,
+            format!(
+                "completed after {} attempts (0: inline, in the delivery)",
+                detail.attempts
+            ),
+        ));
+    }
+    if let Some(at) = detail.dead_at {
+        current.push((
+            at,
+            format!(
+                "dead after {} attempts{}",
+                detail.attempts,
+                error_suffix(detail.last_error.as_deref())
+            ),
+        ));
+    }
+    current.sort_by_key(|(at, _)| *at);
+    lines.extend(current.into_iter().map(|(at, what)| (time(at), what)));
+    lines
+}
+
+/// The payload as shown: JSON pretty-printed, other UTF-8 as is, anything else as a note.
+pub fn pretty(payload: &[u8]) -> String {
+    match serde_json::from_slice::<serde_json::Value>(payload) {
+        Ok(json) => serde_json::to_string_pretty(&json).unwrap_or_default(),
+        Err(_) => match std::str::from_utf8(payload) {
+            Ok(text) => text.to_owned(),
+            Err(_) => format!("({} bytes, not UTF-8)", payload.len()),
+        },
+    }
+}
+
+/// The event page.
+///
+/// # Errors
+/// 404 when the key is not in the ledger; 503 when the database fails.
+pub async fn page(
+    State(state): State<AppState>,
+    Path((source, event_id)): Path<(String, String)>,
+) -> Result<Markup, PageError> {
+    let Some(detail) = shared::redrive::inspect(&state.pool, &source, &event_id).await? else {
+        return Err(PageError::NotFound(format!(
+            "{source}/{event_id} is not in the ledger."
+        )));
+    };
+    // The payload only for a configured source that stores payloads; a source that keeps
+    // digests only is never read, whatever an older row may hold.
+    let keeps_payloads = state
+        .settings
+        .sources
+        .get(&source)
+        .is_some_and(|s| s.store_payload);
+    let payload = match (keeps_payloads, detail.payload_bytes) {
+        (true, Some(_)) => {
+            let conn = connection(&state).await?;
+            queries::payload(&conn, &source, &event_id).await?
+        }
+        _ => None,
+    };
+    let read_only = state.config.read_only;
+    let dead_messages = detail.outbox.iter().filter(|m| m.status == "dead").count();
+    let response = match (&detail.response_status, &detail.response_body) {
+        (Some(status), Some(body)) => format!("{status} {body}"),
+        (Some(status), None) => status.to_string(),
+        _ => "-".to_owned(),
+    };
+    let content = html! {
+        h1 { (detail.source) " / " span.mono { (detail.event_id) } }
+        table {
+            tr { th { "event type" } td { (detail.event_type) } }
+            tr { th { "status" } td #status class=(format!("status-{}", detail.status.as_str())) { (detail.status.as_str()) } }
+            tr { th { "attempts" } td #attempts { (detail.attempts) } }
+            tr { th { "last error" } td { (detail.last_error.clone().unwrap_or_else(|| "-".to_owned())) } }
+            tr { th { "next attempt at" } td { (maybe_time(detail.next_attempt_at)) } }
+            tr { th { "lease expires at" } td { (maybe_time(detail.lease_expires_at)) } }
+            tr { th { "payload" } td.mono { @match detail.payload_bytes {
+                Some(bytes) => { (bytes) " bytes stored, sha256 " (detail.payload_digest) }
+                None => { "not stored (the source keeps digests only), sha256 " (detail.payload_digest) }
+            } } }
+        }
+        @if detail.status == Status::Dead && !read_only {
+            p { a href=(url_with("/redrive/confirm", &[("what", "dead"), ("source", &detail.source), ("event_id", &detail.event_id)])) { "Re-drive this dead letter…" } }
+        }
+        @if dead_messages > 0 && !read_only {
+            p { a href=(url_with("/redrive/confirm", &[("what", "outbox"), ("source", &detail.source), ("event_id", &detail.event_id)])) { "Re-drive its " (dead_messages) " dead outbox messages…" } }
+        }
+        h2 { "Timeline" }
+        table #timeline {
+            tr { th { "at (UTC)" } th { "what" } }
+            @for (at, what) in timeline(&detail) { tr { td.mono { (at) } td { (what) } } }
+        }
+        h2 { "Stored response" }
+        pre #response { (response) }
+        h2 { "Payload" }
+        @if let Some(payload) = &payload {
+            details {
+                summary { "Show the payload (" (payload.len()) " bytes)" }
+                pre #payload { (pretty(payload)) }
+            }
+        } @else if detail.payload_bytes.is_some() {
+            p.note { "Not shown: the source " (detail.source) " is not configured to store payloads now." }
+        } @else {
+            p.note { "Not stored: the source keeps digests only." }
+        }
+        h2 { "Outbox messages" }
+        @if detail.outbox.is_empty() { p.note { "None." } } @else {
+            table #outbox {
+                tr { th { "idempotency key" } th { "target" } th { "status" } th.n { "attempts" } th.n { "last HTTP status" } th { "last error" } th { "created" } th { "next attempt" } th { "delivered" } th { "dead" } }
+                @for message in &detail.outbox {
+                    tr {
+                        td.mono { (message.idempotency_key) }
+                        td { (message.target) }
+                        td class=(format!("status-{}", message.status)) { (message.status) }
+                        td.n { (message.attempts) }
+                        td.n { (message.last_status.map_or_else(|| "-".to_owned(), |s| s.to_string())) }
+                        td { (message.last_error.clone().unwrap_or_default()) }
+                        td.mono { (time(message.created_at)) }
+                        td.mono { (time(message.next_attempt_at)) }
+                        td.mono { (maybe_time(message.delivered_at)) }
+                        td.mono { (maybe_time(message.dead_at)) }
+                    }
+                }
+            }
+        }
+    };
+    Ok(shell(
+        &format!("{source}/{event_id}"),
+        content,
+        Some("/events"),
+    ))
+}

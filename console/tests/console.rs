@@ -1,0 +1,1168 @@
+//! The ledger console against real PostgreSQL (a fresh migrated database per test), served on
+//! 127.0.0.1:0 and driven with a real HTTP client.
+
+use std::collections::BTreeSet;
+
+use hookledger_console::{AccessToken, Console, ConsoleConfig};
+use hookledger_tests::{local_sources_json, test_db, TestDb};
+use reqwest::{header, redirect, Client, StatusCode};
+use shared::doorbell::Doorbell;
+use shared::Settings;
+
+/// A console served on a free port over a fresh database.
+struct App {
+    db: TestDb,
+    base: String,
+    token: String,
+    client: Client,
+}
+
+/// The local sources, with `slack` keeping digests only (`store_payload: false`).
+fn sources_json() -> String {
+    let mut sources: serde_json::Value =
+        serde_json::from_str(&local_sources_json().unwrap()).unwrap();
+    for source in sources.as_array_mut().unwrap() {
+        if source["name"] == "slack" {
+            source["store_payload"] = serde_json::Value::Bool(false);
+        }
+    }
+    sources.to_string()
+}
+
+async fn spawn(read_only: bool) -> App {
+    let db = test_db().await.unwrap();
+    spawn_on(db, read_only).await
+}
+
+async fn spawn_on(db: TestDb, read_only: bool) -> App {
+    let url = db.url.clone();
+    let sources = sources_json();
+    let settings = Settings::from_lookup(|name| match name {
+        "DATABASE_URL" => Some(url.clone()),
+        "HOOKLEDGER_SOURCES" => Some(sources.clone()),
+        _ => None,
+    })
+    .unwrap();
+    let pool = shared::db::pool(&settings.database).unwrap();
+    let handlers = handlers::registry(&settings.sources);
+    let token = AccessToken::random().unwrap();
+    let console = Console::new(
+        settings,
+        pool,
+        handlers,
+        Doorbell::off(),
+        ConsoleConfig {
+            token: token.clone(),
+            read_only,
+        },
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    assert_eq!(
+        console.url(addr),
+        format!("http://{addr}/?token={}", token.expose())
+    );
+    tokio::spawn(async move { console.serve(listener, std::future::pending()).await });
+    App {
+        db,
+        base: format!("http://{addr}"),
+        token: token.expose().to_owned(),
+        client: Client::builder()
+            .redirect(redirect::Policy::none())
+            .build()
+            .unwrap(),
+    }
+}
+
+impl App {
+    /// GET `path` with the token as a bearer header: (status, body).
+    async fn get(&self, path: &str) -> (StatusCode, String) {
+        let response = self
+            .client
+            .get(format!("{}{path}", self.base))
+            .bearer_auth(&self.token)
+            .send()
+            .await
+            .unwrap();
+        let status = response.status();
+        (status, response.text().await.unwrap())
+    }
+
+    /// GET `path`, asserting 200: the body.
+    async fn page(&self, path: &str) -> String {
+        let (status, body) = self.get(path).await;
+        assert_eq!(status, StatusCode::OK, "{path}: {body}");
+        body
+    }
+
+    /// POST the form `fields` to `path` with the token: (status, body).
+    async fn post(&self, path: &str, fields: &[(&str, &str)]) -> (StatusCode, String) {
+        let response = self
+            .client
+            .post(format!("{}{path}", self.base))
+            .bearer_auth(&self.token)
+            .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
+            .body(
+                form_urlencoded::Serializer::new(String::new())
+                    .extend_pairs(fields)
+                    .finish(),
+            )
+            .send()
+            .await
+            .unwrap();
+        let status = response.status();
+        (status, response.text().await.unwrap())
+    }
+
+    /// POSTs the re-drive of `what` (`dead`, `outbox`) of one event, with `confirmed` and `csrf`.
+    async fn redrive_one(
+        &self,
+        what: &str,
+        source: &str,
+        event_id: &str,
+        confirmed: &str,
+        csrf: &str,
+    ) -> (StatusCode, String) {
+        self.post(
+            "/redrive",
+            &[
+                ("what", what),
+                ("source", source),
+                ("event_id", event_id),
+                ("confirmed", confirmed),
+                ("csrf", csrf),
+            ],
+        )
+        .await
+    }
+
+    async fn sql(&self, statement: &str) {
+        self.db
+            .connect()
+            .await
+            .unwrap()
+            .batch_execute(statement)
+            .await
+            .unwrap();
+    }
+
+    async fn count(&self, query: &str) -> i64 {
+        self.db
+            .connect()
+            .await
+            .unwrap()
+            .query_one(query, &[])
+            .await
+            .unwrap()
+            .get(0)
+    }
+}
+
+/// One ledger row as the paths write it: `status` with the columns its CHECKs tie to it,
+/// claimed `age_min` minutes ago, a JSON payload naming the id.
+fn row(source: &str, id: &str, event_type: &str, status: &str, age_min: i64) -> String {
+    let (extra_cols, extra_vals) = match status {
+        "completed" => (
+            ", response_status, response_body, completed_at",
+            format!(", 200, '{{\"status\": \"ok\"}}', now() - interval '{age_min} minutes'"),
+        ),
+        "dead" => (
+            ", attempts, last_error, dead_at",
+            format!(", 8, 'downstream answered 502', now() - interval '{age_min} minutes' + interval '30 seconds'"),
+        ),
+        "failed" => (
+            ", attempts, last_error, next_attempt_at",
+            ", 2, 'timed out', now() - interval '1 minute'".to_owned(),
+        ),
+        "processing" => (
+            ", attempts, lease_expires_at, next_attempt_at",
+            ", 1, now() - interval '2 minutes', now() - interval '2 minutes'".to_owned(),
+        ),
+        _ => (", next_attempt_at", format!(", now() - interval '{age_min} minutes'")),
+    };
+    format!(
+        "INSERT INTO webhook_event (source, event_id, event_type, payload_digest, payload, status, claimed_at{extra_cols})
+         VALUES ('{source}', '{id}', '{event_type}', sha256('{id}'::bytea),
+                 convert_to('{{\"id\": \"{id}\", \"secret_marker\": \"pl_{id}\"}}', 'UTF8'),
+                 '{status}', now() - interval '{age_min} minutes'{extra_vals});\n"
+    )
+}
+
+/// The text of the cell `data-source="{source}" data-{kind}="{name}"` (inside a link or not).
+fn cell(html: &str, source: &str, kind: &str, name: &str) -> String {
+    let needle = format!("data-{kind}=\"{name}\"");
+    for (at, _) in html.match_indices(&needle) {
+        let tag_start = html[..at].rfind('<').unwrap();
+        let tag_end = at + html[at..].find('>').unwrap();
+        if !html[tag_start..tag_end].contains(&format!("data-source=\"{source}\"")) {
+            continue;
+        }
+        let mut rest = &html[tag_end + 1..];
+        while rest.starts_with('<') {
+            rest = &rest[rest.find('>').unwrap() + 1..];
+        }
+        return rest[..rest.find('<').unwrap()].trim().to_owned();
+    }
+    panic!("no cell {source}/{kind}={name} in {html}");
+}
+
+/// The event ids linked from the table `id` of a page, in order.
+fn linked_ids(html: &str, table: &str) -> Vec<String> {
+    let start = html
+        .find(&format!("<table id=\"{table}\""))
+        .unwrap_or_else(|| panic!("no table {table}: {html}"));
+    let end = start + html[start..].find("</table>").unwrap();
+    let table = &html[start..end];
+    table
+        .match_indices("href=\"/events/")
+        .map(|(at, _)| {
+            let rest = &table[at + "href=\"/events/".len()..];
+            let path = &rest[..rest.find('"').unwrap()];
+            path.split_once('/').unwrap().1.to_owned()
+        })
+        .collect()
+}
+
+/// Every `href` and `action` a page generates.
+fn urls(html: &str) -> Vec<String> {
+    ["href=\"", "action=\""]
+        .iter()
+        .flat_map(|attr| {
+            html.match_indices(attr).map(move |(at, _)| {
+                let rest = &html[at + attr.len()..];
+                rest[..rest.find('"').unwrap()].to_owned()
+            })
+        })
+        .collect()
+}
+
+const ROUTES: [&str; 8] = [
+    "/",
+    "/events",
+    "/events/stripe/evt_1",
+    "/stuck",
+    "/dead",
+    "/redrive/confirm?what=dead&source=stripe&event_id=evt_1",
+    "/style.css",
+    "/no-such-page",
+];
+
+#[tokio::test]
+async fn every_route_needs_the_token_get_and_post() {
+    let app = spawn(false).await;
+    for path in ROUTES {
+        for token in [None, Some("wrong"), Some(&app.token[..63])] {
+            let mut request = app.client.get(format!("{}{path}", app.base));
+            if let Some(token) = token {
+                request = request.bearer_auth(token);
+            }
+            let response = request.send().await.unwrap();
+            assert_eq!(response.status(), StatusCode::UNAUTHORIZED, "{path}");
+            assert_eq!(response.headers()["cache-control"], "no-store");
+            let body = response.text().await.unwrap();
+            assert!(body.contains("access token"), "{body}");
+        }
+        let response = app
+            .client
+            .get(format!("{}{path}", app.base))
+            .header(header::COOKIE, "hookledger_console=wrong")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), StatusCode::UNAUTHORIZED, "{path}");
+        let sep = if path.contains('?') { '&' } else { '?' };
+        let response = app
+            .client
+            .get(format!("{}{path}{sep}token=wrong", app.base))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), StatusCode::UNAUTHORIZED, "{path}");
+    }
+    for path in ["/redrive", "/", "/events"] {
+        let response = app
+            .client
+            .post(format!("{}{path}", app.base))
+            .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
+            .body("what=dead&source=stripe&event_id=evt_1&confirmed=1")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), StatusCode::UNAUTHORIZED, "POST {path}");
+    }
+}
+
+#[tokio::test]
+async fn the_token_in_the_url_becomes_a_cookie_and_leaves_the_address_bar() {
+    let app = spawn(false).await;
+    let response = app
+        .client
+        .get(format!(
+            "{}/events?source=stripe&token={}&status=dead",
+            app.base, app.token
+        ))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::SEE_OTHER);
+    assert_eq!(
+        response.headers()[header::LOCATION],
+        "/events?source=stripe&status=dead"
+    );
+    let cookie = response.headers()[header::SET_COOKIE].to_str().unwrap();
+    assert_eq!(
+        cookie,
+        format!(
+            "hookledger_console={}; HttpOnly; SameSite=Strict; Path=/",
+            app.token
+        )
+    );
+    let response = app
+        .client
+        .get(format!("{}/events?source=stripe&status=dead", app.base))
+        .header(
+            header::COOKIE,
+            format!("other=1; hookledger_console={}", app.token),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    let headers = response.headers();
+    assert_eq!(headers["cache-control"], "no-store");
+    assert_eq!(headers["x-frame-options"], "DENY");
+    assert_eq!(headers["referrer-policy"], "no-referrer");
+    let csp = headers["content-security-policy"].to_str().unwrap();
+    assert!(
+        csp.contains("default-src 'none'") && csp.contains("style-src 'self'"),
+        "{csp}"
+    );
+    assert!(csp.contains("frame-ancestors 'none'"), "{csp}");
+}
+
+#[tokio::test]
+async fn the_overview_shows_the_seeded_figures() {
+    let app = spawn(false).await;
+    let mut seed = String::new();
+    for i in 0..4 {
+        seed.push_str(&row(
+            "stripe",
+            &format!("evt_ok_{i}"),
+            "invoice.paid",
+            "completed",
+            10 + i,
+        ));
+    }
+    for i in 0..2 {
+        seed.push_str(&row(
+            "stripe",
+            &format!("evt_dead_{i}"),
+            "invoice.paid",
+            "dead",
+            20,
+        ));
+    }
+    seed.push_str(&row("stripe", "evt_retry", "invoice.paid", "failed", 30));
+    // A deferred claim 10 minutes old: stuck (past 300 s) and due.
+    seed.push_str(&row(
+        "stripe-deferred",
+        "evt_waiting",
+        "charge.refunded",
+        "claimed",
+        10,
+    ));
+    // Seven hours ago: outside the default six-hour chart, inside ?hours=8.
+    seed.push_str(&row("github", "gh_old", "push", "completed", 7 * 60));
+    seed.push_str(
+        "INSERT INTO outbox (source, event_id, n, event_type, target, payload, content_type, status,
+                             attempts, last_error, dead_at)
+         VALUES ('stripe', 'evt_ok_0', 1, 'invoice.paid', 'billing', '{}', 'application/json',
+                 'dead', 8, 'fatal: 400', now());",
+    );
+    app.sql(&seed).await;
+    let html = app.page("/").await;
+    assert_eq!(cell(&html, "stripe", "figure", "dead_letters"), "2");
+    assert_eq!(cell(&html, "stripe", "figure", "outbox_dead"), "1");
+    assert_eq!(cell(&html, "stripe", "figure", "backlog_due"), "1");
+    assert_eq!(cell(&html, "stripe", "figure", "stuck_claims"), "0");
+    assert_eq!(
+        cell(&html, "stripe-deferred", "figure", "stuck_claims"),
+        "1"
+    );
+    assert_eq!(cell(&html, "stripe-deferred", "figure", "backlog_due"), "1");
+    assert_eq!(cell(&html, "stripe", "outcome", "completed"), "4");
+    assert_eq!(cell(&html, "stripe", "outcome", "dead"), "2");
+    assert_eq!(cell(&html, "stripe", "outcome", "failed"), "1");
+    assert_eq!(cell(&html, "stripe-deferred", "outcome", "claimed"), "1");
+    assert_eq!(cell(&html, "github", "outcome", "completed"), "0");
+    assert!(html.contains("<svg class=\"chart\""), "{html}");
+    assert!(html.contains("completed 4"), "the legend's totals: {html}");
+    let html = app.page("/?hours=8").await;
+    assert_eq!(cell(&html, "github", "outcome", "completed"), "1");
+    for bad in ["/?hours=0", "/?hours=49", "/?hours=six"] {
+        let (status, body) = app.get(bad).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{bad}");
+        assert!(body.contains("hours"), "{body}");
+    }
+}
+
+#[tokio::test]
+async fn the_events_filters_return_exactly_the_matching_rows() {
+    let app = spawn(false).await;
+    let mut seed = String::new();
+    seed.push_str(&row("stripe", "evt_a1", "invoice.paid", "completed", 50));
+    seed.push_str(&row("stripe", "evt_a2", "invoice.paid", "dead", 40));
+    seed.push_str(&row("stripe", "evt_b1", "charge.refunded", "completed", 30));
+    seed.push_str(&row("github", "evt_a3", "push", "completed", 20));
+    seed.push_str(&row("github", "gh_1", "push", "failed", 10));
+    app.sql(&seed).await;
+    let ids = |html: String| linked_ids(&html, "events");
+    // Newest first.
+    assert_eq!(
+        ids(app.page("/events").await),
+        ["gh_1", "evt_a3", "evt_b1", "evt_a2", "evt_a1"]
+    );
+    assert_eq!(
+        ids(app.page("/events?source=stripe").await),
+        ["evt_b1", "evt_a2", "evt_a1"]
+    );
+    assert_eq!(ids(app.page("/events?status=dead").await), ["evt_a2"]);
+    assert_eq!(
+        ids(app.page("/events?event_type=invoice.paid").await),
+        ["evt_a2", "evt_a1"]
+    );
+    assert_eq!(
+        ids(app.page("/events?source=stripe&id_prefix=evt_a").await),
+        ["evt_a2", "evt_a1"]
+    );
+    assert_eq!(
+        ids(app.page("/events?source=github&id_prefix=evt_a").await),
+        ["evt_a3"]
+    );
+    assert_eq!(
+        ids(app
+            .page("/events?source=stripe&status=completed&id_prefix=evt_")
+            .await),
+        ["evt_b1", "evt_a1"]
+    );
+    // A window of claimed_at, from the database's clock, as RFC 3339 and as datetime-local.
+    let client = app.db.connect().await.unwrap();
+    let bounds: (String, String) = {
+        let row = client
+            .query_one(
+                "SELECT to_char((now() - interval '45 minutes') AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'),
+                        to_char((now() - interval '15 minutes') AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS')",
+                &[],
+            )
+            .await
+            .unwrap();
+        (row.get(0), row.get(1))
+    };
+    let window = format!("/events?from={}&until={}", bounds.0, bounds.1);
+    assert_eq!(ids(app.page(&window).await), ["evt_a3", "evt_b1", "evt_a2"]);
+    assert!(ids(app.page("/events?source=nobody").await).is_empty());
+    for (bad, field) in [
+        ("/events?status=gone", "status"),
+        ("/events?from=yesterday", "from"),
+        ("/events?after=garbage!", "after"),
+        ("/events?id_prefix=evt_a", "id_prefix"),
+    ] {
+        let (status, body) = app.get(bad).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{bad}");
+        assert!(body.contains(&format!("field {field}")), "{body}");
+    }
+}
+
+#[tokio::test]
+async fn keyset_pages_return_every_row_once_also_when_rows_arrive_between_pages() {
+    let app = spawn(false).await;
+    // 130 rows, several sharing a claimed_at (ties broken by source and event id).
+    app.sql(
+        "INSERT INTO webhook_event (source, event_id, event_type, payload_digest, status, claimed_at,
+                                    next_attempt_at)
+         SELECT CASE WHEN i % 2 = 0 THEN 'stripe' ELSE 'github' END, 'evt_' || i, 'invoice.paid',
+                sha256(i::text::bytea), 'claimed',
+                now() - (i / 3) * interval '1 second', now()
+         FROM generate_series(1, 130) AS i",
+    )
+    .await;
+    let mut seen = Vec::new();
+    let mut path = "/events".to_owned();
+    let mut pages = 0;
+    loop {
+        let html = app.page(&path).await;
+        let ids = linked_ids(&html, "events");
+        assert!(ids.len() <= 50);
+        seen.extend(ids);
+        pages += 1;
+        // New deliveries between pages: newer than every listed row, so never on a later page.
+        app.sql(&row(
+            "stripe",
+            &format!("evt_new_{pages}"),
+            "invoice.paid",
+            "claimed",
+            0,
+        ))
+        .await;
+        let Some(at) = html.find("rel=\"next\" href=\"") else {
+            break;
+        };
+        let rest = &html[at + "rel=\"next\" href=\"".len()..];
+        path = rest[..rest.find('"').unwrap()].replace("&amp;", "&");
+        assert!(path.contains("after="), "{path}");
+    }
+    assert_eq!(pages, 3);
+    assert_eq!(seen.len(), 130, "{seen:?}");
+    let unique: BTreeSet<&String> = seen.iter().collect();
+    assert_eq!(unique.len(), 130, "a row twice: {seen:?}");
+    assert!(seen.iter().all(|id| !id.starts_with("evt_new")));
+}
+
+#[tokio::test]
+async fn the_event_page_shows_the_timeline_response_payload_and_outbox() {
+    let app = spawn(false).await;
+    let mut seed = row("stripe", "evt_done", "invoice.paid", "completed", 5);
+    seed.push_str(
+        "UPDATE webhook_event SET attempts = 2,
+             history = jsonb_build_array(jsonb_build_object(
+                 'action', 'redrive', 'at', '2026-12-01T10:00:00.000Z', 'status', 'dead',
+                 'attempts', 8, 'last_error', 'downstream answered 502',
+                 'dead_at', '2026-12-01T09:00:00.000Z', 'claimed_at', '2026-12-01T08:00:00.000Z'))
+         WHERE event_id = 'evt_done';
+         INSERT INTO outbox (source, event_id, n, event_type, target, payload, content_type, status,
+                             attempts, last_status, delivered_at)
+         VALUES ('stripe', 'evt_done', 1, 'invoice.paid', 'billing', '{}', 'application/json',
+                 'delivered', 1, 200, now());",
+    );
+    // slack keeps digests only (this test's sources): an older row's payload is never shown.
+    seed.push_str(&row("slack", "Ev_lean", "app_mention", "completed", 5));
+    app.sql(&seed).await;
+    let html = app.page("/events/stripe/evt_done").await;
+    for text in [
+        "2026-12-01T08:00:00.000Z",
+        "dead after 8 attempts: downstream answered 502",
+        "re-driven by an operator",
+        "completed after 2 attempts",
+        "200 {&quot;status&quot;:&quot;ok&quot;}",
+        "stripe:evt_done:1",
+        "billing",
+        "delivered",
+    ] {
+        assert!(html.contains(text), "{text} missing: {html}");
+    }
+    // The payload, pretty-printed, behind a closed <details>.
+    let details = html.find("<details>").expect("a details element");
+    let payload = html
+        .find("&quot;secret_marker&quot;: &quot;pl_evt_done&quot;")
+        .unwrap();
+    assert!(payload > details, "{html}");
+    let html = app.page("/events/slack/Ev_lean").await;
+    assert!(!html.contains("pl_Ev_lean"), "{html}");
+    assert!(!html.contains("<details>"), "{html}");
+    // Percent-encoded segments, and a key not in the ledger.
+    app.sql(&row("github", "a/b c", "push", "completed", 1))
+        .await;
+    let html = app.page("/events/github/a%2Fb%20c").await;
+    assert!(html.contains("a/b c"), "{html}");
+    let (status, _) = app.get("/events/stripe/evt_missing").await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+}
+
+#[tokio::test]
+async fn the_stuck_page_lists_what_hookledger_stuck_lists() {
+    let app = spawn(false).await;
+    let mut seed = row(
+        "stripe-deferred",
+        "evt_stuck_old",
+        "invoice.paid",
+        "claimed",
+        60,
+    );
+    seed.push_str(&row(
+        "stripe-deferred",
+        "evt_stuck_new",
+        "invoice.paid",
+        "claimed",
+        10,
+    ));
+    seed.push_str(&row(
+        "stripe-deferred",
+        "evt_fresh",
+        "invoice.paid",
+        "claimed",
+        1,
+    ));
+    // An expired lease counts too.
+    seed.push_str(&row(
+        "stripe",
+        "evt_leased",
+        "invoice.paid",
+        "processing",
+        30,
+    ));
+    app.sql(&seed).await;
+    let html = app.page("/stuck").await;
+    assert_eq!(cell(&html, "stripe-deferred", "figure", "stuck"), "2");
+    assert_eq!(cell(&html, "stripe", "figure", "stuck"), "1");
+    let ids = linked_ids(&html, "stuck");
+    assert_eq!(ids.len(), 3, "{ids:?}");
+    assert_eq!(ids[0], "evt_stuck_old");
+    assert!(!ids.contains(&"evt_fresh".to_owned()));
+    let html = app.page("/stuck?stuck_after_secs=1800").await;
+    // An expired lease is stuck whatever the threshold.
+    assert_eq!(linked_ids(&html, "stuck"), ["evt_stuck_old", "evt_leased"]);
+    let (status, body) = app.get("/stuck?stuck_after_secs=0").await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert!(body.contains("stuck_after_secs"), "{body}");
+}
+
+async fn status_of(app: &App, id: &str) -> String {
+    app.db
+        .connect()
+        .await
+        .unwrap()
+        .query_one(
+            "SELECT status::text FROM webhook_event WHERE event_id = $1",
+            &[&id],
+        )
+        .await
+        .unwrap()
+        .get(0)
+}
+
+/// The value of the hidden field `name` in a page's form.
+fn hidden(html: &str, name: &str) -> String {
+    let needle = format!("name=\"{name}\" value=\"");
+    let at = html
+        .find(&needle)
+        .unwrap_or_else(|| panic!("no {name}: {html}"))
+        + needle.len();
+    html[at..at + html[at..].find('"').unwrap()].replace("&amp;", "&")
+}
+
+#[tokio::test]
+async fn redrive_from_the_page_moves_exactly_the_confirmed_rows() {
+    let app = spawn(false).await;
+    let mut seed = String::new();
+    for id in ["evt_d1", "evt_d2", "evt_d3"] {
+        seed.push_str(&row("stripe", id, "invoice.paid", "dead", 20));
+    }
+    // Outside the window (went dead 3 hours ago), and another source.
+    seed.push_str(&row("stripe", "evt_d_old", "invoice.paid", "dead", 180));
+    seed.push_str(&row("github", "gh_dead", "push", "dead", 20));
+    app.sql(&seed).await;
+    let since: String = app
+        .db
+        .connect()
+        .await
+        .unwrap()
+        .query_one(
+            "SELECT to_char((now() - interval '1 hour') AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    let dead = app
+        .page(&format!("/dead?source=stripe&since={since}"))
+        .await;
+    assert_eq!(
+        linked_ids(&dead, "dead-events"),
+        ["evt_d1", "evt_d2", "evt_d3"]
+    );
+    let confirm_at = dead
+        .find("href=\"/redrive/confirm?what=dead&amp;source=stripe&amp;since=")
+        .unwrap();
+    let rest = &dead[confirm_at + "href=\"".len()..];
+    let confirm = rest[..rest.find('"').unwrap()].replace("&amp;", "&");
+    let html = app.page(&confirm).await;
+    assert!(html.contains("<strong id=\"matched\">3</strong>"), "{html}");
+    assert_eq!(hidden(&html, "confirmed"), "3");
+    let fields: Vec<(String, String)> = ["what", "source", "since", "confirmed", "csrf"]
+        .iter()
+        .map(|name| (name.to_string(), hidden(&html, name)))
+        .collect();
+    let fields: Vec<(&str, &str)> = fields
+        .iter()
+        .map(|(n, v)| (n.as_str(), v.as_str()))
+        .collect();
+
+    // A fourth dead letter in the window since the confirmation: refused, nothing moves.
+    app.sql(&row("stripe", "evt_d4", "invoice.paid", "dead", 10))
+        .await;
+    let (status, body) = app.post("/redrive", &fields).await;
+    assert_eq!(status, StatusCode::CONFLICT, "{body}");
+    assert!(body.contains("<strong id=\"matched\">4</strong>"), "{body}");
+    assert_eq!(
+        app.count("SELECT count(*) FROM webhook_event WHERE status = 'dead'")
+            .await,
+        6
+    );
+
+    // Confirmed again with the new count: exactly those four move.
+    let mut fields = fields.clone();
+    fields.retain(|(n, _)| *n != "confirmed");
+    fields.push(("confirmed", "4"));
+    let (status, body) = app.post("/redrive", &fields).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert!(
+        body.contains("<strong id=\"redriven\">4</strong>"),
+        "{body}"
+    );
+    for id in ["evt_d1", "evt_d2", "evt_d3", "evt_d4"] {
+        assert_eq!(status_of(&app, id).await, "claimed", "{id}");
+    }
+    assert_eq!(status_of(&app, "evt_d_old").await, "dead");
+    assert_eq!(status_of(&app, "gh_dead").await, "dead");
+
+    // One row, from its event page's link.
+    let html = app.page("/events/github/gh_dead").await;
+    assert!(
+        html.contains("/redrive/confirm?what=dead&amp;source=github&amp;event_id=gh_dead"),
+        "{html}"
+    );
+    let html = app
+        .page("/redrive/confirm?what=dead&source=github&event_id=gh_dead")
+        .await;
+    assert!(html.contains("<strong id=\"matched\">1</strong>"), "{html}");
+    let csrf = hidden(&html, "csrf");
+    let (status, _) = app
+        .redrive_one("dead", "github", "gh_dead", "1", &csrf)
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(status_of(&app, "gh_dead").await, "claimed");
+    assert_eq!(status_of(&app, "evt_d_old").await, "dead");
+}
+
+#[tokio::test]
+async fn dead_outbox_messages_are_redriven_as_hookledger_redrive_outbox_does() {
+    let app = spawn(false).await;
+    let mut seed = row("stripe", "evt_ob", "invoice.paid", "completed", 5);
+    seed.push_str(
+        "INSERT INTO outbox (source, event_id, n, event_type, target, payload, content_type, status,
+                             attempts, last_error, last_status, dead_at)
+         VALUES ('stripe', 'evt_ob', 1, 'invoice.paid', 'billing', '{}', 'application/json',
+                 'dead', 8, 'fatal: answered 400', 400, now()),
+                ('stripe', 'evt_ob', 2, 'invoice.paid', 'billing', '{}', 'application/json',
+                 'dead', 8, 'fatal: answered 400', 400, now());",
+    );
+    app.sql(&seed).await;
+    let dead = app.page("/dead").await;
+    assert!(
+        dead.contains("stripe:evt_ob:1") && dead.contains("stripe:evt_ob:2"),
+        "{dead}"
+    );
+    let html = app
+        .page("/redrive/confirm?what=outbox&source=stripe&event_id=evt_ob")
+        .await;
+    assert!(html.contains("<strong id=\"matched\">2</strong>"), "{html}");
+    let csrf = hidden(&html, "csrf");
+    let (status, body) = app
+        .redrive_one("outbox", "stripe", "evt_ob", "2", &csrf)
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(
+        app.count("SELECT count(*) FROM outbox WHERE status = 'pending' AND attempts = 0")
+            .await,
+        2
+    );
+    assert_eq!(status_of(&app, "evt_ob").await, "completed");
+}
+
+#[tokio::test]
+async fn a_post_without_or_with_a_wrong_csrf_token_is_refused_and_changes_nothing() {
+    let app = spawn(false).await;
+    app.sql(&row("stripe", "evt_d1", "invoice.paid", "dead", 20))
+        .await;
+    let base = [
+        ("what", "dead"),
+        ("source", "stripe"),
+        ("event_id", "evt_d1"),
+        ("confirmed", "1"),
+    ];
+    let other = hookledger_console::auth::csrf_token(&AccessToken::random().unwrap());
+    for csrf in [None, Some(""), Some("00"), Some(other.as_str())] {
+        let mut fields = base.to_vec();
+        if let Some(csrf) = csrf {
+            fields.push(("csrf", csrf));
+        }
+        let (status, body) = app.post("/redrive", &fields).await;
+        assert_eq!(status, StatusCode::FORBIDDEN, "{csrf:?}: {body}");
+        assert!(body.contains("CSRF"), "{body}");
+        assert_eq!(status_of(&app, "evt_d1").await, "dead");
+    }
+    // GET is never a re-drive.
+    let (status, _) = app
+        .get("/redrive?what=dead&source=stripe&event_id=evt_d1&confirmed=1")
+        .await;
+    assert_eq!(status, StatusCode::METHOD_NOT_ALLOWED);
+    assert_eq!(status_of(&app, "evt_d1").await, "dead");
+}
+
+#[tokio::test]
+async fn read_only_mode_has_no_redrive() {
+    let app = spawn(true).await;
+    app.sql(&row("stripe", "evt_d1", "invoice.paid", "dead", 20))
+        .await;
+    for path in [
+        "/dead?source=stripe&since=2000-01-01T00:00:00Z",
+        "/events/stripe/evt_d1",
+    ] {
+        let html = app.page(path).await;
+        assert!(!html.contains("/redrive"), "{path}: {html}");
+        assert!(!html.contains("re-drive…"), "{path}: {html}");
+    }
+    let (status, _) = app
+        .get("/redrive/confirm?what=dead&source=stripe&event_id=evt_d1")
+        .await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    let csrf = hookledger_console::auth::csrf_token(&AccessToken::new(&app.token).unwrap());
+    let (status, _) = app
+        .redrive_one("dead", "stripe", "evt_d1", "1", &csrf)
+        .await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    assert_eq!(status_of(&app, "evt_d1").await, "dead");
+}
+
+#[tokio::test]
+async fn no_generated_url_carries_the_token_or_a_payload() {
+    let app = spawn(false).await;
+    let mut seed = String::new();
+    for i in 0..60 {
+        seed.push_str(&row(
+            "stripe",
+            &format!("evt_{i}"),
+            "invoice.paid",
+            "dead",
+            60 - i,
+        ));
+    }
+    app.sql(&seed).await;
+    let mut pages = Vec::new();
+    for path in [
+        "/",
+        "/events",
+        "/events?source=stripe&status=dead",
+        "/events/stripe/evt_3",
+        "/stuck",
+        "/dead",
+        "/dead?source=stripe&since=2000-01-01T00:00:00Z",
+        "/redrive/confirm?what=dead&source=stripe&event_id=evt_3",
+    ] {
+        pages.push((path, app.page(path).await));
+    }
+    let mut checked = 0;
+    for (path, html) in &pages {
+        for url in urls(html) {
+            checked += 1;
+            assert!(!url.contains(&app.token), "{path}: {url}");
+            assert!(!url.contains("token="), "{path}: {url}");
+            assert!(
+                !url.contains("pl_evt") && !url.contains("secret_marker"),
+                "{path}: {url}"
+            );
+        }
+        // The token itself appears nowhere in a page (the CSRF token is derived from it).
+        assert!(!html.contains(&app.token), "{path}");
+    }
+    assert!(checked > 100, "{checked}");
+}
+
+#[tokio::test]
+async fn a_database_failure_is_a_503_without_sql() {
+    let db = test_db().await.unwrap();
+    let app = spawn_on(db, false).await;
+    // The ledger's table gone from under the console: the statements fail.
+    app.sql("ALTER TABLE webhook_event RENAME TO webhook_event_gone")
+        .await;
+    let (status, body) = app.get("/events").await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
+    assert!(body.contains("Database unavailable"), "{body}");
+    assert!(
+        !body.contains("SELECT") && !body.contains("webhook_event"),
+        "{body}"
+    );
+}
+
+/// The plan of `sql` with `params` on a seeded ledger: every filter combination the events page
+/// offers reads webhook_event through an index.
+#[tokio::test]
+async fn every_console_query_is_served_by_an_index() {
+    use hookledger_console::queries;
+    use tokio_postgres::types::ToSql;
+    let db = test_db().await.unwrap();
+    let client = db.connect().await.unwrap();
+    // 20,000 events over six sources and two days, mostly completed, some dead and failed.
+    client
+        .batch_execute(
+            "INSERT INTO webhook_event (source, event_id, event_type, payload_digest, payload, status,
+                                        attempts, last_error, response_status, response_body,
+                                        claimed_at, completed_at, dead_at, next_attempt_at)
+             SELECT (ARRAY['stripe', 'github', 'shopify', 'slack', 'paddle', 'partner'])[1 + i % 6],
+                    'evt_' || lpad(i::text, 6, '0'),
+                    (ARRAY['invoice.paid', 'charge.refunded', 'push', 'orders/create'])[1 + i % 4],
+                    sha256(i::text::bytea), convert_to('{\"n\": ' || i || '}', 'UTF8'),
+                    s.status::event_status,
+                    CASE WHEN s.status = 'completed' THEN 1 ELSE 8 END,
+                    CASE WHEN s.status <> 'completed' THEN 'downstream answered 502' END,
+                    CASE WHEN s.status = 'completed' THEN 200 END,
+                    CASE WHEN s.status = 'completed' THEN '{\"ok\": true}'::jsonb END,
+                    now() - i * interval '8 seconds',
+                    CASE WHEN s.status = 'completed' THEN now() - i * interval '8 seconds' END,
+                    CASE WHEN s.status = 'dead' THEN now() - i * interval '8 seconds' END,
+                    CASE WHEN s.status = 'failed' THEN now() END
+             FROM generate_series(1, 20000) AS i,
+                  LATERAL (SELECT CASE WHEN i % 50 = 0 THEN 'dead'
+                                       WHEN i % 77 = 0 THEN 'failed'
+                                       ELSE 'completed' END AS status) AS s;
+             INSERT INTO outbox (source, event_id, n, event_type, target, payload, content_type,
+                                 status, attempts, dead_at, delivered_at)
+             SELECT source, event_id, 1, event_type, 'billing', '{}', 'application/json',
+                    CASE WHEN status = 'dead' THEN 'dead'::outbox_status ELSE 'delivered' END, 1,
+                    CASE WHEN status = 'dead' THEN now() END,
+                    CASE WHEN status = 'dead' THEN NULL ELSE now() END
+             FROM webhook_event;",
+        )
+        .await
+        .unwrap();
+    for table in ["webhook_event", "outbox"] {
+        client
+            .batch_execute(&format!("VACUUM ANALYZE {table}"))
+            .await
+            .unwrap();
+    }
+    client
+        .batch_execute("SET plan_cache_mode = force_custom_plan")
+        .await
+        .unwrap();
+    let now = std::time::SystemTime::now();
+    let hour = std::time::Duration::from_secs(3600);
+    let ago = |h: u64| now - hour * h as u32;
+    let text = |v: &str| Some(v.to_owned());
+    let none: Option<String> = None;
+    let no_time: Option<std::time::SystemTime> = None;
+    let cursor_at = Some(ago(10));
+    // (label, source, status, event_type, from, until, id_prefix, keyset)
+    #[allow(clippy::type_complexity)]
+    let combinations: Vec<(
+        &str,
+        Option<String>,
+        Option<String>,
+        Option<String>,
+        Option<std::time::SystemTime>,
+        Option<std::time::SystemTime>,
+        Option<String>,
+        bool,
+    )> = vec![
+        (
+            "no filter",
+            none.clone(),
+            none.clone(),
+            none.clone(),
+            no_time,
+            no_time,
+            none.clone(),
+            false,
+        ),
+        (
+            "no filter, next page",
+            none.clone(),
+            none.clone(),
+            none.clone(),
+            no_time,
+            no_time,
+            none.clone(),
+            true,
+        ),
+        (
+            "source",
+            text("stripe"),
+            none.clone(),
+            none.clone(),
+            no_time,
+            no_time,
+            none.clone(),
+            false,
+        ),
+        (
+            "source, next page",
+            text("stripe"),
+            none.clone(),
+            none.clone(),
+            no_time,
+            no_time,
+            none.clone(),
+            true,
+        ),
+        (
+            "status",
+            none.clone(),
+            text("dead"),
+            none.clone(),
+            no_time,
+            no_time,
+            none.clone(),
+            false,
+        ),
+        (
+            "status, next page",
+            none.clone(),
+            text("failed"),
+            none.clone(),
+            no_time,
+            no_time,
+            none.clone(),
+            true,
+        ),
+        (
+            "event type",
+            none.clone(),
+            none.clone(),
+            text("push"),
+            no_time,
+            no_time,
+            none.clone(),
+            false,
+        ),
+        (
+            "time range",
+            none.clone(),
+            none.clone(),
+            none.clone(),
+            Some(ago(30)),
+            Some(ago(20)),
+            none.clone(),
+            false,
+        ),
+        (
+            "time range, next page",
+            none.clone(),
+            none.clone(),
+            none.clone(),
+            Some(ago(30)),
+            Some(ago(5)),
+            none.clone(),
+            true,
+        ),
+        (
+            "from only",
+            none.clone(),
+            none.clone(),
+            none.clone(),
+            Some(ago(2)),
+            no_time,
+            none.clone(),
+            false,
+        ),
+        (
+            "source + id prefix",
+            text("github"),
+            none.clone(),
+            none.clone(),
+            no_time,
+            no_time,
+            text("evt_01"),
+            false,
+        ),
+        (
+            "source + status",
+            text("stripe"),
+            text("dead"),
+            none.clone(),
+            no_time,
+            no_time,
+            none.clone(),
+            false,
+        ),
+        (
+            "source + status + type + range",
+            text("stripe"),
+            text("completed"),
+            text("invoice.paid"),
+            Some(ago(40)),
+            Some(ago(1)),
+            none.clone(),
+            true,
+        ),
+        (
+            "everything",
+            text("paddle"),
+            text("completed"),
+            text("invoice.paid"),
+            Some(ago(40)),
+            Some(ago(1)),
+            text("evt_0"),
+            true,
+        ),
+    ];
+    let limit = 51i64;
+    for (label, source, status, event_type, from, until, prefix, paged) in &combinations {
+        let after_at = if *paged { cursor_at } else { None };
+        let after_source = paged.then(|| "stripe".to_owned());
+        let after_id = paged.then(|| "evt_004500".to_owned());
+        let params: [&(dyn ToSql + Sync); 10] = [
+            source,
+            status,
+            event_type,
+            from,
+            until,
+            prefix,
+            &after_at,
+            &after_source,
+            &after_id,
+            &limit,
+        ];
+        let plan = explain(
+            &client,
+            queries::EVENTS.text,
+            queries::EVENTS.types,
+            &params,
+        )
+        .await;
+        assert!(
+            !plan.contains("Seq Scan on webhook_event"),
+            "{label}:\n{plan}"
+        );
+        assert!(plan.contains("Index"), "{label}:\n{plan}");
+    }
+    let since = ago(6);
+    let params: [&(dyn ToSql + Sync); 3] = [&"stripe", &since, &now];
+    let plan = explain(
+        &client,
+        queries::PER_MINUTE.text,
+        queries::PER_MINUTE.types,
+        &params,
+    )
+    .await;
+    assert!(
+        plan.contains("webhook_event_source_claimed_at_idx") && !plan.contains("Seq Scan"),
+        "{plan}"
+    );
+    for sql in [&queries::DEAD_EVENTS, &queries::DEAD_MESSAGES] {
+        for (source, since) in [(none.clone(), no_time), (text("stripe"), Some(ago(30)))] {
+            let params: [&(dyn ToSql + Sync); 4] = [&source, &since, &no_time, &200i64];
+            let plan = explain(&client, sql.text, sql.types, &params).await;
+            assert!(!plan.contains("Seq Scan"), "{}:\n{plan}", sql.text);
+        }
+    }
+}
+
+async fn explain(
+    client: &tokio_postgres::Client,
+    sql: &str,
+    types: &[tokio_postgres::types::Type],
+    params: &[&(dyn tokio_postgres::types::ToSql + Sync)],
+) -> String {
+    let statement = client
+        .prepare_typed(&format!("EXPLAIN {sql}"), types)
+        .await
+        .unwrap();
+    client
+        .query(&statement, params)
+        .await
+        .unwrap()
+        .iter()
+        .map(|row| row.get::<_, String>(0))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
