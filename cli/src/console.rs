@@ -8,7 +8,7 @@
 
 use std::net::SocketAddr;
 
-use hookledger_console::{AccessToken, Console, ConsoleConfig};
+use hookledger_console::{AccessToken, Auth, Console, ConsoleConfig};
 use shared::db::Pool;
 use shared::doorbell::Doorbell;
 use shared::Settings;
@@ -52,7 +52,7 @@ pub async fn run(settings: Settings, pool: Pool, args: Args) -> anyhow::Result<(
         handlers,
         doorbell,
         ConsoleConfig {
-            token,
+            auth: Auth::Token(token),
             read_only: args.read_only,
         },
     );

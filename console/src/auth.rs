@@ -1,20 +1,36 @@
-//! Who may use the console: the access token (random per start unless given), the cookie it
-//! becomes, and the CSRF token of the forms that change something.
+//! Who may use the console, in one of two modes ([`Auth`]), and the CSRF token of the forms
+//! that change something.
 //!
+//! **[`Auth::Token`]** (`hookledger console`): the access token, random per start unless given.
 //! - `?token=TOKEN` on any route: checked, then an `HttpOnly; SameSite=Strict; Path=/` cookie
 //!   [`COOKIE`] and a 303 to the same URL without the token (so it leaves the address bar and
 //!   the history).
 //! - Afterwards the cookie, or `Authorization: Bearer TOKEN`.
 //! - Anything else: 401 with a short page saying how to get in.
-//! - POSTs also carry [`csrf_token`] in a hidden field `csrf` ([`check_csrf`]): an HMAC-SHA256
-//!   of the label [`CSRF_LABEL`] keyed by the access token, so a page of another origin cannot
-//!   forge one. Every comparison is constant-time.
+//! - The CSRF token ([`csrf_token`]): an HMAC-SHA256 of the label [`CSRF_LABEL`] keyed by the
+//!   access token, so a page of another origin cannot forge one.
+//!
+//! **[`Auth::Authorizer`]** (the `console` function behind API Gateway's JWT authorizer): API
+//! Gateway has validated the JWT (signature, issuer, audience, expiry) before the function
+//! runs; the function's handler turns the validated claims of the request context into a
+//! [`Principal`] request extension (never from anything the client sends). A request without
+//! one is refused 401 here, whatever the route: a route left without the authorizer by mistake
+//! does not open the console. Tokens, cookies and `?token=` mean nothing in this mode.
+//! - The CSRF token ([`authorizer_csrf_token`]): an HMAC-SHA256 of [`AUTHORIZER_CSRF_LABEL`]
+//!   and the principal's `sub`, keyed by a [`CsrfKey`] every execution environment shares (a
+//!   Secrets Manager secret read at cold start), so a form rendered by one environment
+//!   verifies on any other, and a token minted for one user is refused for another.
+//!
+//! POSTs carry their token in a hidden field `csrf`; [`Csrf`] (an extractor) gives the token
+//! a request's forms carry and checks a given one. Every comparison is constant-time.
 
-use axum::extract::{Request, State};
+use axum::extract::{FromRequestParts, Request, State};
+use axum::http::request::Parts;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use hmac::{KeyInit, Mac};
+use secrecy::{ExposeSecret, SecretString};
 use subtle::ConstantTimeEq;
 
 use crate::AppState;
@@ -27,6 +43,13 @@ pub const TOKEN_PARAM: &str = "token";
 
 /// What the CSRF token signs (with the access token as the key).
 pub const CSRF_LABEL: &[u8] = b"hookledger console csrf v1";
+
+/// What the CSRF token of [`Auth::Authorizer`] signs, followed by the principal's `sub` (with
+/// the shared [`CsrfKey`] as the key).
+pub const AUTHORIZER_CSRF_LABEL: &[u8] = b"hookledger console authorizer csrf v1\0";
+
+/// A [`CsrfKey`] must be at least this many bytes (the template generates 64).
+pub const MIN_CSRF_KEY_LEN: usize = 32;
 
 /// Random tokens: this many bytes from the OS, printed as hex.
 pub const RANDOM_BYTES: usize = 32;
@@ -99,6 +122,115 @@ pub fn check_csrf(token: &AccessToken, given: Option<&str>) -> bool {
     given.is_some_and(|given| bool::from(csrf_token(token).as_bytes().ct_eq(given.as_bytes())))
 }
 
+/// How requests prove who they are (see the module's docs).
+#[derive(Debug, Clone)]
+pub enum Auth {
+    /// The access token of `hookledger console` (query once, then the cookie or
+    /// `Authorization: Bearer`).
+    Token(AccessToken),
+    /// Behind API Gateway's JWT authorizer: a request needs the [`Principal`] the function's
+    /// handler took from the validated claims; the CSRF tokens are keyed by the shared key.
+    Authorizer(CsrfKey),
+}
+
+/// The key of the CSRF tokens in [`Auth::Authorizer`] mode, shared by every execution
+/// environment; `Debug` prints `[redacted]`.
+#[derive(Clone)]
+pub struct CsrfKey(SecretString);
+
+impl std::fmt::Debug for CsrfKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("CsrfKey([redacted])")
+    }
+}
+
+/// Why a CSRF key was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum CsrfKeyError {
+    /// Shorter than [`MIN_CSRF_KEY_LEN`] bytes (after trimming white space).
+    #[error("the console's CSRF key must be at least {MIN_CSRF_KEY_LEN} bytes")]
+    TooShort,
+}
+
+impl CsrfKey {
+    /// The key: a secret's text (e.g. what `GenerateSecretString` made), trimmed.
+    ///
+    /// # Errors
+    /// [`CsrfKeyError::TooShort`] under [`MIN_CSRF_KEY_LEN`] bytes.
+    pub fn new(secret: &SecretString) -> Result<Self, CsrfKeyError> {
+        let key = secret.expose_secret().trim();
+        if key.len() < MIN_CSRF_KEY_LEN {
+            return Err(CsrfKeyError::TooShort);
+        }
+        Ok(Self(SecretString::from(key.to_owned())))
+    }
+}
+
+/// Who API Gateway's JWT authorizer let in: the validated token's `sub` claim. Set as a request
+/// extension by the `console` function's handler only; [`Auth::Authorizer`] refuses requests
+/// without it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Principal {
+    /// The `sub` claim (non-empty).
+    pub sub: String,
+}
+
+impl Principal {
+    /// The principal of validated JWT claims (`claim` looks one up by name): `None` without a
+    /// non-empty `sub`.
+    pub fn from_claims<'a>(claim: impl Fn(&str) -> Option<&'a str>) -> Option<Self> {
+        claim("sub")
+            .map(str::trim)
+            .filter(|sub| !sub.is_empty())
+            .map(|sub| Self {
+                sub: sub.to_owned(),
+            })
+    }
+}
+
+/// The CSRF token of `principal`'s forms under `key`: hex HMAC-SHA256 of
+/// [`AUTHORIZER_CSRF_LABEL`] followed by the `sub`.
+pub fn authorizer_csrf_token(key: &CsrfKey, principal: &Principal) -> String {
+    let mut mac = hmac::Hmac::<sha2::Sha256>::new_from_slice(key.0.expose_secret().as_bytes())
+        .unwrap_or_else(|_| unreachable!("HMAC accepts keys of any length"));
+    mac.update(AUTHORIZER_CSRF_LABEL);
+    mac.update(principal.sub.as_bytes());
+    hex::encode(mac.finalize().into_bytes())
+}
+
+/// The CSRF token of the request's forms, whatever the mode: put it in a form's `csrf` field,
+/// check a posted one with [`Csrf::check`]. Extracting it in [`Auth::Authorizer`] mode without
+/// a [`Principal`] is a 401 (the middleware has refused such a request already).
+#[derive(Debug, Clone)]
+pub struct Csrf(String);
+
+impl Csrf {
+    /// The token, for a hidden `csrf` field.
+    pub fn value(&self) -> &str {
+        &self.0
+    }
+
+    /// Whether `given` (a form's `csrf` field) is this request's token, constant-time.
+    pub fn check(&self, given: Option<&str>) -> bool {
+        given.is_some_and(|given| bool::from(self.0.as_bytes().ct_eq(given.as_bytes())))
+    }
+}
+
+impl FromRequestParts<AppState> for Csrf {
+    type Rejection = Response;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Response> {
+        match &state.config.auth {
+            Auth::Token(token) => Ok(Self(csrf_token(token))),
+            Auth::Authorizer(key) => parts
+                .extensions
+                .get::<Principal>()
+                .map(|principal| Self(authorizer_csrf_token(key, principal)))
+                .ok_or_else(|| unauthorized(&state.config.auth)),
+        }
+    }
+}
+
 /// The token a request carries: the cookie, or `Authorization: Bearer`.
 fn carried(headers: &HeaderMap) -> Option<&str> {
     let bearer = headers
@@ -115,19 +247,25 @@ fn carried(headers: &HeaderMap) -> Option<&str> {
 }
 
 /// The middleware in front of every route (see the module's docs).
-pub async fn require_token(
-    State(state): State<AppState>,
-    request: Request,
-    next: Next,
-) -> Response {
-    let token = &state.config.token;
+pub async fn authenticate(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    match &state.config.auth {
+        Auth::Token(token) => require_token(token, request, next).await,
+        Auth::Authorizer(_) if request.extensions().get::<Principal>().is_some() => {
+            next.run(request).await
+        }
+        auth @ Auth::Authorizer(_) => unauthorized(auth),
+    }
+}
+
+/// [`Auth::Token`]: the token in the query (becomes the cookie), the cookie or the header.
+async fn require_token(token: &AccessToken, request: Request, next: Next) -> Response {
     let query = request.uri().query().unwrap_or("");
     let given = form_urlencoded::parse(query.as_bytes())
         .find(|(name, _)| name == TOKEN_PARAM)
         .map(|(_, value)| value.into_owned());
     if let Some(given) = given {
         if !token.matches(&given) {
-            return unauthorized();
+            return unauthorized_token();
         }
         let rest: Vec<(String, String)> = form_urlencoded::parse(query.as_bytes())
             .filter(|(name, _)| name != TOKEN_PARAM)
@@ -157,17 +295,37 @@ pub async fn require_token(
                 headers.insert(header::SET_COOKIE, cookie);
                 return response;
             }
-            _ => return unauthorized(),
+            _ => return unauthorized_token(),
         }
     }
     match carried(request.headers()) {
         Some(given) if token.matches(given) => next.run(request).await,
-        _ => unauthorized(),
+        _ => unauthorized_token(),
     }
 }
 
-/// 401 with a page saying how to get in.
-fn unauthorized() -> Response {
+/// 401 with a page saying how to get in, in `auth`'s mode.
+fn unauthorized(auth: &Auth) -> Response {
+    match auth {
+        Auth::Token(_) => unauthorized_token(),
+        Auth::Authorizer(_) => {
+            let body = maud::html! {
+                (maud::DOCTYPE)
+                html lang="en" {
+                    head { meta charset="utf-8"; title { "hookledger console: sign in" } }
+                    body {
+                        h1 { "This console needs a signed-in user" }
+                        p { "Send the identity provider's token as " code { "Authorization: Bearer JWT" } "." }
+                    }
+                }
+            };
+            (StatusCode::UNAUTHORIZED, body).into_response()
+        }
+    }
+}
+
+/// 401 with a page saying how to get in with the access token.
+fn unauthorized_token() -> Response {
     let body = maud::html! {
         (maud::DOCTYPE)
         html lang="en" {
@@ -232,5 +390,46 @@ mod tests {
             HeaderValue::from_static("Bearer xyz"),
         );
         assert_eq!(carried(&headers), Some("xyz"));
+    }
+
+    fn key(text: &str) -> CsrfKey {
+        CsrfKey::new(&SecretString::from(text.to_owned())).unwrap()
+    }
+
+    #[test]
+    fn the_authorizer_csrf_token_is_tied_to_the_key_and_the_sub() {
+        let a = key(&"a".repeat(64));
+        let alice = Principal::from_claims(|c| (c == "sub").then_some("alice")).unwrap();
+        let bob = Principal::from_claims(|c| (c == "sub").then_some("bob")).unwrap();
+        let token = authorizer_csrf_token(&a, &alice);
+        // Every execution environment with the same key derives the same token.
+        assert_eq!(token, authorizer_csrf_token(&key(&"a".repeat(64)), &alice));
+        assert_ne!(token, authorizer_csrf_token(&a, &bob));
+        assert_ne!(token, authorizer_csrf_token(&key(&"b".repeat(64)), &alice));
+        // Not the local mode's token of a same-looking access token.
+        assert_ne!(
+            token,
+            csrf_token(&AccessToken::new(&"a".repeat(64)).unwrap())
+        );
+        let csrf = Csrf(token.clone());
+        assert!(csrf.check(Some(&token)));
+        assert!(!csrf.check(Some(&authorizer_csrf_token(&a, &bob))));
+        assert!(!csrf.check(None));
+        assert!(!csrf.check(Some("")));
+    }
+
+    #[test]
+    fn a_csrf_key_is_long_and_redacted_and_a_principal_needs_a_sub() {
+        assert!(CsrfKey::new(&SecretString::from("short".to_owned())).is_err());
+        assert!(CsrfKey::new(&SecretString::from(format!("  {}  ", "x".repeat(20)))).is_err());
+        assert_eq!(format!("{:?}", key(&"k".repeat(32))), "CsrfKey([redacted])");
+        assert_eq!(Principal::from_claims(|_| None), None);
+        assert_eq!(Principal::from_claims(|_| Some("  ")), None);
+        assert_eq!(
+            Principal::from_claims(|c| (c == "sub").then_some("u-1")),
+            Some(Principal {
+                sub: "u-1".to_owned()
+            })
+        );
     }
 }

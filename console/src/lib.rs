@@ -1,6 +1,8 @@
 //! hookledger's ledger console: what happened to every event, and re-drive, in the browser.
 //! Server-rendered HTML (maud), no JavaScript; served by `hookledger console` (the operator
-//! CLI), which reads the same `DATABASE_URL` and sources as the functions.
+//! CLI), which reads the same `DATABASE_URL` and sources as the functions, or by the `console`
+//! function behind API Gateway's JWT authorizer (`functions/console`, template parameter
+//! `ConsoleJwtIssuer`).
 //!
 //! # Routes
 //!
@@ -19,7 +21,9 @@
 //!
 //! Every route needs the access token ([`auth`]): `?token=` once (sets an HttpOnly,
 //! SameSite=Strict cookie and redirects to the same URL without it), then the cookie or
-//! `Authorization: Bearer`; else 401. POSTs carry a CSRF token (403 without it). In read-only
+//! `Authorization: Bearer`; else 401. Behind API Gateway ([`Auth::Authorizer`]) every route
+//! needs the principal of a validated JWT instead; else 401. POSTs carry a CSRF token (403
+//! without it). In read-only
 //! mode ([`ConsoleConfig::read_only`]) there is no re-drive: no buttons, and the POST routes
 //! answer 403. Every response has `Cache-Control: no-store`, `X-Frame-Options: DENY`, a
 //! `Content-Security-Policy` of `default-src 'none'` (the stylesheet and images from self, forms
@@ -45,13 +49,13 @@
 //!
 //! ```no_run
 //! # async fn serve(settings: shared::Settings, pool: shared::db::Pool, registry: shared::handlers::Registry) -> std::io::Result<()> {
-//! use hookledger_console::{AccessToken, Console, ConsoleConfig};
+//! use hookledger_console::{AccessToken, Auth, Console, ConsoleConfig};
 //! let console = Console::new(
 //!     settings,
 //!     pool,
 //!     registry,
 //!     shared::doorbell::Doorbell::off(),
-//!     ConsoleConfig { token: AccessToken::random()?, read_only: false },
+//!     ConsoleConfig { auth: Auth::Token(AccessToken::random()?), read_only: false },
 //! );
 //! let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
 //! println!("{}", console.url(listener.local_addr()?));
@@ -80,7 +84,7 @@ pub mod pages;
 pub mod queries;
 pub mod time_input;
 
-pub use auth::AccessToken;
+pub use auth::{AccessToken, Auth};
 pub use error::PageError;
 
 /// The default address of `hookledger console`.
@@ -89,14 +93,14 @@ pub const DEFAULT_BIND: &str = "127.0.0.1:8470";
 /// How the console runs.
 #[derive(Debug, Clone)]
 pub struct ConsoleConfig {
-    /// The access token every request must carry.
-    pub token: AccessToken,
+    /// How requests prove who they are: the access token, or API Gateway's JWT authorizer.
+    pub auth: Auth,
     /// No re-drive: no buttons, and the POST routes answer 403.
     pub read_only: bool,
 }
 
 /// What every handler reads: the settings, the pool, the handlers and the worker's doorbell
-/// (for re-drive), the token.
+/// (for re-drive), the mode.
 #[derive(Debug)]
 pub struct State {
     /// The settings, as the functions read them.
@@ -142,13 +146,17 @@ impl Console {
         }
     }
 
-    /// The URL to open, with the token: `http://ADDR/?token=TOKEN`.
+    /// The URL to open: `http://ADDR/?token=TOKEN` with the access token, `http://ADDR/`
+    /// behind the authorizer.
     pub fn url(&self, addr: SocketAddr) -> String {
-        format!("http://{addr}/?token={}", self.state.config.token.expose())
+        match &self.state.config.auth {
+            Auth::Token(token) => format!("http://{addr}/?token={}", token.expose()),
+            Auth::Authorizer(_) => format!("http://{addr}/"),
+        }
     }
 
-    /// The router: every route of the module's table behind the token check, the security
-    /// headers and the request log.
+    /// The router: every route of the module's table behind [`auth::authenticate`], the
+    /// security headers and the request log.
     pub fn router(&self) -> Router {
         let state = self.state.clone();
         Router::new()
@@ -163,7 +171,7 @@ impl Console {
             .fallback(pages::not_found)
             .layer(axum::middleware::from_fn_with_state(
                 state.clone(),
-                auth::require_token,
+                auth::authenticate,
             ))
             .layer(axum::middleware::from_fn(layout::security_headers))
             .layer(axum::middleware::from_fn(layout::log_request))

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeSet;
 
-use hookledger_console::{AccessToken, Console, ConsoleConfig};
+use hookledger_console::{AccessToken, Auth, Console, ConsoleConfig};
 use hookledger_tests::{local_sources_json, test_db, TestDb};
 use reqwest::{header, redirect, Client, StatusCode};
 use shared::doorbell::Doorbell;
@@ -52,7 +52,7 @@ async fn spawn_on(db: TestDb, read_only: bool) -> App {
         handlers,
         Doorbell::off(),
         ConsoleConfig {
-            token: token.clone(),
+            auth: Auth::Token(token.clone()),
             read_only,
         },
     );

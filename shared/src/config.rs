@@ -36,6 +36,8 @@
 //! | `HOOKLEDGER_SWEEP_MARGIN_MS` | sweeper: start no batch with less invocation time left, milliseconds | 10000 |
 //! | `HOOKLEDGER_AUDIT_STUCK_AFTER_SECS` | auditor: a `claimed` row older than this is stuck, seconds | 300 |
 //! | `HOOKLEDGER_AUDIT_IDLE_IN_TRANSACTION_SECS` | auditor: count sessions idle in a transaction longer than this, seconds | 30 |
+//! | `HOOKLEDGER_CONSOLE_CSRF_SECRET_ARN` | console function ([`ConsoleSettings`]): the secret whose text keys its CSRF tokens | required there |
+//! | `HOOKLEDGER_CONSOLE_REDRIVE` | console function: `true` allows re-drive | false (read-only) |
 //!
 //! `HOOKLEDGER_DB_HOST`, `HOOKLEDGER_DB_PORT` and `HOOKLEDGER_DB_NAME` are refused together with
 //! `DATABASE_URL` (rather than ignored): a URL already names its host, port and database, and a
@@ -670,6 +672,68 @@ impl Default for SweepSettings {
     }
 }
 
+/// A `true`/`false` variable (`on`/`off`, `1`/`0`; any case): `default` when unset or empty.
+///
+/// # Errors
+/// [`ConfigError::Number`] for any other value.
+fn flag(
+    lookup: &impl Fn(&str) -> Option<String>,
+    var: &'static str,
+    default: bool,
+) -> Result<bool, ConfigError> {
+    match lookup(var)
+        .filter(|v| !v.is_empty())
+        .map(|v| v.trim().to_ascii_lowercase())
+        .as_deref()
+    {
+        None => Ok(default),
+        Some("true" | "on" | "1") => Ok(true),
+        Some("false" | "off" | "0") => Ok(false),
+        Some(other) => Err(ConfigError::Number {
+            var,
+            expected: "true or false",
+            value: other.to_owned(),
+        }),
+    }
+}
+
+/// The `console` function's own settings, besides [`Settings`] (which it reads as every
+/// function does): `HOOKLEDGER_CONSOLE_CSRF_SECRET_ARN` (required: the Secrets Manager secret
+/// whose text keys the CSRF tokens of every execution environment) and
+/// `HOOKLEDGER_CONSOLE_REDRIVE` (`true` turns re-drive on; default `false`: read-only).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConsoleSettings {
+    /// The CSRF key's secret (an ARN, never the value).
+    pub csrf_secret_arn: String,
+    /// Whether the console may re-drive (else read-only).
+    pub redrive: bool,
+}
+
+impl ConsoleSettings {
+    /// Reads the two variables from the process environment, once at cold start.
+    ///
+    /// # Errors
+    /// [`ConfigError::Missing`] without `HOOKLEDGER_CONSOLE_CSRF_SECRET_ARN`;
+    /// [`ConfigError::Number`] for a `HOOKLEDGER_CONSOLE_REDRIVE` that is not a boolean.
+    pub fn from_env() -> Result<Self, ConfigError> {
+        Self::from_lookup(|name| std::env::var(name).ok())
+    }
+
+    /// Like [`ConsoleSettings::from_env`], reading variables through `lookup` (for tests).
+    ///
+    /// # Errors
+    /// As [`ConsoleSettings::from_env`].
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        let csrf_secret_arn = lookup("HOOKLEDGER_CONSOLE_CSRF_SECRET_ARN")
+            .filter(|v| !v.trim().is_empty())
+            .ok_or(ConfigError::Missing("HOOKLEDGER_CONSOLE_CSRF_SECRET_ARN"))?;
+        Ok(Self {
+            csrf_secret_arn,
+            redrive: flag(&lookup, "HOOKLEDGER_CONSOLE_REDRIVE", false)?,
+        })
+    }
+}
+
 /// The auditor's thresholds (see `crate::audit`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct AuditSettings {
@@ -917,22 +981,7 @@ impl Settings {
             "HOOKLEDGER_IDLE_IN_TRANSACTION_TIMEOUT_MS",
             database.idle_in_transaction_timeout_ms,
         )?;
-        let flag = |var: &'static str, default: bool| -> Result<bool, ConfigError> {
-            match lookup(var)
-                .filter(|v| !v.is_empty())
-                .map(|v| v.trim().to_ascii_lowercase())
-                .as_deref()
-            {
-                None => Ok(default),
-                Some("true" | "on" | "1") => Ok(true),
-                Some("false" | "off" | "0") => Ok(false),
-                Some(other) => Err(ConfigError::Number {
-                    var,
-                    expected: "true or false",
-                    value: other.to_owned(),
-                }),
-            }
-        };
+        let flag = |var: &'static str, default: bool| flag(&lookup, var, default);
         if lookup("HOOKLEDGER_DB_CLIENT_DEADLINE_MS").is_some_and(|v| !v.is_empty()) {
             database.client_deadline_ms = Some(number("HOOKLEDGER_DB_CLIENT_DEADLINE_MS", 0)?);
         }

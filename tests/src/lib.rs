@@ -29,8 +29,13 @@ pub fn repo_root() -> PathBuf {
         .map(PathBuf::from)
         .filter(|dir| dir.join("Cargo.toml").is_file())
         .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")));
+    // The first folder up with the template: the crate may sit one level down (`tests/`,
+    // `console/`) or two (`functions/console/`).
     manifest_dir
-        .parent()
+        .ancestors()
+        .skip(1)
+        .find(|dir| dir.join("template.yaml").is_file())
+        .or_else(|| manifest_dir.parent())
         .map(Path::to_path_buf)
         .unwrap_or_else(|| PathBuf::from("."))
 }

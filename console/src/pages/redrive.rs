@@ -19,7 +19,7 @@ use serde::Deserialize;
 use shared::doorbell::Doorbell;
 use shared::redrive::{RedriveReport, RedriveSpec, Selection, Which};
 
-use crate::auth::{check_csrf, csrf_token};
+use crate::auth::Csrf;
 use crate::layout::{event_url, shell, url_with};
 use crate::pages::given;
 use crate::{time_input, AppState, PageError};
@@ -151,8 +151,8 @@ fn describe(request: &Request) -> String {
 }
 
 /// The confirmation's form: the same fields, the count, the CSRF token.
-fn confirm_form(state: &AppState, form: &RedriveForm, matched: u64) -> Markup {
-    let csrf = csrf_token(&state.config.token);
+fn confirm_form(csrf: &Csrf, form: &RedriveForm, matched: u64) -> Markup {
+    let csrf = csrf.value();
     html! {
         form method="post" action="/redrive" {
             @for (name, value) in form.pairs() { input type="hidden" name=(name) value=(value); }
@@ -190,6 +190,7 @@ fn report_details(report: &RedriveReport) -> Markup {
 /// 403 in read-only mode; 400 naming a bad field; 503 when the database fails.
 pub async fn confirm(
     State(state): State<AppState>,
+    csrf: Csrf,
     Query(form): Query<RedriveForm>,
 ) -> Result<Markup, PageError> {
     if state.config.read_only {
@@ -205,7 +206,7 @@ pub async fn confirm(
         p #count { "It will touch " strong #matched { (report.matched) } " "
             (if request.outbox { "messages (back to pending for the worker's dispatch, same idempotency keys)" } else { "events (back to claimed: the worker runs each once)" }) "." }
         (report_details(&report))
-        @if report.matched > 0 { (confirm_form(&state, &form, report.matched)) } @else { p { "Nothing to re-drive." } }
+        @if report.matched > 0 { (confirm_form(&csrf, &form, report.matched)) } @else { p { "Nothing to re-drive." } }
         p { a href=(url_with("/dead", &[("source", &request.source)])) { "Back to the dead letters" } }
     };
     Ok(shell("Re-drive", content, Some("/dead")))
@@ -218,6 +219,7 @@ pub async fn confirm(
 /// when the count changed since the confirmation; 503 when the database fails.
 pub async fn submit(
     State(state): State<AppState>,
+    csrf: Csrf,
     Form(form): Form<RedriveForm>,
 ) -> Result<Response, PageError> {
     if state.config.read_only {
@@ -225,7 +227,7 @@ pub async fn submit(
             "The console runs read-only: no re-drive.",
         ));
     }
-    if !check_csrf(&state.config.token, form.csrf.as_deref()) {
+    if !csrf.check(form.csrf.as_deref()) {
         return Err(PageError::Forbidden(
             "The form's CSRF token is missing or wrong: reload the confirmation page.",
         ));
@@ -241,7 +243,7 @@ pub async fn submit(
             p #count { "You confirmed " (confirmed) ", but the " (describe(&request)) " now number "
                 strong #matched { (now.matched) } ". Nothing was re-driven." }
             (report_details(&now))
-            @if now.matched > 0 { (confirm_form(&state, &form, now.matched)) }
+            @if now.matched > 0 { (confirm_form(&csrf, &form, now.matched)) }
         };
         return Ok((
             StatusCode::CONFLICT,

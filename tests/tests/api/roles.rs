@@ -77,7 +77,7 @@ async fn each_role_has_exactly_its_privileges_on_every_table() {
     let expected: BTreeMap<&str, [&str; 6]> = BTreeMap::from([
         ("webhook_event", ["SIU", "SU", "SuD", "S", "SIU", ""]),
         ("outbox", ["SI", "SIU", "SuD", "S", "SIU", ""]),
-        ("audit_run", ["", "", "", "SU", "", ""]),
+        ("audit_run", ["", "", "", "SU", "S", ""]),
         ("ordering_tie", ["SIU", "SIU", "", "S", "SIU", "SIU"]),
         ("entity_version", ["SIU", "SIU", "", "", "SIU", "SIU"]),
         ("refinery_schema_history", ["", "", "", "", "", ""]),
@@ -463,7 +463,8 @@ async fn handlers_tables_created_before_v14_are_granted_to_the_handlers_role() {
         applied,
         [
             "V14__create_function_roles",
-            "V15__add_claimed_at_key_index"
+            "V15__add_claimed_at_key_index",
+            "V16__grant_audit_run_to_replay"
         ]
     );
     let privileges = |table: &'static str| {

@@ -1,8 +1,10 @@
 //! template.yaml against the workspace: (a) one `AWS::Serverless::Function` per function crate
 //! and no other, (b) every hookledger metric an alarm or the dashboard names is in
 //! `shared::telemetry::REGISTRY` (same string, same dimensions), (c) each function's IAM
-//! actions are exactly the expected set, no `*` resource, each reads only its own secrets. No
-//! database.
+//! actions are exactly the expected set, no `*` resource, each reads only its own secrets, (d)
+//! the optional console: every route of its API behind the JWT authorizer, everything of it
+//! under the `HasConsole` condition, its role reading only its login, the sources and its CSRF
+//! key. No database.
 //!
 //! The template is read by cfn-lint's decoder (`cfnlint.decode.cfn_yaml`, in the tools venv as
 //! a dependency of the SAM CLI) through `HOOKLEDGER_TOOLS_PYTHON`: it is how AWS's own linter
@@ -549,7 +551,8 @@ fn function_actions(id: &str, function: &Value) -> (BTreeSet<String>, Vec<String
 /// The secrets function `id` (`ReceiverFunction`, ...) may read, as [`resource_texts`] spells
 /// them: its own database login's (the generated secret or the parameter, both branches of the
 /// template's `!If`) and the sources; the migrate function: the owner's and every login's, not
-/// the sources.
+/// the sources; the console (no login of its own): the auditor's (read-only) or the replay
+/// function's (re-drive), the sources and its CSRF key.
 fn allowed_secrets(id: &str) -> BTreeSet<String> {
     let logins = ["Receiver", "Worker", "Sweeper", "Auditor", "Replay"];
     let own = |name: &str| {
@@ -561,6 +564,11 @@ fn allowed_secrets(id: &str) -> BTreeSet<String> {
     match id.strip_suffix("Function") {
         Some("Migrate") => std::iter::once("Ref:DatabaseAdminSecretArn".to_owned())
             .chain(logins.iter().flat_map(|name| own(name)))
+            .collect(),
+        Some("Console") => ["Auditor", "Replay"]
+            .iter()
+            .flat_map(|name| own(name))
+            .chain(["Ref:SourcesSecretArn", "Ref:ConsoleCsrfSecret"].map(str::to_owned))
             .collect(),
         Some(name) => own(name)
             .into_iter()
@@ -609,6 +617,7 @@ fn expected_actions() -> BTreeMap<&'static str, BTreeSet<String>> {
         ("auditor", set(&[secrets])),
         ("replay", set(&[secrets])),
         ("migrate", set(&[secrets])),
+        ("console", set(&[secrets])),
     ])
 }
 
@@ -643,6 +652,169 @@ fn iam_problems(template: &Value) -> Vec<String> {
 fn template_function_roles_have_exactly_the_expected_actions() {
     let problems = iam_problems(&template());
     assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+// ---- (d) the console: behind the JWT authorizer, only under its condition ----
+
+/// `Ref` target of `value`, if it is one.
+fn ref_of(value: &Value) -> Option<&str> {
+    value.get("Ref").and_then(Value::as_str)
+}
+
+#[test]
+fn the_console_api_routes_all_carry_the_jwt_authorizer() {
+    let template = template();
+    let resources: BTreeMap<&str, &Value> = resources(&template).into_iter().collect();
+    let authorizer = &resources["ConsoleApiAuthorizer"]["Properties"];
+    assert_eq!(authorizer["AuthorizerType"], "JWT");
+    assert_eq!(ref_of(&authorizer["ApiId"]), Some("ConsoleApi"));
+    assert_eq!(
+        authorizer["IdentitySource"],
+        serde_json::json!(["$request.header.Authorization"])
+    );
+    let jwt = &authorizer["JwtConfiguration"];
+    assert_eq!(ref_of(&jwt["Issuer"]), Some("ConsoleJwtIssuer"), "{jwt}");
+    assert_eq!(
+        ref_of(&jwt["Audience"]),
+        Some("ConsoleJwtAudience"),
+        "{jwt}"
+    );
+
+    // Every route of the console API (and there is one: $default, every path).
+    let routes: Vec<(&str, &Value)> = resources
+        .iter()
+        .filter(|(_, r)| r["Type"] == "AWS::ApiGatewayV2::Route")
+        .filter(|(_, r)| ref_of(&r["Properties"]["ApiId"]) == Some("ConsoleApi"))
+        .map(|(id, r)| (*id, &r["Properties"]))
+        .collect();
+    assert!(
+        routes.iter().any(|(_, r)| r["RouteKey"] == "$default"),
+        "{routes:?}"
+    );
+    for (id, route) in &routes {
+        assert_eq!(route["AuthorizationType"], "JWT", "{id}: {route}");
+        assert_eq!(
+            ref_of(&route["AuthorizerId"]),
+            Some("ConsoleApiAuthorizer"),
+            "{id}: {route}"
+        );
+    }
+    // Nothing else routes to the console function: one integration, on the console API.
+    let integrations: Vec<&str> = resources
+        .iter()
+        .filter(|(_, r)| r["Type"] == "AWS::ApiGatewayV2::Integration")
+        .filter(|(_, r)| {
+            r["Properties"]["IntegrationUri"]
+                .to_string()
+                .contains("ConsoleFunction")
+        })
+        .map(|(id, r)| {
+            assert_eq!(
+                ref_of(&r["Properties"]["ApiId"]),
+                Some("ConsoleApi"),
+                "{id}"
+            );
+            *id
+        })
+        .collect();
+    assert_eq!(integrations, ["ConsoleApiIntegration"]);
+    let invokers: Vec<&str> = resources
+        .iter()
+        .filter(|(_, r)| r["Type"] == "AWS::Lambda::Permission")
+        .filter(|(_, r)| ref_of(&r["Properties"]["FunctionName"]) == Some("ConsoleFunction"))
+        .map(|(id, r)| {
+            let source = r["Properties"]["SourceArn"].to_string();
+            assert!(source.contains("${ConsoleApi}/"), "{id}: {source}");
+            *id
+        })
+        .collect();
+    assert_eq!(invokers, ["ConsoleApiPermission"]);
+    // No SAM event source that would make an implicit, unauthorized API.
+    assert!(resources["ConsoleFunction"]["Properties"]["Events"].is_null());
+}
+
+#[test]
+fn the_console_and_everything_of_it_exist_only_when_the_issuer_is_set() {
+    let template = template();
+    assert_eq!(
+        template["Conditions"]["HasConsole"],
+        serde_json::json!({"Fn::Not": [{"Fn::Equals": [{"Ref": "ConsoleJwtIssuer"}, ""]}]})
+    );
+    assert_eq!(template["Parameters"]["ConsoleJwtIssuer"]["Default"], "");
+    let console: Vec<(&str, &Value)> = resources(&template)
+        .into_iter()
+        .filter(|(id, r)| {
+            id.starts_with("Console")
+                || ["ConsoleFunction", "ConsoleApi", "ConsoleCsrfSecret"]
+                    .iter()
+                    .any(|name| r["Properties"].to_string().contains(name))
+        })
+        .collect();
+    let ids: BTreeSet<&str> = console.iter().map(|(id, _)| *id).collect();
+    for want in [
+        "ConsoleFunction",
+        "ConsoleCsrfSecret",
+        "ConsoleLogGroup",
+        "ConsoleApi",
+        "ConsoleApiAuthorizer",
+        "ConsoleApiIntegration",
+        "ConsoleApiRoute",
+        "ConsoleApiStage",
+        "ConsoleApiPermission",
+    ] {
+        assert!(ids.contains(want), "{want} missing: {ids:?}");
+    }
+    for (id, resource) in console {
+        assert_eq!(resource["Condition"], "HasConsole", "{id}");
+    }
+    assert_eq!(template["Outputs"]["ConsoleUrl"]["Condition"], "HasConsole");
+    // The CSRF key is generated by the stack (every execution environment reads the same).
+    assert!(
+        template["Resources"]["ConsoleCsrfSecret"]["Properties"]["GenerateSecretString"]
+            ["PasswordLength"]
+            .as_u64()
+            .is_some_and(|n| n >= 32)
+    );
+}
+
+#[test]
+fn the_console_reads_its_login_the_sources_and_its_csrf_key_and_is_read_only_by_default() {
+    let template = template();
+    let function = &template["Resources"]["ConsoleFunction"];
+    let (actions, problems) = function_actions("ConsoleFunction", function);
+    assert!(problems.is_empty(), "{problems:#?}");
+    assert_eq!(actions, expected_actions()["console"]);
+    let statement = &function["Properties"]["Policies"][0]["Statement"][0];
+    let read: BTreeSet<String> = resource_texts(&statement["Resource"]).into_iter().collect();
+    assert_eq!(read, allowed_secrets("ConsoleFunction"));
+    // The login it reads is the one it connects with: the auditor's unless re-drive is on.
+    let env = &function["Properties"]["Environment"]["Variables"];
+    let login = &env["HOOKLEDGER_DB_SECRET_ARN"]["Fn::If"];
+    assert_eq!(login[0], "ConsoleMayRedrive");
+    assert!(
+        login[1].to_string().contains("ReplayDatabaseSecret"),
+        "{login}"
+    );
+    assert!(
+        login[2].to_string().contains("AuditorDatabaseSecret"),
+        "{login}"
+    );
+    assert_eq!(&statement["Resource"][0]["Fn::If"], login);
+    assert_eq!(
+        template["Conditions"]["ConsoleMayRedrive"],
+        serde_json::json!({"Fn::Equals": [{"Ref": "ConsoleRedrive"}, "true"]})
+    );
+    assert_eq!(template["Parameters"]["ConsoleRedrive"]["Default"], "false");
+    assert_eq!(
+        ref_of(&env["HOOKLEDGER_CONSOLE_REDRIVE"]),
+        Some("ConsoleRedrive")
+    );
+    assert_eq!(
+        ref_of(&env["HOOKLEDGER_CONSOLE_CSRF_SECRET_ARN"]),
+        Some("ConsoleCsrfSecret")
+    );
+    // It may invoke nothing: no doorbell.
+    assert!(env["HOOKLEDGER_WORKER_FUNCTION"].is_null());
 }
 
 // ---- The checks catch what they are for ----

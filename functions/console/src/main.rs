@@ -1,0 +1,42 @@
+//! `console`: the ledger console (`hookledger_console`) behind API Gateway's JWT authorizer;
+//! `ConsoleFunction` in template.yaml, deployed when `ConsoleJwtIssuer` is set.
+//!
+//! - Trigger: the console's HTTP API (`ConsoleApi`, payload 2.0), every route behind its JWT
+//!   authorizer (issuer `ConsoleJwtIssuer`, audience `ConsoleJwtAudience`).
+//! - Input: the browser's request; the authorizer's validated claims in
+//!   `requestContext.authorizer.jwt` (without them every route answers 401).
+//! - Environment: as every function (`DATABASE_URL` or `HOOKLEDGER_DB_SECRET_ARN`, the
+//!   sources, the database settings of `shared::config`); `HOOKLEDGER_CONSOLE_CSRF_SECRET_ARN`
+//!   (the secret that keys the forms' CSRF tokens, shared by every execution environment);
+//!   `HOOKLEDGER_CONSOLE_REDRIVE` (`true` allows re-drive; default read-only); `RUST_LOG`.
+//! - Side effects: none when read-only; a confirmed re-drive moves dead events or outbox
+//!   messages back (`shared::redrive`, as `hookledger redrive`). One `console request` log line
+//!   per request (method, route template, status, duration).
+
+use console_function::handler::{function_handler, router};
+use lambda_http::{service_fn, Error, Request};
+use shared::config::ConsoleSettings;
+use shared::secrets::Secrets;
+use shared::Settings;
+
+// One invocation at a time, as the receiver.
+#[tokio::main(flavor = "current_thread")]
+async fn main() -> Result<(), Error> {
+    shared::telemetry::init();
+    // Display, not Debug: the messages name the problem (and never a value).
+    let settings = Settings::from_env().await.map_err(|e| e.to_string())?;
+    let console = ConsoleSettings::from_env().map_err(|e| e.to_string())?;
+    let csrf_secret = Secrets::from_env()
+        .await
+        .secret_string(&console.csrf_secret_arn)
+        .await
+        .map_err(|e| e.to_string())?;
+    let pool = shared::db::pool(&settings.database).map_err(|e| e.to_string())?;
+    // The handlers (a re-drive calls the same code as the CLI's): handlers/src/registry.rs.
+    let handlers = handlers::registry(&settings.sources);
+    let router = router(settings, pool, handlers, &console, &csrf_secret)?;
+    let router: &'static axum::Router = Box::leak(Box::new(router));
+    let handler = service_fn(move |request: Request| function_handler(router, request));
+    // The receiver's stack: lambda_http's adapter behind its two transport guards.
+    lambda_runtime::run(receiver::stack::stack(handler)).await
+}
