@@ -308,36 +308,34 @@ async fn require_token(token: &AccessToken, request: Request, next: Next) -> Res
 fn unauthorized(auth: &Auth) -> Response {
     match auth {
         Auth::Token(_) => unauthorized_token(),
-        Auth::Authorizer(_) => {
-            let body = maud::html! {
-                (maud::DOCTYPE)
-                html lang="en" {
-                    head { meta charset="utf-8"; title { "hookledger console: sign in" } }
-                    body {
-                        h1 { "This console needs a signed-in user" }
-                        p { "Send the identity provider's token as " code { "Authorization: Bearer JWT" } "." }
-                    }
-                }
-            };
-            (StatusCode::UNAUTHORIZED, body).into_response()
-        }
+        Auth::Authorizer(_) => sign_in(
+            "This console needs a signed-in user",
+            maud::html! {
+                "Send the identity provider's token as " code { "Authorization: Bearer JWT" } "."
+            },
+        ),
     }
 }
 
 /// 401 with a page saying how to get in with the access token.
 fn unauthorized_token() -> Response {
+    sign_in(
+        "This console needs its access token",
+        maud::html! {
+            "Open the URL that " code { "hookledger console" }
+            " printed when it started (it ends in " code { "?token=..." }
+            "), or send " code { "Authorization: Bearer TOKEN" } "."
+        },
+    )
+}
+
+/// The 401 page: `heading`, then `how` in a paragraph.
+fn sign_in(heading: &str, how: maud::Markup) -> Response {
     let body = maud::html! {
         (maud::DOCTYPE)
         html lang="en" {
             head { meta charset="utf-8"; title { "hookledger console: sign in" } }
-            body {
-                h1 { "This console needs its access token" }
-                p {
-                    "Open the URL that " code { "hookledger console" }
-                    " printed when it started (it ends in " code { "?token=..." }
-                    "), or send " code { "Authorization: Bearer TOKEN" } "."
-                }
-            }
+            body { h1 { (heading) } p { (how) } }
         }
     };
     (StatusCode::UNAUTHORIZED, body).into_response()

@@ -28,6 +28,31 @@ const DEAD_ROW: &str = "INSERT INTO webhook_event (source, event_id, event_type,
         convert_to('{\"id\": \"evt_console_dead\"}', 'UTF8'), 'dead', now() - interval '20 minutes',
         8, 'downstream answered 502', now() - interval '10 minutes')";
 
+/// A fresh database holding [`DEAD_ROW`].
+async fn seeded_db() -> TestDb {
+    let db = test_db().await.unwrap();
+    db.connect()
+        .await
+        .unwrap()
+        .batch_execute(DEAD_ROW)
+        .await
+        .unwrap();
+    db
+}
+
+/// The re-drive form of [`DEAD_ROW`] (count 1) with the CSRF token a console with [`KEY`]
+/// derives for `csrf_sub`.
+fn redrive_form(csrf_sub: &str) -> String {
+    let key = CsrfKey::new(&SecretString::from(KEY.to_owned())).unwrap();
+    let principal = Principal {
+        sub: csrf_sub.to_owned(),
+    };
+    format!(
+        "what=dead&source=stripe&event_id=evt_console_dead&confirmed=1&csrf={}",
+        authorizer_csrf_token(&key, &principal)
+    )
+}
+
 /// The console as the function builds it over `db`, logged in as a fresh member of `group`
 /// (`hookledger_auditor`, `hookledger_replay`), with `HOOKLEDGER_CONSOLE_REDRIVE=redrive`.
 async fn console(db: &TestDb, group: &str, redrive: bool) -> &'static Router {
@@ -139,13 +164,7 @@ const REDRIVE: &str = "console/redrive.json";
 
 #[tokio::test]
 async fn an_http_api_event_with_jwt_claims_renders_the_overview_read_only_as_the_auditor() {
-    let db = test_db().await.unwrap();
-    db.connect()
-        .await
-        .unwrap()
-        .batch_execute(DEAD_ROW)
-        .await
-        .unwrap();
+    let db = seeded_db().await;
     let console = console(&db, "hookledger_auditor", false).await;
 
     // The fixture as API Gateway sends it, claims and all.
@@ -182,14 +201,7 @@ async fn an_http_api_event_with_jwt_claims_renders_the_overview_read_only_as_the
     .await;
     assert_eq!(status, 403);
     // Even with the right CSRF token the POST is refused, and the row stays dead.
-    let key = CsrfKey::new(&SecretString::from(KEY.to_owned())).unwrap();
-    let csrf = authorizer_csrf_token(
-        &key,
-        &Principal {
-            sub: "operator-1".into(),
-        },
-    );
-    let form = format!("what=dead&source=stripe&event_id=evt_console_dead&confirmed=1&csrf={csrf}");
+    let form = redrive_form("operator-1");
     let (status, _, _) = send(
         console,
         event(REDRIVE, "POST", "/redrive", Some("operator-1"), Some(&form)),
@@ -201,22 +213,9 @@ async fn an_http_api_event_with_jwt_claims_renders_the_overview_read_only_as_the
 
 #[tokio::test]
 async fn without_validated_jwt_claims_every_route_is_401() {
-    let db = test_db().await.unwrap();
-    db.connect()
-        .await
-        .unwrap()
-        .batch_execute(DEAD_ROW)
-        .await
-        .unwrap();
+    let db = seeded_db().await;
     let console = console(&db, "hookledger_replay", true).await;
-    let key = CsrfKey::new(&SecretString::from(KEY.to_owned())).unwrap();
-    let csrf = authorizer_csrf_token(
-        &key,
-        &Principal {
-            sub: "operator-1".into(),
-        },
-    );
-    let form = format!("what=dead&source=stripe&event_id=evt_console_dead&confirmed=1&csrf={csrf}");
+    let form = redrive_form("operator-1");
     let gets = [
         "/",
         "/events",
@@ -255,13 +254,7 @@ async fn without_validated_jwt_claims_every_route_is_401() {
 
 #[tokio::test]
 async fn a_redrive_post_needs_the_csrf_token_of_the_same_sub_from_any_execution_environment() {
-    let db = test_db().await.unwrap();
-    db.connect()
-        .await
-        .unwrap()
-        .batch_execute(DEAD_ROW)
-        .await
-        .unwrap();
+    let db = seeded_db().await;
     // Two execution environments of the same function (the same CSRF key).
     let first = console(&db, "hookledger_replay", true).await;
     let second = console(&db, "hookledger_replay", true).await;
