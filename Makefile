@@ -6,11 +6,13 @@ export SAM_CLI_TELEMETRY := 0
 
 .PHONY: demo run test chaos fuzz package migrate replay redrive inspect stuck sweep audit bench bench-sweep bench-load tools postgres chromium build clean
 
-## demo: set up, run the receiver under cargo-lambda on a throwaway PostgreSQL, deliver events/, print
+## demo: set up, run the receiver under cargo-lambda on a throwaway PostgreSQL, deliver events/, print;
+## CONSOLE=1 then serves the ledger console on the demo's ledger until interrupted
 demo: tools postgres
 	scripts/demo.sh demo
 
-## run: the same set-up; keep the receiver serving on 127.0.0.1:9000 until interrupted
+## run: the same set-up; keep the receiver serving on 127.0.0.1:9000 and the ledger console on
+## 127.0.0.1:8470 (its URL with the access token printed) until interrupted
 run: tools postgres
 	scripts/demo.sh run
 

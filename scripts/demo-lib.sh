@@ -114,3 +114,28 @@ demo_forward_report() {
     printf '%s\n' "$lines" | sed 's/^/  /'
   fi
 }
+
+# demo_console HOOKLEDGER PORT LOG: starts `HOOKLEDGER console` (the operator CLI's ledger
+# console) on 127.0.0.1:PORT in its own process group, with this shell's environment (the
+# database, the sources, the worker's doorbell), its output in LOG (a private file: its first
+# line holds the access token), and prints "PID URL" once it has printed its URL
+# (http://127.0.0.1:PORT/?token=...). Fails when it does not start.
+demo_console() {
+  local hookledger=$1 port=$2 log=$3 pid line
+  (umask 077 && : >"$log")
+  setsid "$hookledger" console --bind "127.0.0.1:$port" >"$log" 2>&1 &
+  pid=$!
+  for _ in $(seq 1 100); do
+    line=$(grep -m1 '^hookledger console: ' "$log" 2>/dev/null || true)
+    if [ -n "$line" ]; then
+      echo "$pid ${line#hookledger console: }"
+      return 0
+    fi
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  cat "$log" >&2
+  echo "hookledger console did not start on 127.0.0.1:$port" >&2
+  kill "$pid" 2>/dev/null || true
+  return 1
+}
