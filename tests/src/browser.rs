@@ -275,14 +275,26 @@ impl Browser {
             .map(drop)
     }
 
+    /// Clicks the first link whose text is exactly `text`.
+    pub async fn click_link(&self, text: &str) -> Result<()> {
+        let link = self.link(text).await?;
+        self.click(&link).await
+    }
+
+    /// Waits for the first element matching `selector` ([`Browser::wait_for`]) and clicks it.
+    pub async fn click_on(&self, selector: &str) -> Result<()> {
+        let element = self.wait_for(selector).await?;
+        self.click(&element).await
+    }
+
     /// The rendered text of `element`.
     pub async fn text(&self, element: &Element) -> Result<String> {
         text_of(self.get(&format!("/element/{}/text", element.0)).await?)
     }
 
-    /// The text of the first element matching `selector`.
+    /// The text of the first element matching `selector`, waited for ([`Browser::wait_for`]).
     pub async fn text_at(&self, selector: &str) -> Result<String> {
-        let element = self.find(selector).await?;
+        let element = self.wait_for(selector).await?;
         self.text(&element).await
     }
 

@@ -19,7 +19,7 @@ const TOKEN: &str = "browser-test-console-token";
 
 #[tokio::test]
 async fn an_operator_clicks_from_the_overview_to_a_dead_event_redrives_it_and_the_worker_completes_it(
-) {
+) -> anyhow::Result<()> {
     let started = Instant::now();
     let mut app = spawn_app().await;
     with_max_attempts(&mut app, 2);
@@ -70,187 +70,107 @@ async fn an_operator_clicks_from_the_overview_to_a_dead_event_redrives_it_and_th
     let url = console.url(addr);
     tokio::spawn(async move { console.serve(listener, std::future::pending()).await });
 
-    let browser = Browser::start().await.unwrap();
+    let browser = Browser::start().await?;
     let shots = screenshot_dir();
     let shot = |name: &str| shots.join(format!("{name}.png"));
-
-    // The URL `hookledger console` prints: the token becomes a cookie and leaves the address bar.
-    browser.goto(&url).await.unwrap();
-    assert_eq!(browser.url().await.unwrap(), format!("http://{addr}/"));
-    browser.wait_for("svg.chart").await.unwrap();
     let figure =
         |source: &str, key: &str| format!("td[data-source=\"{source}\"][data-figure=\"{key}\"]");
+
+    // The URL `hookledger console` prints: the token becomes a cookie and leaves the address bar.
+    browser.goto(&url).await?;
+    assert_eq!(browser.url().await?, format!("http://{addr}/"));
+    browser.wait_for("svg.chart").await?;
+    let dead_letters = figure("stripe-deferred", "dead_letters");
+    assert_eq!(browser.text_at(&dead_letters).await?, "1");
     assert_eq!(
-        browser
-            .text_at(&figure("stripe-deferred", "dead_letters"))
-            .await
-            .unwrap(),
-        "1"
-    );
-    assert_eq!(
-        browser
-            .text_at(&figure("stripe", "dead_letters"))
-            .await
-            .unwrap(),
+        browser.text_at(&figure("stripe", "dead_letters")).await?,
         "0"
     );
-    assert_eq!(
-        browser
-            .text_at("td[data-source=\"stripe\"][data-outcome=\"completed\"]")
-            .await
-            .unwrap(),
-        "4"
-    );
-    browser.screenshot(&shot("overview")).await.unwrap();
+    let completed = "td[data-source=\"stripe\"][data-outcome=\"completed\"]";
+    assert_eq!(browser.text_at(completed).await?, "4");
+    browser.screenshot(&shot("overview")).await?;
 
     // Events, from the navigation.
-    browser
-        .click(&browser.link("Events").await.unwrap())
-        .await
-        .unwrap();
-    let events = browser.wait_for("table#events").await.unwrap();
-    let listed = browser.text(&events).await.unwrap();
+    browser.click_link("Events").await?;
+    let listed = browser.text_at("table#events").await?;
     for id in ["evt_paid_0", "evt_paid_3", "evt_dead", "evt_waiting"] {
         assert!(listed.contains(id), "{id} not listed: {listed}");
     }
-    browser.screenshot(&shot("events")).await.unwrap();
+    browser.screenshot(&shot("events")).await?;
 
-    // Stuck, with the threshold lowered in its form to one second.
-    browser
-        .click(&browser.link("Stuck").await.unwrap())
-        .await
-        .unwrap();
-    let threshold = browser
-        .wait_for("input[name=\"stuck_after_secs\"]")
-        .await
-        .unwrap();
-    let past_threshold = Duration::from_millis(1_100);
-    if let Some(wait) = past_threshold.checked_sub(waiting_since.elapsed()) {
+    // Stuck, with the threshold lowered to one second in its form.
+    browser.click_link("Stuck").await?;
+    let threshold = browser.wait_for("input[name=\"stuck_after_secs\"]").await?;
+    if let Some(wait) = Duration::from_millis(1_100).checked_sub(waiting_since.elapsed()) {
         tokio::time::sleep(wait).await;
     }
-    browser.type_into(&threshold, "1").await.unwrap();
-    browser
-        .click(&browser.find("form.filters button").await.unwrap())
-        .await
-        .unwrap();
-    let stuck = browser.wait_for("table#stuck").await.unwrap();
-    let stuck = browser.text(&stuck).await.unwrap();
-    assert!(stuck.contains("evt_waiting"), "{stuck}");
-    assert!(!stuck.contains("evt_dead"), "{stuck}");
-    browser.screenshot(&shot("stuck")).await.unwrap();
-
-    // Overview -> the dead-letter count -> the dead letters of that source.
-    browser
-        .click(&browser.link("Overview").await.unwrap())
-        .await
-        .unwrap();
-    let count = browser
-        .wait_for(&format!("{} a", figure("stripe-deferred", "dead_letters")))
-        .await
-        .unwrap();
-    browser.click(&count).await.unwrap();
-    let table = browser.wait_for("table#dead-events").await.unwrap();
+    browser.type_into(&threshold, "1").await?;
+    browser.click_on("form.filters button").await?;
+    let stuck = browser.text_at("table#stuck").await?;
     assert!(
-        browser
-            .url()
-            .await
-            .unwrap()
-            .ends_with("/dead?source=stripe-deferred"),
-        "{}",
-        browser.url().await.unwrap()
+        stuck.contains("evt_waiting") && !stuck.contains("evt_dead"),
+        "{stuck}"
     );
-    let rows = browser.text(&table).await.unwrap();
+    browser.screenshot(&shot("stuck")).await?;
+
+    // Overview -> its dead-letter count -> the dead letters of that source.
+    browser.click_link("Overview").await?;
+    browser.click_on(&format!("{dead_letters} a")).await?;
+    let rows = browser.text_at("table#dead-events").await?;
+    let at = browser.url().await?;
+    assert!(at.ends_with("/dead?source=stripe-deferred"), "{at}");
     assert!(
         rows.contains("evt_dead") && rows.contains("downstream is down"),
         "{rows}"
     );
-    browser.screenshot(&shot("dead")).await.unwrap();
+    browser.screenshot(&shot("dead")).await?;
 
     // -> the dead event.
-    browser
-        .click(&browser.link("evt_dead").await.unwrap())
-        .await
-        .unwrap();
-    assert_eq!(
-        browser
-            .text(&browser.wait_for("td#status").await.unwrap())
-            .await
-            .unwrap(),
-        "dead"
-    );
-    assert_eq!(browser.text_at("td#attempts").await.unwrap(), "2");
-    browser.screenshot(&shot("event")).await.unwrap();
+    browser.click_link("evt_dead").await?;
+    assert_eq!(browser.text_at("td#status").await?, "dead");
+    assert_eq!(browser.text_at("td#attempts").await?, "2");
+    browser.screenshot(&shot("event")).await?;
 
-    // -> the confirmation: one row, and the form carries the CSRF token.
-    browser
-        .click(&browser.link("Re-drive this dead letter…").await.unwrap())
-        .await
-        .unwrap();
-    let matched = browser.wait_for("strong#matched").await.unwrap();
-    assert_eq!(browser.text(&matched).await.unwrap(), "1");
-    let csrf = browser.find("input[name=\"csrf\"]").await.unwrap();
+    // -> the confirmation: one row, nothing moved yet, and the form carries the CSRF token.
+    browser.click_link("Re-drive this dead letter…").await?;
+    assert_eq!(browser.text_at("strong#matched").await?, "1");
+    let csrf = browser.find("input[name=\"csrf\"]").await?;
     assert_eq!(
-        browser.property(&csrf, "value").await.unwrap(),
+        browser.property(&csrf, "value").await?,
         Some(hookledger_console::auth::csrf_token(&token))
     );
-    assert_eq!(
-        row(&app, "evt_dead").await.0,
-        "dead",
-        "a confirmation moves nothing"
-    );
-    browser.screenshot(&shot("confirm")).await.unwrap();
+    assert_eq!(row(&app, "evt_dead").await.0, "dead");
+    browser.screenshot(&shot("confirm")).await?;
 
     // Re-drive: the button posts the form.
-    browser
-        .click(
-            &browser
-                .find("form[action=\"/redrive\"] button")
-                .await
-                .unwrap(),
-        )
-        .await
-        .unwrap();
-    let redriven = browser.wait_for("strong#redriven").await.unwrap();
-    assert_eq!(browser.text(&redriven).await.unwrap(), "1");
+    browser.click_on("form[action=\"/redrive\"] button").await?;
+    assert_eq!(browser.text_at("strong#redriven").await?, "1");
     assert_eq!(row(&app, "evt_dead").await, ("claimed".to_owned(), 0, None));
-    browser.screenshot(&shot("redrive-done")).await.unwrap();
+    browser.screenshot(&shot("redrive-done")).await?;
 
-    // The event again, from the list of what moved: back to the worker.
-    browser
-        .click(&browser.link("evt_dead").await.unwrap())
-        .await
-        .unwrap();
-    assert_eq!(
-        browser
-            .text(&browser.wait_for("td#status").await.unwrap())
-            .await
-            .unwrap(),
-        "claimed"
-    );
+    // The event again, from the list of what moved: back with the worker.
+    browser.click_link("evt_dead").await?;
+    assert_eq!(browser.text_at("td#status").await?, "claimed");
 
     // The cause is fixed; the worker's drain (re-driven rows are due at the database's now)
     // runs it once, and the reloaded page says so.
     handler.failing.store(false, Ordering::SeqCst);
     let later = SystemTime::now() + Duration::from_secs(5);
-    let summary = worker.worker.drain(move || later, plenty).await.unwrap();
+    let summary = worker.worker.drain(move || later, plenty).await?;
     assert_eq!(
         summary.completed, 2,
         "evt_dead and evt_waiting: {summary:?}"
     );
-    browser.refresh().await.unwrap();
-    assert_eq!(
-        browser
-            .text(&browser.wait_for("td#status").await.unwrap())
-            .await
-            .unwrap(),
-        "completed"
+    browser.refresh().await?;
+    assert_eq!(browser.text_at("td#status").await?, "completed");
+    let timeline = browser.text_at("table#timeline").await?;
+    assert!(
+        timeline.contains("re-driven by an operator") && timeline.contains("completed"),
+        "{timeline}"
     );
-    let timeline = browser.text_at("table#timeline").await.unwrap();
-    assert!(timeline.contains("re-driven by an operator"), "{timeline}");
-    assert!(timeline.contains("completed"), "{timeline}");
-    browser.screenshot(&shot("event-completed")).await.unwrap();
+    browser.screenshot(&shot("event-completed")).await?;
     assert_eq!(app.order_rows().await, 6);
-    browser.quit().await.unwrap();
+    browser.quit().await?;
 
     for name in [
         "overview",
@@ -262,7 +182,7 @@ async fn an_operator_clicks_from_the_overview_to_a_dead_event_redrives_it_and_th
         "redrive-done",
         "event-completed",
     ] {
-        let png = std::fs::read(shot(name)).unwrap();
+        let png = std::fs::read(shot(name))?;
         assert!(png.starts_with(b"\x89PNG\r\n\x1a\n"), "{name}.png");
         assert!(png.len() > 5_000, "{name}.png: {} bytes", png.len());
     }
@@ -274,4 +194,5 @@ async fn an_operator_clicks_from_the_overview_to_a_dead_event_redrives_it_and_th
         shots.display(),
         started.elapsed().as_secs_f64()
     );
+    Ok(())
 }
