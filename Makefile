@@ -4,19 +4,22 @@ VENV := .venv-tools
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export SAM_CLI_TELEMETRY := 0
 
-.PHONY: demo run test chaos fuzz package migrate replay redrive inspect stuck sweep audit bench bench-sweep bench-load tools postgres build clean
+.PHONY: demo run test chaos fuzz package migrate replay redrive inspect stuck sweep audit bench bench-sweep bench-load tools postgres chromium build clean
 
-## demo: set up, run the receiver under cargo-lambda on a throwaway PostgreSQL, deliver events/, print
+## demo: set up, run the receiver under cargo-lambda on a throwaway PostgreSQL, deliver events/, print;
+## CONSOLE=1 then serves the ledger console on the demo's ledger until interrupted
 demo: tools postgres
 	scripts/demo.sh demo
 
-## run: the same set-up; keep the receiver serving on 127.0.0.1:9000 until interrupted
+## run: the same set-up; keep the receiver serving on 127.0.0.1:9000 and the ledger console on
+## 127.0.0.1:8470 (its URL with the access token printed) until interrupted
 run: tools postgres
 	scripts/demo.sh run
 
-## test: fmt, clippy, every test on a throwaway PostgreSQL (fails on any failed or ignored test, and
-## when the end-to-end tests number fewer than tests/minimum-e2e-tests)
-test: tools postgres
+## test: fmt, clippy, every test on a throwaway PostgreSQL, the console's in headless Chromium too
+## (fails on any failed or ignored test, and when the end-to-end tests number fewer than
+## tests/minimum-e2e-tests)
+test: tools postgres chromium
 	HOOKLEDGER_TOOLS_PYTHON=$(CURDIR)/$(VENV)/bin/python scripts/test.sh
 
 ## chaos: the receiver and the worker as real processes under faults (retry storm, receivers
@@ -180,6 +183,11 @@ $(NODE_INTEROP)/node_modules/.installed: $(NODE_INTEROP)/package.json $(NODE_INT
 ## postgres: PostgreSQL server binaries and pgbouncer (apt-get when missing)
 postgres:
 	@scripts/postgres.sh install
+
+## chromium: headless Chromium and chromedriver for the console's browser test (apt-get when
+## missing)
+chromium:
+	@scripts/chromium.sh install
 
 build:
 	cargo build --workspace

@@ -79,6 +79,25 @@ for source in json.load(open(sys.argv[1], encoding="utf-8")):
 PY
 }
 
+# demo_wait_started PID LOG PATTERN: waits up to 10 s, while PID runs, for a line of LOG matching
+# PATTERN (grep -E), and prints it. Fails, with LOG on stderr and PID killed, when PID exits first
+# or the time runs out.
+demo_wait_started() {
+  local pid=$1 log=$2 pattern=$3 line
+  for _ in $(seq 1 100); do
+    line=$(grep -m1 -E "$pattern" "$log" 2>/dev/null || true)
+    if [ -n "$line" ]; then
+      printf '%s\n' "$line"
+      return 0
+    fi
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  cat "$log" >&2
+  kill "$pid" 2>/dev/null || true
+  return 1
+}
+
 # demo_forward_endpoint PORT SECRET LOG: starts tests/interop/forward_server.py (the official
 # Standard Webhooks library verifies every request; python3 must be the tools venv's, as under
 # make) on 127.0.0.1:PORT in its own process group, its output in LOG (one line per request:
@@ -89,17 +108,11 @@ demo_forward_endpoint() {
   HOOKLEDGER_FORWARD_SECRET="$secret" setsid python3 tests/interop/forward_server.py \
     --port "$port" >"$log" 2>&1 &
   pid=$!
-  for _ in $(seq 1 100); do
-    if grep -q '"port"' "$log" 2>/dev/null; then
-      echo "$pid"
-      return 0
-    fi
-    kill -0 "$pid" 2>/dev/null || break
-    sleep 0.1
-  done
-  cat "$log" >&2
+  if demo_wait_started "$pid" "$log" '"port"' >/dev/null; then
+    echo "$pid"
+    return 0
+  fi
   echo "the forward endpoint did not start on port $port (run through make: it needs the tools venv's standardwebhooks)" >&2
-  kill "$pid" 2>/dev/null || true
   return 1
 }
 
@@ -113,4 +126,22 @@ demo_forward_report() {
   else
     printf '%s\n' "$lines" | sed 's/^/  /'
   fi
+}
+
+# demo_console HOOKLEDGER PORT LOG: starts `HOOKLEDGER console` (the operator CLI's ledger
+# console) on 127.0.0.1:PORT in its own process group, with this shell's environment (the
+# database, the sources, the worker's doorbell), its output in LOG (a private file: its first
+# line holds the access token), and prints "PID URL" once it has printed its URL
+# (http://127.0.0.1:PORT/?token=...). Fails when it does not start.
+demo_console() {
+  local hookledger=$1 port=$2 log=$3 pid line
+  (umask 077 && : >"$log")
+  setsid "$hookledger" console --bind "127.0.0.1:$port" >"$log" 2>&1 &
+  pid=$!
+  if line=$(demo_wait_started "$pid" "$log" '^hookledger console: '); then
+    echo "$pid ${line#hookledger console: }"
+    return 0
+  fi
+  echo "hookledger console did not start on 127.0.0.1:$port" >&2
+  return 1
 }

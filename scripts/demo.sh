@@ -2,8 +2,12 @@
 # `make demo` / `make run`: the receiver under cargo-lambda's emulator on PostgreSQL.
 #
 #   scripts/demo.sh demo   deliver events/demo-plan.json, print replies and the ledger, stop
+#                          (with CONSOLE=1, then serve the ledger console on that ledger until
+#                          interrupted)
 #   scripts/demo.sh run    keep serving at http://127.0.0.1:$PORT/lambda-url/receiver/webhooks/{source}
-#                          (and the worker at .../lambda-url/worker, rung by the receiver's doorbell)
+#                          (and the worker at .../lambda-url/worker, rung by the receiver's doorbell),
+#                          and the ledger console (hookledger console) at
+#                          http://127.0.0.1:$CONSOLE_PORT/?token=... (printed; CONSOLE_PORT=8470)
 #
 # Uses DATABASE_URL when set (migrating it), else a throwaway cluster removed on exit.
 # Sources: HOOKLEDGER_SOURCES or HOOKLEDGER_SOURCES_FILE when set, else events/sources.local.json.
@@ -13,10 +17,14 @@ cd "$(dirname "$0")/.."
 . scripts/demo-lib.sh
 mode=${1:-demo}
 port=${PORT:-9000}
+console_port=${CONSOLE_PORT:-8470}
+serve_console=0
+if [ "$mode" = run ] || [ "${CONSOLE:-0}" = 1 ]; then serve_console=1; fi
 
 cluster=""
 watch_pid=""
 forward_pid=""
+console_pid=""
 log=""
 scratch=""
 cleaned=0
@@ -32,6 +40,10 @@ cleanup() {
   if [ -n "$forward_pid" ]; then
     kill -TERM -- "-$forward_pid" 2>/dev/null || kill -TERM "$forward_pid" 2>/dev/null || true
     wait "$forward_pid" 2>/dev/null || true
+  fi
+  if [ -n "$console_pid" ]; then
+    kill -TERM -- "-$console_pid" 2>/dev/null || kill -TERM "$console_pid" 2>/dev/null || true
+    wait "$console_pid" 2>/dev/null || true
   fi
   if [ -n "$cluster" ]; then scripts/postgres.sh stop "$cluster"; fi
   if [ -n "$log" ]; then rm -f "$log"; fi
@@ -75,6 +87,20 @@ if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
   echo "port $port is in use: set PORT=... to pick another" >&2
   exit 1
 fi
+if [ "$serve_console" = 1 ] && (exec 3<>"/dev/tcp/127.0.0.1/$console_port") 2>/dev/null; then
+  echo "port $console_port (the console's) is in use: set CONSOLE_PORT=... to pick another" >&2
+  exit 1
+fi
+
+# The ledger console (hookledger console) over the same database and sources; its re-drive rings
+# the worker through the emulator, as the receiver's doorbell does. Sets console_pid, console_url.
+start_console() {
+  HOOKLEDGER_SOURCES_FILE="$sources_file" HOOKLEDGER_WORKER_FUNCTION=worker \
+    AWS_ENDPOINT_URL_LAMBDA="http://127.0.0.1:$port" AWS_REGION=us-east-1 \
+    AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local AWS_EC2_METADATA_DISABLED=true \
+    demo_console "$hookledger" "$console_port" "$scratch/console.log" >"$scratch/console.started"
+  read -r console_pid console_url <"$scratch/console.started"
+}
 
 # The forward target's endpoint (the acme-forward source in events/sources.local.json): a local
 # service that verifies each delivery's Standard Webhooks signature with the official library.
@@ -114,6 +140,8 @@ done
 base="http://127.0.0.1:$port/lambda-url/receiver"
 
 if [ "$mode" = run ]; then
+  start_console
+  echo "== console: $console_url   (the ledger in the browser: hookledger console)"
   echo "== serving $base/webhooks/{source}   (log: $log; Ctrl-C stops)"
   # --pid: the tail ends with the emulator (a background job ignores Ctrl-C's SIGINT).
   tail --pid="$watch_pid" -f "$log" ${forward_pid:+"$forward_log"} &
@@ -165,3 +193,21 @@ echo "== ledger"
 echo
 echo "== receiver log (one line per delivery)"
 grep '"message":"delivery"' "$log" | sed 's/^/  /' || true
+echo
+echo "== the ledger console on this ledger (hookledger console)"
+if [ "$serve_console" = 1 ]; then
+  start_console
+  stop_note="Ctrl-C stops it"
+  [ -z "$cluster" ] || stop_note="$stop_note and removes the throwaway database"
+  echo "  $console_url   ($stop_note)"
+  wait "$console_pid"
+elif [ -n "$cluster" ]; then
+  echo "  this run's throwaway database is removed now: \`make demo CONSOLE=1\` ends by serving the"
+  echo "  console on the demo's ledger until Ctrl-C (\`make run\` serves it beside the receiver)"
+else
+  case "$sources_file" in
+    "$scratch"/*) sources_hint="with the same HOOKLEDGER_SOURCES" ;;
+    *) sources_hint="HOOKLEDGER_SOURCES_FILE=$sources_file" ;;
+  esac
+  echo "  with this DATABASE_URL: $sources_hint $hookledger console"
+fi

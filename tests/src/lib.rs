@@ -4,6 +4,7 @@
 //!   the helper users copy), migrated with the ledger's and the handlers' sets, examples on.
 //! - [`EventFile`]: a Lambda event from `events/` (API Gateway v1/v2, Function URL), with its
 //!   headers and raw body, re-signable with the local development secrets.
+//! - [`browser`]: headless Chromium over WebDriver (the console's browser test).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -16,6 +17,7 @@ use shared::verify::Verifier;
 
 pub use hookledger_testing::{server_url, url_with_database, TestDb};
 
+pub mod browser;
 pub mod fake_providers;
 pub mod hostile;
 pub mod test_log;

@@ -392,6 +392,23 @@ pub fn deferred(body: Vec<u8>) -> Delivery {
     signed(Scheme::Stripe, DEFERRED_SECRET, "", NOW, body)
 }
 
+/// The local sources with `stripe-deferred` allowed `max_attempts` attempts.
+pub fn with_max_attempts(app: &mut TestApp, max_attempts: u32) {
+    let mut specs: Vec<serde_json::Value> =
+        serde_json::from_str(&hookledger_tests::local_sources_json().unwrap()).unwrap();
+    for spec in &mut specs {
+        if spec["name"] == "stripe-deferred" {
+            spec["max_attempts"] = max_attempts.into();
+        }
+    }
+    app.settings.sources = Sources::from_json(&serde_json::to_string(&specs).unwrap()).unwrap();
+    app.state = receiver::handler::AppState::new(
+        &app.settings,
+        app.receiver().pool.clone(),
+        handlers::registry(&app.settings.sources),
+    );
+}
+
 /// The worker function's state over the app's settings and pool.
 pub fn worker_for(app: &TestApp) -> worker::handler::AppState {
     worker::handler::AppState::new(

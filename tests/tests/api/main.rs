@@ -5,6 +5,7 @@ mod answers;
 mod audit;
 mod aws;
 mod claim;
+mod console;
 mod deferred;
 mod delivery_metrics;
 mod deploy_regressions;

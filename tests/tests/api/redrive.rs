@@ -165,23 +165,6 @@ async fn seed_dead(app: &TestApp, prefix: &str, rows: i32, first_dead_at: &str) 
         .unwrap();
 }
 
-/// The local sources with `stripe-deferred` allowed `max_attempts` attempts.
-fn with_max_attempts(app: &mut TestApp, max_attempts: u32) {
-    let mut specs: Vec<serde_json::Value> =
-        serde_json::from_str(&hookledger_tests::local_sources_json().unwrap()).unwrap();
-    for spec in &mut specs {
-        if spec["name"] == "stripe-deferred" {
-            spec["max_attempts"] = max_attempts.into();
-        }
-    }
-    app.settings.sources = Sources::from_json(&serde_json::to_string(&specs).unwrap()).unwrap();
-    app.state = receiver::handler::AppState::new(
-        &app.settings,
-        app.receiver().pool.clone(),
-        handlers::registry(&app.settings.sources),
-    );
-}
-
 #[tokio::test]
 async fn a_dead_deferred_event_is_redriven_with_its_history_and_the_worker_completes_it_once() {
     let mut app = spawn_app().await;
