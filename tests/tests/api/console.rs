@@ -7,7 +7,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use hookledger_console::{AccessToken, Console, ConsoleConfig};
+use hookledger_console::{AccessToken, Auth, Console, ConsoleConfig};
 use hookledger_tests::browser::{screenshot_dir, Browser};
 use shared::doorbell::Doorbell;
 use shared::handlers::Handler;
@@ -61,7 +61,7 @@ async fn an_operator_clicks_from_the_overview_to_a_dead_event_redrives_it_and_th
         handlers::registry(&app.settings.sources),
         Doorbell::off(),
         ConsoleConfig {
-            token: token.clone(),
+            auth: Auth::Token(token.clone()),
             read_only: false,
         },
     );
