@@ -539,10 +539,10 @@ async fn the_event_page_shows_the_timeline_response_payload_and_outbox() {
     app.sql(&seed).await;
     let html = app.page("/events/stripe/evt_done").await;
     for text in [
-        "2026-12-01T08:00:00.000Z",
+        "2026-12-01T08:00:00Z",
         "dead after 8 attempts: downstream answered 502",
         "re-driven by an operator",
-        "completed after 2 attempts",
+        "completed by the worker, attempt 2",
         "200 {&quot;status&quot;:&quot;ok&quot;}",
         "stripe:evt_done:1",
         "billing",

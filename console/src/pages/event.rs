@@ -20,6 +20,26 @@ fn error_suffix(error: Option<&str>) -> String {
     error.map(|e| format!(": {e}")).unwrap_or_default()
 }
 
+/// A time the row's history recorded (PostgreSQL's JSON form, `2026-12-02T04:27:31.769206+00:00`)
+/// in the page's one form ([`time`]: UTC, milliseconds, `Z`); `-` when absent, as recorded when
+/// it does not parse.
+fn history_time(recorded: Option<String>) -> String {
+    match recorded {
+        None => "-".to_owned(),
+        Some(text) => shared::telemetry::parse_rfc3339(&text).map_or(text, time),
+    }
+}
+
+/// What completed the current life of the row: the delivery itself (`attempts` 0, inline), or
+/// the worker on its `attempts`-th attempt since the last claim or re-drive.
+fn completed_line(attempts: i32) -> String {
+    if attempts == 0 {
+        "completed inline, in the delivery".to_owned()
+    } else {
+        format!("completed by the worker, attempt {attempts}")
+    }
+}
+
 /// The timeline: the earlier lives the row's history records (each re-drive or re-run keeps
 /// what the row was), then the current one from its columns.
 pub fn timeline(detail: &EventDetail) -> Vec<Line> {
@@ -27,12 +47,12 @@ pub fn timeline(detail: &EventDetail) -> Vec<Line> {
     for entry in detail.history.as_array().into_iter().flatten() {
         let text = |key: &str| entry.get(key).and_then(|v| v.as_str()).map(str::to_owned);
         if let Some(claimed) = text("claimed_at") {
-            lines.push((claimed, "claimed".to_owned()));
+            lines.push((history_time(Some(claimed)), "claimed".to_owned()));
         }
         let attempts = entry.get("attempts").and_then(|v| v.as_i64());
         match text("status").as_deref() {
             Some("dead") => lines.push((
-                text("dead_at").unwrap_or_else(|| "-".to_owned()),
+                history_time(text("dead_at")),
                 format!(
                     "dead after {} attempts{}",
                     attempts.unwrap_or(0),
@@ -40,7 +60,7 @@ pub fn timeline(detail: &EventDetail) -> Vec<Line> {
                 ),
             )),
             Some("completed") => lines.push((
-                text("completed_at").unwrap_or_else(|| "-".to_owned()),
+                history_time(text("completed_at")),
                 format!(
                     "completed{}",
                     entry
@@ -60,7 +80,7 @@ pub fn timeline(detail: &EventDetail) -> Vec<Line> {
             Some(other) => other.to_owned(),
             None => "operator action".to_owned(),
         };
-        lines.push((text("at").unwrap_or_else(|| "-".to_owned()), action));
+        lines.push((history_time(text("at")), action));
     }
     let mut current: Vec<(SystemTime, String)> = Vec::new();
     current.push((
@@ -96,13 +116,7 @@ pub fn timeline(detail: &EventDetail) -> Vec<Line> {
         current.push((at, "due for the worker".to_owned()));
     }
     if let Some(at) = detail.completed_at {
-        current.push((
-            at,
-            format!(
-                "completed after {} attempts (0: inline, in the delivery)",
-                detail.attempts
-            ),
-        ));
+        current.push((at, completed_line(detail.attempts)));
     }
     if let Some(at) = detail.dead_at {
         current.push((
@@ -228,4 +242,26 @@ pub async fn page(
         content,
         Some("/events"),
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn history_times_read_in_the_same_form_as_the_row_s_own() {
+        let row_time = shared::telemetry::parse_rfc3339("2026-12-02T04:27:31.769Z").unwrap();
+        assert_eq!(
+            history_time(Some("2026-12-02T04:27:31.769206+00:00".to_owned())),
+            time(row_time)
+        );
+        assert_eq!(history_time(None), "-");
+        assert_eq!(history_time(Some("yesterday".to_owned())), "yesterday");
+    }
+
+    #[test]
+    fn a_completion_says_whether_the_delivery_or_the_worker_completed_it() {
+        assert_eq!(completed_line(0), "completed inline, in the delivery");
+        assert_eq!(completed_line(1), "completed by the worker, attempt 1");
+    }
 }
