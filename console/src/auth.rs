@@ -271,7 +271,7 @@ async fn require_token(token: &AccessToken, request: Request, next: Next) -> Res
             .filter(|(name, _)| name != TOKEN_PARAM)
             .map(|(n, v)| (n.into_owned(), v.into_owned()))
             .collect();
-        let mut location = request.uri().path().to_owned();
+        let mut location = same_origin_path(request.uri().path());
         if !rest.is_empty() {
             location.push('?');
             location.push_str(
@@ -302,6 +302,12 @@ async fn require_token(token: &AccessToken, request: Request, next: Next) -> Res
         Some(given) if token.matches(given) => next.run(request).await,
         _ => unauthorized_token(),
     }
+}
+
+/// `path` as a `Location` that stays on this origin: leading slashes and backslashes collapsed
+/// to one `/` (a browser reads `//host/...`, and `/\\host/...`, as another host).
+fn same_origin_path(path: &str) -> String {
+    format!("/{}", path.trim_start_matches(['/', '\\']))
 }
 
 /// 401 with a page saying how to get in, in `auth`'s mode.

@@ -1166,3 +1166,58 @@ async fn explain(
         .collect::<Vec<_>>()
         .join("\n")
 }
+
+/// Sends `head` (request line and headers, without the final blank line) as is over TCP, so the
+/// path reaches the server byte for byte (no client normalizes it): the response's head.
+async fn raw_head(app: &App, head: &str) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let addr = app.base.trim_start_matches("http://");
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    stream
+        .write_all(format!("{head}\r\nHost: {addr}\r\nConnection: close\r\n\r\n").as_bytes())
+        .await
+        .unwrap();
+    let mut response = Vec::new();
+    stream.read_to_end(&mut response).await.unwrap();
+    let response = String::from_utf8_lossy(&response).into_owned();
+    response[..response.find("\r\n\r\n").unwrap_or(response.len())].to_owned()
+}
+
+#[tokio::test]
+async fn the_token_redirect_never_leaves_the_origin() {
+    let app = spawn(false).await;
+    for path in [
+        "//evil.example/",
+        "//evil.example/x?a=1",
+        "/\\evil.example/",
+        "/\\/evil.example/",
+        "///evil.example/",
+        "/%2F/evil.example/",
+        "/%5Cevil.example/",
+    ] {
+        let sep = if path.contains('?') { '&' } else { '?' };
+        let head = raw_head(
+            &app,
+            &format!("GET {path}{sep}token={} HTTP/1.1", app.token),
+        )
+        .await;
+        let status = head.split(' ').nth(1).unwrap_or("");
+        if status == "400" {
+            continue; // the server refused the request target itself: no redirect at all
+        }
+        assert_eq!(status, "303", "{path}: {head}");
+        let location = head
+            .lines()
+            .find_map(|l| l.strip_prefix("location: "))
+            .unwrap_or_else(|| panic!("{path}: {head}"));
+        // On this origin: a path that a browser cannot read as another host (`//host`, and
+        // `/\host`, which browsers read as `//host`).
+        assert!(location.starts_with('/'), "{path}: {location}");
+        let second = location.as_bytes().get(1).copied();
+        assert!(
+            second != Some(b'/') && second != Some(b'\\'),
+            "{path}: {location}"
+        );
+        assert!(!location.contains("token="), "{path}: {location}");
+    }
+}
