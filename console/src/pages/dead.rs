@@ -9,7 +9,7 @@ use serde::Deserialize;
 
 use crate::layout::{event_url, shell, time, url_with};
 use crate::pages::events::truncate;
-use crate::pages::{connection, given};
+use crate::pages::{connection, given, text};
 use crate::queries::{self, DeadFilter};
 use crate::{time_input, AppState, PageError};
 
@@ -33,7 +33,7 @@ pub async fn page(
     Query(query): Query<DeadQuery>,
 ) -> Result<Markup, PageError> {
     let filter = DeadFilter {
-        source: given(&query.source),
+        source: text("source", given(&query.source))?,
         since: time_input::parse("since", query.since.as_deref())?,
         until: time_input::parse("until", query.until.as_deref())?,
     };

@@ -152,7 +152,13 @@ pub async fn page(
     State(state): State<AppState>,
     Path((source, event_id)): Path<(String, String)>,
 ) -> Result<Markup, PageError> {
-    let Some(detail) = shared::redrive::inspect(&state.pool, &source, &event_id).await? else {
+    // A key with a NUL cannot be in the ledger (PostgreSQL's text cannot hold one).
+    let holdable = !source.contains('\0') && !event_id.contains('\0');
+    let detail = match holdable {
+        true => shared::redrive::inspect(&state.pool, &source, &event_id).await?,
+        false => None,
+    };
+    let Some(detail) = detail else {
         return Err(PageError::NotFound(format!(
             "{source}/{event_id} is not in the ledger."
         )));

@@ -11,7 +11,7 @@ use maud::{html, Markup};
 use serde::Deserialize;
 
 use crate::layout::{event_url, shell, time, url_with};
-use crate::pages::{connection, given};
+use crate::pages::{connection, given, text};
 use crate::queries::{self, EventFilter, Keyset};
 use crate::{time_input, AppState, PageError};
 
@@ -61,6 +61,9 @@ pub fn parse_cursor(text: &str) -> Result<Keyset, PageError> {
         .map_err(|_| bad())?;
     let (micros, source, event_id): (u64, String, String) =
         serde_json::from_slice(&bytes).map_err(|_| bad())?;
+    if source.contains('\0') || event_id.contains('\0') {
+        return Err(bad());
+    }
     Ok(Keyset {
         claimed_at: SystemTime::UNIX_EPOCH + Duration::from_micros(micros),
         source,
@@ -68,13 +71,13 @@ pub fn parse_cursor(text: &str) -> Result<Keyset, PageError> {
     })
 }
 
-/// Checks `text` of field `field` is at most `max` bytes.
+/// Checks `value` of field `field` is at most `max` bytes of [`text`].
 fn bounded(
     field: &'static str,
-    text: Option<String>,
+    value: Option<String>,
     max: usize,
 ) -> Result<Option<String>, PageError> {
-    match text {
+    match text(field, value)? {
         Some(text) if text.len() > max => {
             Err(PageError::bad(field, format!("longer than {max} bytes")))
         }

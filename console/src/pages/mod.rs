@@ -25,6 +25,20 @@ pub async fn not_found(State(_): State<AppState>) -> Result<Markup, PageError> {
     Err(PageError::NotFound("No such page.".to_owned()))
 }
 
+/// `value` of the field `field` if PostgreSQL's text can hold it: no NUL character (else the
+/// query would fail, a 503 for bad input).
+///
+/// # Errors
+/// [`PageError::BadInput`] naming `field` when `value` holds a NUL.
+pub fn text(field: &'static str, value: Option<String>) -> Result<Option<String>, PageError> {
+    match value {
+        Some(value) if value.contains('\0') => {
+            Err(PageError::bad(field, "contains a NUL character"))
+        }
+        value => Ok(value),
+    }
+}
+
 /// A filter value: trimmed, `None` when empty.
 pub fn given(value: &Option<String>) -> Option<String> {
     value

@@ -21,7 +21,7 @@ use shared::redrive::{RedriveReport, RedriveSpec, Selection, Which};
 
 use crate::auth::Csrf;
 use crate::layout::{event_url, shell, url_with};
-use crate::pages::given;
+use crate::pages::{given, text};
 use crate::{time_input, AppState, PageError};
 
 /// The fields of a re-drive (see the module's docs).
@@ -67,14 +67,14 @@ impl RedriveForm {
             Some("outbox") => true,
             _ => return Err(PageError::bad("what", "dead or outbox")),
         };
-        let source =
-            given(&self.source).ok_or_else(|| PageError::bad("source", "give the source"))?;
+        let source = text("source", given(&self.source))?
+            .ok_or_else(|| PageError::bad("source", "give the source"))?;
         let time = |field, value: &Option<String>| {
             time_input::parse(field, value.as_deref()).map(|at| at.map(shared::telemetry::rfc3339))
         };
         let spec = RedriveSpec {
             status: Which::Dead,
-            event_ids: given(&self.event_id).map(|id| vec![id]),
+            event_ids: text("event_id", given(&self.event_id))?.map(|id| vec![id]),
             event_type: None,
             since: time("since", &self.since)?,
             until: time("until", &self.until)?,
