@@ -1283,3 +1283,197 @@ async fn hostile_filters_cursors_and_paths_are_400_or_404_never_500_or_503() {
     // The ledger is still there, the console still serves.
     assert!(app.page("/events").await.contains("evt_d1"));
 }
+
+#[tokio::test]
+async fn hostile_ledger_text_is_escaped_on_every_page_and_in_the_chart() {
+    let app = spawn(false).await;
+    let evil = r#"x"'></pre></td><script>alert(1)</script><img src=x onerror=alert(2)><svg onload=alert(3)>javascript:alert(4)"#;
+    let evil_source = r#"s"><script>alert(5)</script>"#;
+    // Every text column the pages show, hostile; a dead event (dead letters, confirmation),
+    // a completed one (stored response, payload), a stuck one, a dead outbox message.
+    app.sql(&format!(
+        "INSERT INTO webhook_event (source, event_id, event_type, payload_digest, payload, status,
+                                    attempts, last_error, dead_at, claimed_at)
+         VALUES ('stripe', $e${evil}$e$, $e${evil}$e$, sha256('a'), convert_to($e${evil}$e$, 'UTF8'),
+                 'dead', 8, $e${evil}$e$, now(), now() - interval '5 minutes'),
+                ($e${evil_source}$e$, $e${evil}$e$, $e${evil}$e$, sha256('a'), convert_to($e${evil}$e$, 'UTF8'),
+                 'dead', 8, $e${evil}$e$, now(), now() - interval '5 minutes');
+         INSERT INTO webhook_event (source, event_id, event_type, payload_digest, payload, status,
+                                    response_status, response_body, completed_at, claimed_at)
+         VALUES ('stripe', 'evt_resp', $e${evil}$e$, sha256('a'),
+                 convert_to($e${{\"k\": \"{}\"}}$e$, 'UTF8'), 'completed', 200, to_jsonb($e${evil}$e$::text),
+                 now(), now() - interval '3 minutes');
+         INSERT INTO webhook_event (source, event_id, event_type, payload_digest, payload, status,
+                                    attempts, lease_expires_at, next_attempt_at, claimed_at)
+         VALUES ('stripe', $e$stuck{evil}$e$, $e${evil}$e$, sha256('a'), '{{}}', 'processing', 1,
+                 now() - interval '2 hours', now() - interval '2 hours', now() - interval '3 hours');
+         INSERT INTO outbox (source, event_id, n, event_type, target, payload, content_type, status,
+                             attempts, last_error, dead_at)
+         VALUES ('stripe', $e${evil}$e$, 1, $e${evil}$e$, $e${evil}$e$, '{{}}', 'application/json',
+                 'dead', 8, $e${evil}$e$, now());",
+        evil.replace('"', "\\\"")
+    ))
+    .await;
+    let id = hookledger_console::layout::encode(evil);
+    let paths = [
+        "/".to_owned(),
+        "/events".to_owned(),
+        format!(
+            "/events?source={}",
+            hookledger_console::layout::encode(evil_source)
+        ),
+        format!("/events?event_type={id}&id_prefix={id}&source=stripe"),
+        format!("/events/stripe/{id}"),
+        "/events/stripe/evt_resp".to_owned(),
+        format!("/events/stripe/stuck{id}"),
+        format!("/events/stripe/{id}x"),
+        "/stuck".to_owned(),
+        "/dead".to_owned(),
+        format!("/dead?source=stripe&since=2000-01-01T00:00:00Z&until={id}"),
+        "/dead?source=stripe&since=2000-01-01T00:00:00Z".to_owned(),
+        format!("/redrive/confirm?what=dead&source=stripe&event_id={id}"),
+        format!("/redrive/confirm?what=outbox&source=stripe&event_id={id}"),
+        format!("/redrive/confirm?what={id}&source=stripe&event_id={id}"),
+        format!("/events?status={id}"),
+        format!("/events?from={id}"),
+        format!("/?hours={id}"),
+    ];
+    let mut shown = 0;
+    for path in &paths {
+        let (status, html) = app.get(path).await;
+        assert!(
+            status != StatusCode::INTERNAL_SERVER_ERROR,
+            "{path}: {html}"
+        );
+        let lower = html.to_lowercase();
+        for tag in [
+            "<script",
+            "<img",
+            "<svg onload",
+            "</pre></td>",
+            "href=\"javascript",
+        ] {
+            assert!(!lower.contains(tag), "{path}: {tag} in {html}");
+        }
+        shown += usize::from(html.contains("&lt;script&gt;alert("));
+    }
+    // The hostile text is shown, escaped, on most pages (not a page that refused it).
+    assert!(shown >= 10, "{shown}");
+    // In the chart's SVG too (the hostile source has a chart on the overview).
+    let overview = app.page("/").await;
+    assert!(
+        overview.contains("s&quot;&gt;&lt;script&gt;alert(5)&lt;/script&gt;"),
+        "{overview}"
+    );
+}
+
+#[tokio::test]
+async fn every_response_has_the_security_headers_and_hostile_posts_change_nothing() {
+    let app = spawn(false).await;
+    app.sql(&row("stripe", "evt_d1", "invoice.paid", "dead", 20))
+        .await;
+    let csrf = hookledger_console::auth::csrf_token(&AccessToken::new(&app.token).unwrap());
+    let check = |response: &reqwest::Response, what: &str| {
+        let headers = response.headers();
+        assert_eq!(headers["cache-control"], "no-store", "{what}");
+        assert_eq!(headers["x-frame-options"], "DENY", "{what}");
+        assert_eq!(headers["referrer-policy"], "no-referrer", "{what}");
+        assert_eq!(headers["x-content-type-options"], "nosniff", "{what}");
+        assert!(
+            headers["content-security-policy"]
+                .to_str()
+                .unwrap()
+                .starts_with("default-src 'none'"),
+            "{what}"
+        );
+    };
+    let url = |path: &str| format!("{}{path}", app.base);
+    let mut responses = vec![
+        ("401", app.client.get(url("/")).send().await.unwrap()),
+        (
+            "303",
+            app.client
+                .get(url(&format!("/?token={}", app.token)))
+                .send()
+                .await
+                .unwrap(),
+        ),
+    ];
+    for (what, request) in [
+        ("404", app.client.get(url("/nope"))),
+        ("400", app.client.get(url("/events?status=gone"))),
+        ("400 path", app.client.get(url("/events/stripe/%FF"))),
+        ("405", app.client.get(url("/redrive"))),
+        ("405 put", app.client.put(url("/redrive"))),
+        ("405 post", app.client.post(url("/redrive/confirm"))),
+        ("403", app.client.post(url("/redrive")).form(&[("what", "dead")])),
+        (
+            "415 json",
+            app.client.post(url("/redrive")).json(&serde_json::json!({
+                "what": "dead", "source": "stripe", "event_id": "evt_d1", "confirmed": "1", "csrf": csrf
+            })),
+        ),
+        (
+            "text/plain",
+            app.client
+                .post(url("/redrive"))
+                .header(header::CONTENT_TYPE, "text/plain")
+                .body(format!("what=dead&source=stripe&event_id=evt_d1&confirmed=1&csrf={csrf}")),
+        ),
+        (
+            "two csrf fields",
+            app.client
+                .post(url("/redrive"))
+                .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
+                .body(format!(
+                    "what=dead&source=stripe&event_id=evt_d1&confirmed=1&csrf=x&csrf={csrf}"
+                )),
+        ),
+        (
+            "csrf in the query",
+            app.client
+                .post(url(&format!("/redrive?csrf={csrf}")))
+                .form(&[("what", "dead"), ("source", "stripe"), ("event_id", "evt_d1"), ("confirmed", "1")]),
+        ),
+        (
+            "method override",
+            app.client
+                .get(url(&format!(
+                    "/redrive?_method=POST&what=dead&source=stripe&event_id=evt_d1&confirmed=1&csrf={csrf}"
+                )))
+                .header("X-HTTP-Method-Override", "POST"),
+        ),
+    ] {
+        responses.push((what, request.bearer_auth(&app.token).send().await.unwrap()));
+    }
+    for confirmed in ["-1", "0", "2", "18446744073709551616", "1e0", "one", ""] {
+        let (status, body) = app
+            .redrive_one("dead", "stripe", "evt_d1", confirmed, &csrf)
+            .await;
+        assert!(
+            [StatusCode::BAD_REQUEST, StatusCode::CONFLICT].contains(&status),
+            "{confirmed}: {status} {body}"
+        );
+    }
+    for (what, response) in responses {
+        check(&response, what);
+        assert!(
+            response.status().is_client_error() || response.status().is_redirection(),
+            "{what}: {}",
+            response.status()
+        );
+    }
+    assert_eq!(status_of(&app, "evt_d1").await, "dead");
+    // The 503 page too.
+    app.sql("ALTER TABLE webhook_event RENAME TO webhook_event_gone")
+        .await;
+    let response = app
+        .client
+        .get(url("/events"))
+        .bearer_auth(&app.token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+    check(&response, "503");
+}
