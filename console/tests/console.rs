@@ -35,6 +35,8 @@ async fn spawn(read_only: bool) -> App {
 }
 
 async fn spawn_on(db: TestDb, read_only: bool) -> App {
+    // The console's logs go where make test's secret scan reads them.
+    hookledger_tests::test_log::install();
     let url = db.url.clone();
     let sources = sources_json();
     let settings = Settings::from_lookup(|name| match name {

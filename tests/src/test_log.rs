@@ -15,7 +15,8 @@ pub const LOG_DIR_ENV: &str = "HOOKLEDGER_TEST_LOG_DIR";
 /// EMF metric events are debug), the rest at info.
 const FILTER: &str = "info,shared=debug,receiver=debug,worker=debug,replay=debug,sweeper=debug,\
                       auditor=debug,migrate=debug,hookledger=debug,hookledger_handlers=debug,\
-                      handlers=debug,hookledger_tests=debug";
+                      handlers=debug,hookledger_tests=debug,hookledger_console=debug,\
+                      console_function=debug,console=debug";
 
 fn dir() -> Option<PathBuf> {
     let dir = PathBuf::from(std::env::var_os(LOG_DIR_ENV)?);

@@ -56,6 +56,8 @@ fn redrive_form(csrf_sub: &str) -> String {
 /// The console as the function builds it over `db`, logged in as a fresh member of `group`
 /// (`hookledger_auditor`, `hookledger_replay`), with `HOOKLEDGER_CONSOLE_REDRIVE=redrive`.
 async fn console(db: &TestDb, group: &str, redrive: bool) -> &'static Router {
+    // The function's logs go where make test's secret scan reads them.
+    hookledger_tests::test_log::install();
     let login = format!(
         "console_{}_{}_{}",
         group.trim_start_matches("hookledger_"),
