@@ -525,7 +525,7 @@ async fn the_event_page_shows_the_timeline_response_payload_and_outbox() {
     let app = spawn(false).await;
     let mut seed = row("stripe", "evt_done", "invoice.paid", "completed", 5);
     seed.push_str(
-        "UPDATE webhook_event SET attempts = 2,
+        "UPDATE webhook_event SET attempts = 2, lease_token = 11,
              history = jsonb_build_array(jsonb_build_object(
                  'action', 'redrive', 'at', '2026-12-01T10:00:00.000Z', 'status', 'dead',
                  'attempts', 8, 'last_error', 'downstream answered 502',
@@ -560,6 +560,12 @@ async fn the_event_page_shows_the_timeline_response_payload_and_outbox() {
     assert!(payload > details, "{html}");
     let html = app.page("/events/slack/Ev_lean").await;
     assert!(!html.contains("pl_Ev_lean"), "{html}");
+    // Completed inline, as the receiver's one statement writes it: attempts 1, never leased.
+    app.sql("UPDATE webhook_event SET attempts = 1 WHERE event_id = 'Ev_lean'")
+        .await;
+    let html = app.page("/events/slack/Ev_lean").await;
+    assert!(html.contains("completed inline, in the delivery"), "{html}");
+    assert!(!html.contains("by the worker"), "{html}");
     assert!(!html.contains("<details>"), "{html}");
     // Percent-encoded segments, and a key not in the ledger.
     app.sql(&row("github", "a/b c", "push", "completed", 1))

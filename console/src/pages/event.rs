@@ -30,10 +30,11 @@ fn history_time(recorded: Option<String>) -> String {
     }
 }
 
-/// What completed the current life of the row: the delivery itself (`attempts` 0, inline), or
-/// the worker on its `attempts`-th attempt since the last claim or re-drive.
-fn completed_line(attempts: i32) -> String {
-    if attempts == 0 {
+/// What completed the current life of the row: the delivery itself (no worker ever leased the
+/// row: `lease_token` 0; the inline path records `attempts` 1), or the worker on its
+/// `attempts`-th attempt since the last claim or re-drive.
+fn completed_line(lease_token: i64, attempts: i32) -> String {
+    if lease_token == 0 {
         "completed inline, in the delivery".to_owned()
     } else {
         format!("completed by the worker, attempt {attempts}")
@@ -116,7 +117,7 @@ pub fn timeline(detail: &EventDetail) -> Vec<Line> {
         current.push((at, "due for the worker".to_owned()));
     }
     if let Some(at) = detail.completed_at {
-        current.push((at, completed_line(detail.attempts)));
+        current.push((at, completed_line(detail.lease_token, detail.attempts)));
     }
     if let Some(at) = detail.dead_at {
         current.push((
@@ -267,7 +268,8 @@ mod tests {
 
     #[test]
     fn a_completion_says_whether_the_delivery_or_the_worker_completed_it() {
-        assert_eq!(completed_line(0), "completed inline, in the delivery");
-        assert_eq!(completed_line(1), "completed by the worker, attempt 1");
+        // The inline path writes attempts = 1 and never leases (shared/src/ledger/one_statement.rs).
+        assert_eq!(completed_line(0, 1), "completed inline, in the delivery");
+        assert_eq!(completed_line(3, 1), "completed by the worker, attempt 1");
     }
 }

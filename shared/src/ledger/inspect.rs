@@ -44,6 +44,9 @@ pub struct EventDetail {
     pub lease_expires_at: Option<SystemTime>,
     /// When replay created the row from the provider's API; `None` for a delivery.
     pub replayed_at: Option<SystemTime>,
+    /// Leases workers took over the row's whole life (its fencing token, migration V6): 0 when
+    /// no worker ever leased it, i.e. the delivery's own transaction handled it (inline).
+    pub lease_token: i64,
     /// What operators did to the row, oldest first (see migration V12): a JSON array, empty when
     /// nothing was done.
     pub history: serde_json::Value,
@@ -154,7 +157,7 @@ static INSPECT: Sql = Sql {
 SELECT source, event_id, event_type, status::text, attempts, last_error, response_status,
        response_body, encode(payload_digest, 'hex'), octet_length(payload), claimed_at,
        completed_at, dead_at, next_attempt_at, lease_expires_at, replayed_at,
-       coalesce(history, '[]'::jsonb)
+       coalesce(history, '[]'::jsonb), lease_token
 FROM webhook_event
 WHERE source = $1
   AND event_id = $2",
@@ -215,6 +218,7 @@ pub async fn inspect(
         next_attempt_at: row.try_get(13)?,
         lease_expires_at: row.try_get(14)?,
         replayed_at: row.try_get(15)?,
+        lease_token: row.try_get(17)?,
         history: history.0,
         outbox,
     }))
