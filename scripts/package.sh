@@ -73,8 +73,11 @@ for p in "${packages[@]}"; do pflags+=(-p "$p"); done
 build=(cargo lambda build --release --locked --target "$target" --output-format zip "${pflags[@]}")
 
 # The deployed handlers are the user's own: the example handlers (and their tables) must not
-# ride along. Features are resolved for exactly the packages built together.
-features=$(cargo tree --locked --target "$triple" -e features -i hookledger-handlers "${pflags[@]}")
+# ride along. Features are resolved for exactly the packages built together, over the edges a
+# binary build follows (normal and build dependencies: resolver 2 does not unify the features of
+# dev-dependencies, such as the test harness a function crate's own tests use, into it).
+features=$(cargo tree --locked --target "$triple" -e normal,build,features -i hookledger-handlers \
+  "${pflags[@]}")
 if grep -q 'feature "examples"' <<<"$features"; then
   echo "make package: a function crate turns on hookledger-handlers' examples feature; the Lambda build must not" >&2
   exit 1
