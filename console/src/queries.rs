@@ -39,26 +39,30 @@ async fn read(
     }
 }
 
-/// Events of one source claimed per minute in `[$2, $3)`, by status now.
+/// Events of the sources `$1` claimed per minute in `[$2, $3)`, by source and status now: one
+/// statement for the whole overview, not one per source.
 pub static PER_MINUTE: Sql = Sql {
     text: "\
-SELECT date_trunc('minute', claimed_at) AS minute,
+SELECT source,
+       date_trunc('minute', claimed_at) AS minute,
        status::text,
        count(*)
 FROM webhook_event
--- One source at a time: webhook_event_source_claimed_at_idx (source, claimed_at) INCLUDE
--- (status) serves it as an index-only scan of the window.
-WHERE source = $1
+-- webhook_event_source_claimed_at_idx (source, claimed_at) INCLUDE (status) serves it as an
+-- index-only scan of each source's window (source = ANY: one range per source).
+WHERE source = ANY($1)
   AND claimed_at >= $2
   AND claimed_at < $3
-GROUP BY 1, 2
-ORDER BY 1",
-    types: &[Type::TEXT, Type::TIMESTAMPTZ, Type::TIMESTAMPTZ],
+GROUP BY 1, 2, 3
+ORDER BY 1, 2",
+    types: &[Type::TEXT_ARRAY, Type::TIMESTAMPTZ, Type::TIMESTAMPTZ],
 };
 
 /// One bucket of [`per_minute`]: events first claimed in that minute, by status now.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MinuteCount {
+    /// The source.
+    pub source: String,
     /// The minute's start.
     pub minute: SystemTime,
     /// `claimed`, `processing`, `completed`, `failed` or `dead`.
@@ -67,24 +71,26 @@ pub struct MinuteCount {
     pub count: u64,
 }
 
-/// Events of `source` claimed per minute in `[since, until)` by their status now ([`PER_MINUTE`]).
+/// Events of `sources` claimed per minute in `[since, until)` by source and their status now
+/// ([`PER_MINUTE`]), in one statement.
 ///
 /// # Errors
 /// [`PageError::Unavailable`] when PostgreSQL fails.
 pub async fn per_minute(
     conn: &Connection,
-    source: &str,
+    sources: &[&str],
     since: SystemTime,
     until: SystemTime,
 ) -> Result<Vec<MinuteCount>, PageError> {
-    read(conn, &PER_MINUTE, &[&source, &since, &until])
+    read(conn, &PER_MINUTE, &[&sources, &since, &until])
         .await?
         .iter()
         .map(|row| {
             Ok(MinuteCount {
-                minute: row.try_get(0)?,
-                status: row.try_get(1)?,
-                count: u64::try_from(row.try_get::<_, i64>(2)?).unwrap_or(0),
+                source: row.try_get(0)?,
+                minute: row.try_get(1)?,
+                status: row.try_get(2)?,
+                count: u64::try_from(row.try_get::<_, i64>(3)?).unwrap_or(0),
             })
         })
         .collect()

@@ -1134,7 +1134,8 @@ async fn every_console_query_is_served_by_an_index() {
         assert!(plan.contains("Index"), "{label}:\n{plan}");
     }
     let since = ago(6);
-    let params: [&(dyn ToSql + Sync); 3] = [&"stripe", &since, &now];
+    let sources = vec!["stripe", "github"];
+    let params: [&(dyn ToSql + Sync); 3] = [&sources, &since, &now];
     let plan = explain(
         &client,
         queries::PER_MINUTE.text,

@@ -65,17 +65,21 @@ pub async fn page(
     let report = shared::audit::peek(&conn, &settings.sources, &settings.audit, now).await?;
     let start = minute_of(now - Duration::from_secs(hours * 3600));
     let minutes = (hours * 60 + 1) as usize;
-    let mut charts = Vec::new();
-    for source in report.sources.keys() {
-        let mut series = Series::new(start, minutes);
-        for bucket in
-            queries::per_minute(&conn, source, start, now + Duration::from_secs(1)).await?
+    let sources: Vec<&str> = report.sources.keys().map(String::as_str).collect();
+    let buckets = queries::per_minute(&conn, &sources, start, now + Duration::from_secs(1)).await?;
+    drop(conn);
+    let mut charts: Vec<(String, Series)> = sources
+        .iter()
+        .map(|source| ((*source).to_owned(), Series::new(start, minutes)))
+        .collect();
+    for bucket in buckets {
+        if let Some((_, series)) = charts
+            .iter_mut()
+            .find(|(source, _)| *source == bucket.source)
         {
             series.add(bucket.minute, &bucket.status, bucket.count);
         }
-        charts.push((source.clone(), series));
     }
-    drop(conn);
     let figures = [
         ("stuck_claims", "stuck claims"),
         ("backlog_due", "deferred backlog (due)"),
