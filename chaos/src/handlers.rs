@@ -15,10 +15,10 @@ use std::time::Duration;
 
 use tokio_postgres::types::Type;
 
+use hookledger_verify::Scheme;
 use shared::db::Sql;
 use shared::handlers::{Effect, Event, Handler, HandlerError, Registry};
 use shared::ledger::Tx;
-use shared::verify::Scheme;
 use shared::Sources;
 
 /// The non-idempotent plain-SQL event type.

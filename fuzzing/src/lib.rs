@@ -14,12 +14,12 @@
 
 use std::sync::LazyLock;
 
+use hookledger_verify::extract::{Extracted, MAX_EVENT_ID_BYTES, MAX_EVENT_TYPE_BYTES};
 use http::HeaderMap;
 use lambda_http::{service_fn, Context, LambdaEvent, Service};
 use receiver::handler::AppState;
 use serde_json::value::RawValue;
 use shared::config::Sources;
-use shared::extract::{Extracted, MAX_EVENT_ID_BYTES, MAX_EVENT_TYPE_BYTES};
 use shared::SourceConfig;
 
 pub mod delivery;
@@ -182,16 +182,21 @@ pub fn verify_generic_hmac(data: &[u8]) {
 }
 
 /// Extraction as the receive path runs it after a verified signature: the event id and type
-/// (`shared::extract::extract`), then the payload hashes (`shared::identity::payload_hashes`),
+/// (`hookledger_verify::extract::extract`), then the payload hashes (`hookledger_verify::identity::payload_hashes`),
 /// asserting the bounds the ledger relies on.
 fn identify(config: &SourceConfig, headers: &HeaderMap, body: &[u8]) {
-    match shared::extract::extract(config.scheme, config.verifier.generic(), headers, body) {
+    match hookledger_verify::extract::extract(
+        config.scheme,
+        config.verifier.generic(),
+        headers,
+        body,
+    ) {
         Ok(Extracted::Event(meta)) => {
             assert!(!meta.event_id.is_empty() && meta.event_id.len() <= MAX_EVENT_ID_BYTES);
             assert!(!meta.event_id.contains('\0'));
             assert!(meta.event_type.len() <= MAX_EVENT_TYPE_BYTES);
             assert!(!meta.event_type.contains('\0'));
-            let _ = shared::identity::payload_hashes(config.scheme, body);
+            let _ = hookledger_verify::identity::payload_hashes(config.scheme, body);
         }
         Ok(Extracted::Challenge(_)) => {}
         Err(error) => assert!(!error.reason().is_empty()),
@@ -205,7 +210,7 @@ pub fn extract(data: &[u8]) {
     for config in sources().iter() {
         identify(config, &headers, body);
     }
-    let _ = shared::extract::document_of(body);
+    let _ = hookledger_verify::extract::document_of(body);
 }
 
 /// Target `sources_config`: the bytes as the `HOOKLEDGER_SOURCES` JSON list.

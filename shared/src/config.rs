@@ -70,13 +70,10 @@ use secrecy::{ExposeSecret, SecretString};
 use serde::Deserialize;
 
 use crate::retention::{Retention, RetentionSpec, SourceRetention};
-use crate::verify::{GenericHmac, Scheme, Verifier, VerifierError};
+use hookledger_verify::{GenericHmac, Scheme, Verifier, VerifierError, DEFAULT_TOLERANCE_SECS};
 
 mod github_hook;
 pub use github_hook::{GithubHook, GithubHookSpec, GithubHookTarget, GITHUB_API_BASE_URL};
-
-/// Default timestamp tolerance, seconds. Stripe, Slack and Standard Webhooks all use 300 s.
-pub const DEFAULT_TOLERANCE_SECS: u64 = 300;
 
 /// Default body limit, bytes (1 MiB). Stripe and Standard Webhooks payloads are a few KiB;
 /// GitHub caps its payloads at 25 MB, so raise it for GitHub sources that send large pushes

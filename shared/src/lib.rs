@@ -11,9 +11,7 @@ pub mod config;
 pub mod custom_resource;
 pub mod db;
 pub mod doorbell;
-pub mod extract;
 pub mod handlers;
-pub mod identity;
 pub mod invocation;
 pub mod ledger;
 pub mod ordering;
@@ -28,7 +26,6 @@ pub mod secrets;
 pub mod sources_refresh;
 pub mod sweep;
 pub mod telemetry;
-pub mod verify;
 pub mod work;
 
 pub use config::{Settings, SourceConfig, Sources};

@@ -45,12 +45,12 @@ use std::time::SystemTime;
 
 use crate::config::{Mode, Settings, SourceConfig};
 use crate::doorbell::Doorbell;
-use crate::extract::{extract, Extracted};
 use crate::handlers::{apply, fatal_body, ApplyError, Event, Registry, FATAL_STATUS};
 use crate::ledger::one_statement::Decided;
 use crate::ledger::{self, Accept, Claim, Expiry, NewEvent};
 use crate::sources_refresh::LiveSources;
 use crate::telemetry::{MetricName, UNKNOWN_SOURCE};
+use hookledger_verify::extract::{extract, Extracted};
 
 /// Seconds a provider is asked to wait before retrying an in-flight duplicate.
 pub const RETRY_AFTER_SECS: u32 = 5;
@@ -774,8 +774,8 @@ fn identify<'b>(
     body: &'b [u8],
 ) -> Result<
     (
-        crate::extract::EventMeta<'b>,
-        crate::identity::PayloadHashes,
+        hookledger_verify::extract::EventMeta<'b>,
+        hookledger_verify::identity::PayloadHashes,
     ),
     Reply,
 > {
@@ -793,7 +793,7 @@ fn identify<'b>(
         }
         // A generic source without an event id rule: start-up validation should have
         // refused it, so it is our fault (5xx, the provider retries), not the sender's.
-        Err(error @ crate::extract::ExtractError::NoRule) => {
+        Err(error @ hookledger_verify::extract::ExtractError::NoRule) => {
             trace.detail = Some(error.to_string());
             return Err(Reply::error(500, "internal_error", "internal error"));
         }
@@ -806,7 +806,7 @@ fn identify<'b>(
     trace.event_type = Some(meta.event_type.clone().into_owned());
     // The full-body digest (audit) and the payload identity (what a retry must match:
     // Stripe re-renders `pending_webhooks` at each attempt), in one pass when they agree.
-    match crate::identity::payload_hashes(config.scheme, body) {
+    match hookledger_verify::identity::payload_hashes(config.scheme, body) {
         Ok(hashes) => Ok((meta, hashes)),
         Err(error) => {
             trace.detail = Some(error.to_string());

@@ -24,7 +24,7 @@
 use std::time::{Duration, SystemTime};
 
 use crate::ledger::Status;
-use crate::verify::Scheme;
+use hookledger_verify::Scheme;
 
 /// Seconds in a day.
 const DAY_SECS: u64 = 24 * 60 * 60;

@@ -43,7 +43,7 @@ use sha2::{Digest, Sha256};
 
 use crate::config::{ConfigError, SourceConfig, Sources, SourcesOrigin, SourcesReload};
 use crate::secrets::Secrets;
-use crate::verify::{Verified, VerifyError};
+use hookledger_verify::{Verified, VerifyError};
 
 /// Least time between two re-reads of the sources in one execution environment, unless
 /// `HOOKLEDGER_SOURCES_REFRESH_SECS` says otherwise: 60 s.
@@ -465,9 +465,12 @@ mod tests {
     }
 
     fn github_delivery(secret: &str, body: &[u8]) -> HeaderMap {
-        let key = crate::verify::SigningKey::new(crate::verify::Scheme::Github, secret).unwrap();
+        let key =
+            hookledger_verify::SigningKey::new(hookledger_verify::Scheme::Github, secret).unwrap();
         let mut headers = HeaderMap::new();
-        for (name, value) in crate::verify::sign(crate::verify::Scheme::Github, &key, "", 0, body) {
+        for (name, value) in
+            hookledger_verify::sign(hookledger_verify::Scheme::Github, &key, "", 0, body)
+        {
             headers.insert(name, value.parse().unwrap());
         }
         headers

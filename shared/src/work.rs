@@ -58,10 +58,10 @@ use serde::Serialize;
 
 use crate::config::{Backoff, Settings, Sources, WorkerSettings};
 use crate::db::{Pool, Session};
-use crate::extract::document_of;
 use crate::handlers::{apply, ApplyError, Event, Registry};
 use crate::ledger::{self, Failure, Leased, LedgerError};
 use crate::outbox::{Dispatcher, OutboxSummary};
+use hookledger_verify::extract::document_of;
 
 /// What one drain did; the worker function returns it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]

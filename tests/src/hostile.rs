@@ -13,8 +13,8 @@ use std::collections::BTreeMap;
 
 use anyhow::{anyhow, Context, Result};
 use base64::Engine as _;
+use hookledger_verify::Verifier;
 use serde_json::{json, Value};
-use shared::verify::Verifier;
 
 use crate::{local_source, EventFile};
 

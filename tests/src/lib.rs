@@ -11,9 +11,9 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, Context, Result};
 use base64::Engine;
+use hookledger_verify::Verifier;
 use serde_json::Value;
 use shared::config::{SourceConfig, Sources};
-use shared::verify::Verifier;
 
 pub use hookledger_testing::{server_url, url_with_database, TestDb};
 

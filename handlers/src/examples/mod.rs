@@ -9,9 +9,9 @@ pub mod stripe_subscriptions;
 
 use std::sync::Arc;
 
+use hookledger_verify::Scheme;
 use shared::db::MigrationSet;
 use shared::handlers::Registry;
-use shared::verify::Scheme;
 use shared::Sources;
 
 mod embedded {

@@ -67,7 +67,7 @@ impl Handler for PaymentIntentSucceeded {
         let parsed: StripeEvent<'_> = serde_json::from_slice(event.document).map_err(|e| {
             HandlerError::fatal(format!(
                 "not a payment_intent event: {}",
-                shared::extract::json_error(&e)
+                hookledger_verify::extract::json_error(&e)
             ))
         })?;
         let intent = parsed.data.object;

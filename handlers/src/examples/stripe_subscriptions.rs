@@ -194,7 +194,7 @@ impl Handler for SubscriptionChanged {
         let parsed: StripeEvent = serde_json::from_slice(event.document).map_err(|e| {
             HandlerError::fatal(format!(
                 "not a subscription event: {}",
-                shared::extract::json_error(&e)
+                hookledger_verify::extract::json_error(&e)
             ))
         })?;
         let subscription = parsed.data.object;

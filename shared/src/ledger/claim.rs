@@ -12,7 +12,7 @@ use crate::db::Sql;
 use crate::retention::Retention;
 
 /// The event being claimed. `digest` is the SHA-256 of the raw body; `identity` what a retry
-/// must match (see `crate::identity`).
+/// must match (see `hookledger_verify::identity`).
 #[derive(Debug, Clone, Copy)]
 pub struct NewEvent<'a> {
     /// Source name (the ledger key's first half).

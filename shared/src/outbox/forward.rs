@@ -28,8 +28,8 @@ use reqwest::StatusCode;
 
 use super::excerpt::excerpt;
 use super::{DispatchError, Dispatched, Message};
-use crate::verify::standard_webhooks;
-use crate::verify::SigningKey;
+use hookledger_verify::standard_webhooks;
+use hookledger_verify::SigningKey;
 
 /// `User-Agent` of every forward request: `hookledger/<version>`.
 pub const USER_AGENT: &str = concat!("hookledger/", env!("CARGO_PKG_VERSION"));
@@ -247,7 +247,7 @@ pub fn parse_retry_after(value: &HeaderValue, now: SystemTime) -> Option<Duratio
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::verify::{Scheme, SigningKey};
+    use hookledger_verify::{Scheme, SigningKey};
 
     const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
 

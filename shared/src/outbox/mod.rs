@@ -51,7 +51,7 @@ use std::time::{Duration, SystemTime};
 
 use serde::Deserialize;
 
-use crate::verify::{Scheme, SigningKey};
+use hookledger_verify::{Scheme, SigningKey};
 
 /// The idempotency key of message `n` (1-based) of event `(source, event_id)`:
 /// `{source}:{event_id}:{n}`. Source names have no `:` (`[a-z0-9_-]`), so the key is unique.

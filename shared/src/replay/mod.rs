@@ -52,8 +52,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::config::SourceConfig;
 use crate::telemetry::{parse_rfc3339, rfc3339};
-use crate::verify::Scheme;
 use crate::Receiver;
+use hookledger_verify::Scheme;
 
 pub use self::http::retry_wait;
 

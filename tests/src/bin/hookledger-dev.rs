@@ -20,9 +20,9 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use anyhow::{anyhow, Context, Result};
 use clap::{Parser, Subcommand};
 use hookledger_tests::{events_dir, local_source, verifier_with_secret, EventFile};
+use hookledger_verify::Scheme;
 use serde::Deserialize;
 use shared::config::DatabaseSettings;
-use shared::verify::Scheme;
 
 #[derive(Parser)]
 #[command(about = "hookledger local tooling")]

@@ -478,7 +478,7 @@ fn sources_with_stripe_secrets(secrets: &[&str]) -> String {
 
 /// A Stripe payment delivery signed at `NOW` with `secret`.
 fn stripe_signed_with(secret: &str, event_id: &str, order_id: &str) -> crate::helpers::Delivery {
-    use shared::verify::{sign, Scheme, SigningKey};
+    use hookledger_verify::{sign, Scheme, SigningKey};
     let body = crate::helpers::payment_intent_body(event_id, order_id, 10);
     let key = SigningKey::new(Scheme::Stripe, secret).unwrap();
     let mut headers = http::HeaderMap::new();

@@ -5,12 +5,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use hookledger_tests::{local_sources_json, TestDb};
+use hookledger_verify::{Scheme, SigningKey};
 use http::{HeaderMap, HeaderName, HeaderValue};
 use receiver::handler::AppState;
 use shared::config::{DatabaseSettings, Settings, Sources};
 use shared::handlers::{Effect, Event, Handler, HandlerError};
 use shared::ledger::Tx;
-use shared::verify::{Scheme, SigningKey};
 use shared::{Receiver, Reply};
 
 /// The time every test delivery is signed at and received at (unix seconds).
@@ -164,7 +164,7 @@ fn signed(scheme: Scheme, secret: &str, msg_id: &str, at: i64, body: Vec<u8>) ->
     let key = SigningKey::new(scheme, secret).unwrap();
     let mut headers = HeaderMap::new();
     headers.insert("content-type", HeaderValue::from_static("application/json"));
-    for (name, value) in shared::verify::sign(scheme, &key, msg_id, at, &body) {
+    for (name, value) in hookledger_verify::sign(scheme, &key, msg_id, at, &body) {
         headers.insert(
             HeaderName::from_static(name),
             HeaderValue::from_str(&value).unwrap(),

@@ -16,6 +16,7 @@ mod hardening;
 mod helpers;
 mod hostile;
 mod interop;
+mod layout;
 mod migrate;
 mod one_statement;
 mod one_statement_hostile;

@@ -10,9 +10,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use hookledger_tests::fake_providers::{Answer as FakeAnswer, FakeServer};
+use hookledger_verify::{Scheme, Verifier};
 use shared::handlers::{Effect, Event, Handler, HandlerError};
 use shared::ledger::Tx;
-use shared::verify::{Scheme, Verifier};
 
 use crate::helpers::*;
 

@@ -278,12 +278,18 @@ fn the_workers_document_is_the_receivers_document() {
         HeaderValue::from_static("application/x-www-form-urlencoded"),
     );
     let body: &[u8] = b"{=1&payload=%7B%22a%22%3A1%7D";
-    let receiver_doc =
-        match shared::extract::extract(shared::verify::Scheme::Github, None, &headers, body) {
-            Ok(shared::extract::Extracted::Event(meta)) => meta.document.into_owned(),
-            other => panic!("{other:?}"),
-        };
-    let worker_doc = shared::extract::document_of(body).unwrap().into_owned();
+    let receiver_doc = match hookledger_verify::extract::extract(
+        hookledger_verify::Scheme::Github,
+        None,
+        &headers,
+        body,
+    ) {
+        Ok(hookledger_verify::extract::Extracted::Event(meta)) => meta.document.into_owned(),
+        other => panic!("{other:?}"),
+    };
+    let worker_doc = hookledger_verify::extract::document_of(body)
+        .unwrap()
+        .into_owned();
     assert_eq!(worker_doc, receiver_doc);
 }
 

@@ -10,29 +10,20 @@
 //! - signature: lowercase hex of HMAC-SHA256 keyed with the notification destination's secret
 //!   key, the whole string including its `pdl_ntfset_` prefix (UTF-8 bytes);
 //! - tolerance: the SDKs reject only the past, by default after 5 s (`maximum_variance = 5`);
-//!   we check both directions with [`DEFAULT_TOLERANCE_SECS`] (300 s), see there.
+//!   we check both directions with [`crate::DEFAULT_TOLERANCE_SECS`] (300 s), see there.
 //!
 //! Classic Paddle (public-key `p_signature` in the body) is a different scheme, not handled.
 
 use http::HeaderMap;
 
-use super::{
-    check_tolerance, decode_lower_hex, first_matching_key, parse_unix_seconds, single_header,
-    SigningKey, Tag, Verified, VerifyError, MAX_SIGNATURES,
-};
+use crate::header::{check_tolerance, parse_unix_seconds, single_header};
+use crate::key::{first_matching_key, SigningKey};
+use crate::limits::MAX_SIGNATURES;
+use crate::outcome::{Verified, VerifyError};
+use crate::tag::{decode_lower_hex, Tag};
 
 /// Name of Paddle's signature header, lowercase (`Paddle-Signature`).
 pub const SIGNATURE_HEADER: &str = "paddle-signature";
-
-/// Our default tolerance for Paddle, in seconds: 300 s, both directions, like every scheme
-/// here ([`super::DEFAULT_TOLERANCE_SECS`]).
-///
-/// Paddle's SDKs default to 5 s (`maximum_variance = 5`). We do not: `ts` is stamped when
-/// Paddle sends, and a Lambda cold start (runtime init, fetching secrets, opening the database
-/// pool) plus network delay and retries on Paddle's side can take longer than 5 s, which would
-/// reject authentic deliveries. Replays inside the window are absorbed by the ledger's
-/// idempotency on the event id. A source can still configure a tighter tolerance.
-pub const DEFAULT_TOLERANCE_SECS: u64 = super::DEFAULT_TOLERANCE_SECS;
 
 /// The timestamp entry's key.
 const TIMESTAMP_KEY: &str = "ts";
@@ -163,7 +154,13 @@ mod tests {
 
     fn check(value: &str, body: &[u8], now: i64) -> Result<Verified, VerifyError> {
         let headers = header_map(&[("Paddle-Signature", value)]);
-        verify(&[key(SECRET)], &headers, body, now, DEFAULT_TOLERANCE_SECS)
+        verify(
+            &[key(SECRET)],
+            &headers,
+            body,
+            now,
+            crate::DEFAULT_TOLERANCE_SECS,
+        )
     }
 
     /// A header for `BODY` at `T` with the given h1 entries.

@@ -15,19 +15,16 @@
 
 use http::HeaderMap;
 
-use super::{
-    check_tolerance, decode_lower_hex, first_matching_key, parse_unix_seconds, single_header,
-    SigningKey, Tag, Verified, VerifyError,
-};
+use crate::header::{check_tolerance, parse_unix_seconds, single_header};
+use crate::key::{first_matching_key, SigningKey};
+use crate::outcome::{Verified, VerifyError};
+use crate::tag::{decode_lower_hex, Tag};
 
 /// Name of Slack's signature header, lowercase (`X-Slack-Signature`).
 pub const SIGNATURE_HEADER: &str = "x-slack-signature";
 
 /// Name of Slack's timestamp header, lowercase (`X-Slack-Request-Timestamp`): unix seconds.
 pub const TIMESTAMP_HEADER: &str = "x-slack-request-timestamp";
-
-/// Slack's timestamp tolerance, in seconds: the docs' five minutes (300 s), both directions.
-pub const DEFAULT_TOLERANCE_SECS: u64 = super::DEFAULT_TOLERANCE_SECS;
 
 /// The only signature version Slack defines; also the first field of the basestring.
 const VERSION: &str = "v0";
@@ -159,7 +156,13 @@ mod tests {
     }
 
     fn check(headers: &HeaderMap, body: &[u8], now: i64) -> Result<Verified, VerifyError> {
-        verify(&[key(SECRET)], headers, body, now, DEFAULT_TOLERANCE_SECS)
+        verify(
+            &[key(SECRET)],
+            headers,
+            body,
+            now,
+            crate::DEFAULT_TOLERANCE_SECS,
+        )
     }
 
     fn vector() -> HeaderMap {

@@ -27,7 +27,7 @@ use serde::Deserialize;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use crate::verify::{GenericHmac, Scheme};
+use crate::{GenericHmac, Scheme};
 
 mod well_formed;
 

@@ -11,9 +11,10 @@
 
 use http::HeaderMap;
 
-use super::{
-    decode_lower_hex, first_matching_key, single_header, SigningKey, Tag, Verified, VerifyError,
-};
+use crate::header::single_header;
+use crate::key::{first_matching_key, SigningKey};
+use crate::outcome::{Verified, VerifyError};
+use crate::tag::{decode_lower_hex, Tag};
 
 /// Name of GitHub's SHA-256 signature header, lowercase (`X-Hub-Signature-256`).
 pub const SIGNATURE_HEADER: &str = "x-hub-signature-256";

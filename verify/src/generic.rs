@@ -22,10 +22,11 @@ use base64::engine::{DecodePaddingMode, GeneralPurposeConfig};
 use base64::Engine as _;
 use http::{HeaderMap, HeaderName};
 
-use super::{
-    check_tolerance, first_matching_key, parse_unix_seconds, single_value, AnyTag, Malformed,
-    SigningKey, Verified, VerifyError, TAG512_LEN, TAG_LEN,
-};
+use crate::header::{check_tolerance, parse_unix_seconds, single_value, Malformed};
+pub use crate::key::Algorithm;
+use crate::key::{first_matching_key, SigningKey};
+use crate::outcome::{Verified, VerifyError};
+use crate::tag::{AnyTag, TAG512_LEN, TAG_LEN};
 
 /// What [`super::Scheme::signature_header`] returns for [`super::Scheme::GenericHmac`]: a
 /// placeholder for logs, deliberately not a valid header name.
@@ -40,29 +41,6 @@ pub const BODY_PLACEHOLDER: &str = "{body}";
 /// The template placeholder for the timestamp header's value, as received (at most once;
 /// requires `timestamp_header`).
 pub const TIMESTAMP_PLACEHOLDER: &str = "{timestamp}";
-
-/// The HMAC hash function of a generic source. Configuration names: `"sha256"` (the default),
-/// `"sha512"`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Algorithm {
-    /// HMAC-SHA256: a 32-byte digest (64 hex digits, 44 base64 characters).
-    #[default]
-    Sha256,
-    /// HMAC-SHA512: a 64-byte digest (128 hex digits, 88 base64 characters).
-    Sha512,
-}
-
-impl Algorithm {
-    /// Length of the digest in bytes: 32 or 64.
-    #[must_use]
-    pub fn digest_len(self) -> usize {
-        match self {
-            Self::Sha256 => TAG_LEN,
-            Self::Sha512 => TAG512_LEN,
-        }
-    }
-}
 
 /// How a generic source writes the digest in its header. Configuration names: `"hex"` (the
 /// default), `"base64"`.

@@ -13,16 +13,14 @@
 
 use http::HeaderMap;
 
-use super::{
-    check_tolerance, decode_lower_hex, first_matching_key, parse_unix_seconds, single_header,
-    SigningKey, Tag, Verified, VerifyError, MAX_SIGNATURES,
-};
+use crate::header::{check_tolerance, parse_unix_seconds, single_header};
+use crate::key::{first_matching_key, SigningKey};
+use crate::limits::MAX_SIGNATURES;
+use crate::outcome::{Verified, VerifyError};
+use crate::tag::{decode_lower_hex, Tag};
 
 /// Name of Stripe's signature header, lowercase (`Stripe-Signature`).
 pub const SIGNATURE_HEADER: &str = "stripe-signature";
-
-/// Stripe's default timestamp tolerance, in seconds (stripe-python `DEFAULT_TOLERANCE = 300`).
-pub const DEFAULT_TOLERANCE_SECS: u64 = super::DEFAULT_TOLERANCE_SECS;
 
 /// The only signature scheme Stripe's libraries accept (`EXPECTED_SCHEME = "v1"`).
 const EXPECTED_SCHEME: &str = "v1";
@@ -135,7 +133,13 @@ mod tests {
 
     fn check(value: &str, body: &[u8], now: i64) -> Result<Verified, VerifyError> {
         let headers = header_map(&[("Stripe-Signature", value)]);
-        verify(&[key(SECRET)], &headers, body, now, DEFAULT_TOLERANCE_SECS)
+        verify(
+            &[key(SECRET)],
+            &headers,
+            body,
+            now,
+            crate::DEFAULT_TOLERANCE_SECS,
+        )
     }
 
     /// A header for `BODY` at `T` with the given v1 entries.

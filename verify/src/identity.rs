@@ -34,7 +34,7 @@ use serde_json::value::RawValue;
 use sha2::{Digest, Sha256};
 
 use crate::extract::json_error;
-use crate::verify::Scheme;
+use crate::Scheme;
 
 /// Length of a digest or an identity: SHA-256, 32 bytes.
 pub const IDENTITY_LEN: usize = 32;

@@ -18,10 +18,12 @@ use base64::engine::general_purpose::STANDARD;
 use base64::Engine as _;
 use http::HeaderMap;
 
-use super::{
-    check_tolerance, decode_base64_tag, first_matching_key, parse_unix_seconds, single_header,
-    SigningKey, Tag, Verified, VerifyError, MAX_SIGNATURES,
-};
+use crate::header::{check_tolerance, parse_unix_seconds, single_header};
+pub use crate::key::STANDARD_WEBHOOKS_SECRET_PREFIX as SECRET_PREFIX;
+use crate::key::{first_matching_key, SigningKey};
+use crate::limits::MAX_SIGNATURES;
+use crate::outcome::{Verified, VerifyError};
+use crate::tag::{decode_base64_tag, Tag};
 
 /// Name of the message id header, lowercase (`webhook-id`); part of the signed content.
 pub const ID_HEADER: &str = "webhook-id";
@@ -35,12 +37,6 @@ pub const SVIX_ID_HEADER: &str = "svix-id";
 pub const SVIX_TIMESTAMP_HEADER: &str = "svix-timestamp";
 /// Svix's name for [`SIGNATURE_HEADER`], read when `webhook-signature` is absent.
 pub const SVIX_SIGNATURE_HEADER: &str = "svix-signature";
-
-/// Default timestamp tolerance in seconds: the specification's five minutes (300 s).
-pub const DEFAULT_TOLERANCE_SECS: u64 = super::DEFAULT_TOLERANCE_SECS;
-
-/// Prefix of Standard Webhooks secrets (`whsec_<base64>`), stripped before decoding when present.
-pub const SECRET_PREFIX: &str = "whsec_";
 
 /// The signature version this module verifies (HMAC-SHA256, symmetric).
 const VERSION: &str = "v1";
@@ -215,7 +211,13 @@ mod tests {
     }
 
     fn check_a(headers: &HeaderMap, body: &[u8], now: i64) -> Result<Verified, VerifyError> {
-        verify(&[key(SECRET_A)], headers, body, now, DEFAULT_TOLERANCE_SECS)
+        verify(
+            &[key(SECRET_A)],
+            headers,
+            body,
+            now,
+            crate::DEFAULT_TOLERANCE_SECS,
+        )
     }
 
     // Vectors: the published standard-webhooks vectors, copied here.

@@ -14,9 +14,10 @@ use base64::engine::general_purpose::STANDARD;
 use base64::Engine as _;
 use http::HeaderMap;
 
-use super::{
-    decode_base64_tag, first_matching_key, single_header, SigningKey, Tag, Verified, VerifyError,
-};
+use crate::header::single_header;
+use crate::key::{first_matching_key, SigningKey};
+use crate::outcome::{Verified, VerifyError};
+use crate::tag::{decode_base64_tag, Tag};
 
 /// Name of Shopify's signature header, lowercase (`X-Shopify-Hmac-Sha256`).
 pub const SIGNATURE_HEADER: &str = "x-shopify-hmac-sha256";

@@ -1,0 +1,532 @@
+//! The workspace's shape, checked on every `make test`: the pure verification crate's dependency
+//! tree, and no module dependency cycle inside a product crate.
+//!
+//! Crates cannot form a cycle (cargo refuses one), but modules inside a crate can: `config` using
+//! `db` while `db` uses `config` makes both one unit that can only be read, tested and split
+//! together. The check reads the sources as text (no compiler plug-in, no extra tool to build):
+//!
+//! - a file's module path comes from its place under `src/` (`ledger/claim.rs` is
+//!   `ledger::claim`, `lib.rs` and `main.rs` the root);
+//! - every `crate::...` and `super::...` path in the file's code (`use` trees expanded, comments
+//!   and `#[cfg(test)]` modules left out: tests may reach anywhere) is resolved to the longest
+//!   known module it names;
+//! - a dependency of module `a::b::x` on `a::c::y` is a dependency of `a::b` on `a::c`: the two
+//!   children of their nearest common ancestor, the way one reads a table of contents. A parent
+//!   using its own child (or a child its parent) is containment, not a dependency;
+//! - a strongly connected set of two or more siblings is a cycle, reported with one `file:line`
+//!   per edge.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// The workspace root (this crate is `tests/`).
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("the workspace root")
+        .to_path_buf()
+}
+
+/// The crates a user deploys or depends on; dev-only crates (bench, chaos, fuzz entry points,
+/// this test crate) are not checked.
+const PRODUCT_CRATES: &[&str] = &[
+    "verify",
+    "shared",
+    "handlers",
+    "testing",
+    "cli",
+    "console",
+    "functions/receiver",
+    "functions/worker",
+    "functions/sweeper",
+    "functions/auditor",
+    "functions/replay",
+    "functions/migrate",
+    "functions/console",
+];
+
+/// Module dependency cycles that exist today, one line per cycle: `<crate>: <parent>: <members>`
+/// with the members sorted. The check fails on any cycle not listed (a new one, or a listed one
+/// that grew), and on a listed one that no longer exists, so that this list only shrinks.
+const KNOWN_CYCLES: &[&str] = &[
+    "shared: crate: config, db, handlers, ledger, outbox, replay, retention, sources_refresh, work",
+    "shared: crate::ledger: lease, outbox, tx",
+];
+
+#[test]
+fn the_verification_crate_has_no_io_in_its_dependency_tree() {
+    let output = std::process::Command::new(env!("CARGO"))
+        .current_dir(workspace())
+        .args([
+            "tree",
+            "--locked",
+            "--offline",
+            "-p",
+            "hookledger-verify",
+            "-e",
+            "normal,build",
+            "--prefix",
+            "none",
+            "--format",
+            "{p}",
+        ])
+        .output()
+        .expect("cargo tree runs");
+    assert!(
+        output.status.success(),
+        "cargo tree failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let names: BTreeSet<String> = String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .filter_map(|line| line.split_whitespace().next())
+        .map(str::to_owned)
+        .collect();
+    assert!(
+        names.contains("hmac") && names.contains("hookledger-verify"),
+        "the tree was not read: {names:?}"
+    );
+    let forbidden: Vec<&String> = names
+        .iter()
+        .filter(|name| {
+            [
+                "tokio",
+                "postgres",
+                "aws-",
+                "reqwest",
+                "hyper",
+                "openssl",
+                "native-tls",
+                "lambda",
+            ]
+            .iter()
+            .any(|bad| name.contains(bad))
+        })
+        .collect();
+    assert!(
+        forbidden.is_empty(),
+        "hookledger-verify must stay pure (no I/O), but its tree has {forbidden:?}"
+    );
+}
+
+#[test]
+fn no_product_crate_has_a_module_dependency_cycle() {
+    let mut found = BTreeMap::new();
+    for krate in PRODUCT_CRATES {
+        let src = workspace().join(krate).join("src");
+        for (line, witnesses) in module_cycles(krate, &src) {
+            found.insert(line, witnesses);
+        }
+    }
+    let known: BTreeSet<&str> = KNOWN_CYCLES.iter().copied().collect();
+    let new: Vec<String> = found
+        .iter()
+        .filter(|(line, _)| !known.contains(line.as_str()))
+        .map(|(line, witnesses)| format!("{line}\n    {}", witnesses.join("\n    ")))
+        .collect();
+    let gone: Vec<&str> = known
+        .iter()
+        .filter(|line| !found.contains_key(**line))
+        .copied()
+        .collect();
+    assert!(
+        new.is_empty(),
+        "module dependency cycles (each edge with one place that makes it):\n{}",
+        new.join("\n")
+    );
+    assert!(
+        gone.is_empty(),
+        "these cycles are gone: remove them from KNOWN_CYCLES: {gone:?}"
+    );
+}
+
+#[test]
+fn the_cycle_check_finds_a_cycle_between_siblings_and_ignores_containment() {
+    let dir = std::env::temp_dir().join(format!("layout-check-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("a")).unwrap();
+    std::fs::write(dir.join("lib.rs"), "pub mod a;\npub mod b;\npub mod c;\n").unwrap();
+    std::fs::write(dir.join("a/mod.rs"), "pub mod x;\nuse self::x::X;\n").unwrap();
+    std::fs::write(
+        dir.join("a/x.rs"),
+        "use super::super::b::B;\npub struct X;\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("b.rs"),
+        "// crate::c in a comment is not a dependency\nuse crate::{a::{x::X}};\npub struct B;\nconst C: &str = \"crate::c in a string neither\";\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("c.rs"),
+        "use crate::a;\n#[cfg(test)]\nmod tests {\n    use crate::b::B;\n}\n",
+    )
+    .unwrap();
+    let cycles = module_cycles("demo", &dir);
+    let _ = std::fs::remove_dir_all(&dir);
+    let lines: Vec<&String> = cycles.keys().collect();
+    assert_eq!(lines, ["demo: crate: a, b"], "{cycles:?}");
+}
+
+/// A module path from the crate root: `["ledger", "claim"]`; the root is `[]`.
+type ModPath = Vec<String>;
+
+/// The module cycles of the crate whose sources are in `src`: one entry per cycle, keyed by its
+/// `<crate>: <parent>: <sorted members>` line, with one `from -> to (file:line)` witness per edge.
+fn module_cycles(krate: &str, src: &Path) -> BTreeMap<String, Vec<String>> {
+    let files = rust_files(src);
+    let modules: BTreeSet<ModPath> = files.iter().map(|f| module_of(src, f)).collect();
+    // (from, to) sibling edge -> a witness.
+    let mut edges: BTreeMap<(ModPath, ModPath), String> = BTreeMap::new();
+    for file in &files {
+        let here = module_of(src, file);
+        let text = std::fs::read_to_string(file).expect("a readable source file");
+        for (line_no, path) in paths_in(&text) {
+            let Some(target) = resolve(&here, &path, &modules) else {
+                continue;
+            };
+            let Some((from, to)) = siblings(&here, &target) else {
+                continue;
+            };
+            let rel = file.strip_prefix(src).unwrap_or(file).display().to_string();
+            edges
+                .entry((from, to))
+                .or_insert_with(|| format!("{} ({rel}:{line_no})", path.join("::")));
+        }
+    }
+    let mut out = BTreeMap::new();
+    for component in strongly_connected(&edges) {
+        let parent = component[0][..component[0].len() - 1].join("::");
+        let parent = if parent.is_empty() {
+            "crate".to_owned()
+        } else {
+            parent
+        };
+        let members: Vec<String> = component
+            .iter()
+            .map(|m| m.last().cloned().unwrap_or_default())
+            .collect();
+        let set: BTreeSet<&ModPath> = component.iter().collect();
+        let witnesses = edges
+            .iter()
+            .filter(|((a, b), _)| set.contains(a) && set.contains(b))
+            .map(|((a, b), w)| format!("{} -> {}: {w}", a.join("::"), b.join("::")))
+            .collect();
+        let line = if parent == "crate" {
+            format!("{krate}: crate: {}", members.join(", "))
+        } else {
+            format!("{krate}: crate::{parent}: {}", members.join(", "))
+        };
+        out.insert(line, witnesses);
+    }
+    out
+}
+
+/// Every `.rs` file under `dir`, except test-only files (`tests.rs`, `test_support.rs`) and
+/// binaries' `bin/` folders (each is its own root, checked with its crate only by name).
+fn rust_files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if path.is_dir() {
+                if name != "bin" {
+                    stack.push(path);
+                }
+            } else if name.ends_with(".rs") && name != "tests.rs" && name != "test_support.rs" {
+                out.push(path);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// The module a file defines: `a/b.rs` and `a/b/mod.rs` are `a::b`; `lib.rs`, `main.rs` the root.
+fn module_of(src: &Path, file: &Path) -> ModPath {
+    let rel = file.strip_prefix(src).unwrap_or(file);
+    let mut parts: ModPath = rel
+        .iter()
+        .map(|p| p.to_string_lossy().trim_end_matches(".rs").to_owned())
+        .collect();
+    if matches!(parts.last().map(String::as_str), Some("mod")) {
+        parts.pop();
+    }
+    if parts.len() == 1 && matches!(parts[0].as_str(), "lib" | "main") {
+        parts.clear();
+    }
+    parts
+}
+
+/// The `crate::`, `super::` and `self::` paths in a file's code with their 1-based line numbers,
+/// `use` trees expanded (`use crate::{a, b::{c}}` gives `crate::a` and `crate::b::c`). Comments
+/// and everything from a `#[cfg(test)]` module on are left out.
+fn paths_in(text: &str) -> Vec<(usize, Vec<String>)> {
+    let mut out = Vec::new();
+    let mut pending_cfg_test = false;
+    let mut use_stmt: Option<(usize, String)> = None;
+    for (i, raw) in text.lines().enumerate() {
+        let line_no = i + 1;
+        let code = without_strings(raw);
+        let line = code.split("//").next().unwrap_or("");
+        let trimmed = line.trim();
+        if trimmed.starts_with("#[cfg(test)]") {
+            pending_cfg_test = true;
+            continue;
+        }
+        if pending_cfg_test && trimmed.starts_with("mod ") && trimmed.ends_with('{') {
+            break;
+        }
+        if !trimmed.is_empty() && !trimmed.starts_with("#[") {
+            pending_cfg_test = false;
+        }
+        if let Some((start, mut acc)) = use_stmt.take() {
+            acc.push_str(line);
+            if line.contains(';') {
+                out.extend(expand_use(&acc).into_iter().map(|p| (start, p)));
+            } else {
+                use_stmt = Some((start, acc));
+            }
+            continue;
+        }
+        let is_use = trimmed.starts_with("use ")
+            || trimmed.starts_with("pub use ")
+            || trimmed.starts_with("pub(crate) use ");
+        if is_use {
+            if line.contains(';') {
+                out.extend(expand_use(line).into_iter().map(|p| (line_no, p)));
+            } else {
+                use_stmt = Some((line_no, line.to_owned()));
+            }
+            continue;
+        }
+        for root in ["crate::", "super::", "self::"] {
+            let mut rest = line;
+            while let Some(at) = rest.find(root) {
+                let before = rest[..at].chars().last();
+                let tail = &rest[at..];
+                rest = &rest[at + root.len()..];
+                if before.is_some_and(|c| c.is_alphanumeric() || c == '_') {
+                    continue;
+                }
+                let mut path = Vec::new();
+                for seg in tail.split("::") {
+                    let ident: String = seg
+                        .chars()
+                        .take_while(|c| c.is_alphanumeric() || *c == '_')
+                        .collect();
+                    let whole = ident.len() == seg.len();
+                    if !ident.is_empty() {
+                        path.push(ident);
+                    }
+                    if !whole || path.is_empty() {
+                        break;
+                    }
+                }
+                out.push((line_no, path));
+            }
+        }
+    }
+    out
+}
+
+/// `line` with the contents of its one-line string literals removed (`"crate::x"` names no
+/// dependency). Escaped quotes stay inside their literal; a `'"'` char literal is left alone.
+fn without_strings(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut in_string = false;
+    let mut escaped = false;
+    let mut prev = ' ';
+    for c in line.chars() {
+        if in_string {
+            if escaped {
+                escaped = false;
+            } else if c == '\\' {
+                escaped = true;
+            } else if c == '"' {
+                in_string = false;
+                out.push(c);
+            }
+        } else {
+            if c == '"' && prev != '\'' {
+                in_string = true;
+            }
+            out.push(c);
+        }
+        prev = c;
+    }
+    out
+}
+
+/// The paths a `use` statement brings in, expanded from its tree; only those rooted at `crate`,
+/// `super` or `self`.
+fn expand_use(stmt: &str) -> Vec<Vec<String>> {
+    let body = stmt.trim();
+    let body = body
+        .trim_start_matches("pub(crate) ")
+        .trim_start_matches("pub ")
+        .trim_start_matches("use ")
+        .trim_end_matches(';')
+        .trim();
+    let mut out = Vec::new();
+    expand_tree(&Vec::new(), body, &mut out);
+    out.retain(|p| {
+        matches!(
+            p.first().map(String::as_str),
+            Some("crate" | "super" | "self")
+        )
+    });
+    out
+}
+
+/// Expand one use tree under `prefix` into `out`.
+fn expand_tree(prefix: &[String], tree: &str, out: &mut Vec<Vec<String>>) {
+    let tree = tree.trim();
+    if let Some(open) = tree.find('{') {
+        let head = tree[..open].trim().trim_end_matches("::");
+        let mut base = prefix.to_vec();
+        base.extend(
+            head.split("::")
+                .filter(|s| !s.is_empty())
+                .map(str::to_owned),
+        );
+        let inner = &tree[open + 1..tree.rfind('}').unwrap_or(tree.len())];
+        let mut depth = 0;
+        let mut start = 0;
+        for (i, c) in inner.char_indices() {
+            match c {
+                '{' => depth += 1,
+                '}' => depth -= 1,
+                ',' if depth == 0 => {
+                    expand_tree(&base, &inner[start..i], out);
+                    start = i + 1;
+                }
+                _ => {}
+            }
+        }
+        expand_tree(&base, &inner[start..], out);
+    } else if !tree.is_empty() {
+        let tree = tree.split(" as ").next().unwrap_or(tree).trim();
+        let mut path = prefix.to_vec();
+        path.extend(
+            tree.split("::")
+                .filter(|s| !s.is_empty() && *s != "*")
+                .map(str::to_owned),
+        );
+        if path.last().is_some_and(|s| s == "self") {
+            path.pop();
+        }
+        out.push(path);
+    }
+}
+
+/// The known module a path starting at `crate`, `super` or `self` names, seen from `here`: its
+/// longest prefix that is a module.
+fn resolve(here: &ModPath, path: &[String], modules: &BTreeSet<ModPath>) -> Option<ModPath> {
+    let mut base: ModPath = match path.first()?.as_str() {
+        "crate" => Vec::new(),
+        "self" => here.clone(),
+        "super" => {
+            let mut b = here.clone();
+            b.pop()?;
+            b
+        }
+        _ => return None,
+    };
+    let mut rest = &path[1..];
+    while rest.first().is_some_and(|s| s == "super") {
+        base.pop()?;
+        rest = &rest[1..];
+    }
+    let mut best = base.clone();
+    for seg in rest {
+        base.push(seg.clone());
+        if modules.contains(&base) {
+            best = base.clone();
+        } else {
+            break;
+        }
+    }
+    Some(best)
+}
+
+/// The two children of the nearest common ancestor of `from` and `to` that contain them, or
+/// `None` when one contains the other.
+fn siblings(from: &ModPath, to: &ModPath) -> Option<(ModPath, ModPath)> {
+    let common = from.iter().zip(to).take_while(|(a, b)| a == b).count();
+    if common == from.len() || common == to.len() {
+        return None;
+    }
+    Some((from[..=common].to_vec(), to[..=common].to_vec()))
+}
+
+/// Tarjan's strongly connected components of two or more nodes, each sorted.
+fn strongly_connected(edges: &BTreeMap<(ModPath, ModPath), String>) -> Vec<Vec<ModPath>> {
+    let mut graph: BTreeMap<&ModPath, Vec<&ModPath>> = BTreeMap::new();
+    for (a, b) in edges.keys() {
+        graph.entry(a).or_default().push(b);
+        graph.entry(b).or_default();
+    }
+    struct State<'a> {
+        index: BTreeMap<&'a ModPath, usize>,
+        low: BTreeMap<&'a ModPath, usize>,
+        stack: Vec<&'a ModPath>,
+        on_stack: BTreeSet<&'a ModPath>,
+        out: Vec<Vec<ModPath>>,
+    }
+    fn visit<'a>(
+        v: &'a ModPath,
+        graph: &BTreeMap<&'a ModPath, Vec<&'a ModPath>>,
+        s: &mut State<'a>,
+    ) {
+        let i = s.index.len();
+        s.index.insert(v, i);
+        s.low.insert(v, i);
+        s.stack.push(v);
+        s.on_stack.insert(v);
+        for &w in &graph[v] {
+            if !s.index.contains_key(w) {
+                visit(w, graph, s);
+                let lw = s.low[w];
+                let lv = s.low[v];
+                s.low.insert(v, lv.min(lw));
+            } else if s.on_stack.contains(w) {
+                let iw = s.index[w];
+                let lv = s.low[v];
+                s.low.insert(v, lv.min(iw));
+            }
+        }
+        if s.low[v] == s.index[v] {
+            let mut component = Vec::new();
+            while let Some(w) = s.stack.pop() {
+                s.on_stack.remove(w);
+                component.push(w.clone());
+                if w == v {
+                    break;
+                }
+            }
+            if component.len() > 1 {
+                component.sort();
+                s.out.push(component);
+            }
+        }
+    }
+    let mut state = State {
+        index: BTreeMap::new(),
+        low: BTreeMap::new(),
+        stack: Vec::new(),
+        on_stack: BTreeSet::new(),
+        out: Vec::new(),
+    };
+    for v in graph.keys() {
+        if !state.index.contains_key(v) {
+            visit(v, &graph, &mut state);
+        }
+    }
+    state.out
+}

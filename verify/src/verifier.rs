@@ -1,0 +1,222 @@
+//! [`Verifier`]: a source's verification, prepared once at start-up ([`VerifierError`]), and
+//! what a successful verification tells ([`Verified`]).
+
+use http::HeaderMap;
+
+use crate::dispatch::{sign, verify};
+
+use crate::generic::{self, GenericHmac};
+use crate::key::{KeyError, SigningKey};
+use crate::outcome::{Verified, VerifyError};
+use crate::scheme::Scheme;
+
+/// A source's verification, prepared once at start-up and used for every delivery: the scheme,
+/// the keys (in configuration order), the tolerance and, for [`Scheme::GenericHmac`], the
+/// validated [`GenericHmac`] configuration.
+///
+/// `Debug` shows the scheme, tolerance and configuration, and prints every key as
+/// `SigningKey([redacted])`.
+#[derive(Debug, Clone)]
+pub struct Verifier {
+    /// The scheme; [`Scheme::GenericHmac`] exactly when `generic` is `Some`.
+    scheme: Scheme,
+    /// One prepared key per configured secret, in configuration order; never empty.
+    keys: Vec<SigningKey>,
+    /// Timestamp tolerance in seconds, both directions, where a timestamp is signed.
+    tolerance_secs: u64,
+    /// The validated generic configuration (header names parsed, template split).
+    generic: Option<generic::Prepared>,
+}
+
+impl Verifier {
+    /// Prepare a source's verification: `secrets` in configuration order (each used verbatim,
+    /// see [`SigningKey::new`]; for [`Scheme::GenericHmac`] the UTF-8 bytes keyed for the
+    /// configured algorithm), `tolerance_secs` in seconds (both directions; applies where a
+    /// timestamp is signed; [`DEFAULT_TOLERANCE_SECS`](crate::DEFAULT_TOLERANCE_SECS) is the usual value), and `generic`, which
+    /// must be `Some` exactly for [`Scheme::GenericHmac`].
+    ///
+    /// # Errors
+    ///
+    /// Configuration errors, not retryable, whose messages never include a secret:
+    ///
+    /// - [`VerifierError::UnexpectedGeneric`]: a generic configuration for another scheme;
+    /// - [`VerifierError::MissingGeneric`]: [`Scheme::GenericHmac`] without one;
+    /// - [`VerifierError::Generic`]: the generic configuration does not validate
+    ///   ([`GenericHmac::validate`]);
+    /// - [`VerifierError::NoSecrets`]: `secrets` is empty (verification fails closed);
+    /// - [`VerifierError::Key`]: a secret the scheme cannot use, with its 0-based index.
+    pub fn new(
+        scheme: Scheme,
+        secrets: &[&str],
+        tolerance_secs: u64,
+        generic: Option<GenericHmac>,
+    ) -> Result<Verifier, VerifierError> {
+        let generic = match (scheme, generic) {
+            (Scheme::GenericHmac, Some(config)) => {
+                Some(generic::Prepared::new(config).map_err(VerifierError::Generic)?)
+            }
+            (Scheme::GenericHmac, None) => return Err(VerifierError::MissingGeneric),
+            (_, Some(_)) => return Err(VerifierError::UnexpectedGeneric(scheme)),
+            (_, None) => None,
+        };
+        if secrets.is_empty() {
+            return Err(VerifierError::NoSecrets);
+        }
+        let keys = secrets
+            .iter()
+            .enumerate()
+            .map(|(index, secret)| {
+                match &generic {
+                    Some(prepared) => SigningKey::for_algorithm(prepared.algorithm(), secret),
+                    None => SigningKey::new(scheme, secret),
+                }
+                .map_err(|error| VerifierError::Key { index, error })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Verifier {
+            scheme,
+            keys,
+            tolerance_secs,
+            generic,
+        })
+    }
+
+    /// The source's scheme.
+    #[must_use]
+    pub fn scheme(&self) -> Scheme {
+        self.scheme
+    }
+
+    /// The generic configuration, for [`Scheme::GenericHmac`] (validated); `None` otherwise.
+    #[must_use]
+    pub fn generic(&self) -> Option<&GenericHmac> {
+        self.generic.as_ref().map(generic::Prepared::config)
+    }
+
+    /// The timestamp tolerance, seconds, both directions.
+    #[must_use]
+    pub fn tolerance_secs(&self) -> u64 {
+        self.tolerance_secs
+    }
+
+    /// How many keys (secrets) the source has; at least 1. [`Verified::key_index`] is below it.
+    #[must_use]
+    pub fn key_count(&self) -> usize {
+        self.keys.len()
+    }
+
+    /// Whether a timestamp is signed, so that the tolerance applies: [`Scheme::signs_timestamp`],
+    /// or for a generic source whether `timestamp_header` is configured.
+    #[must_use]
+    pub fn signs_timestamp(&self) -> bool {
+        match &self.generic {
+            Some(prepared) => prepared.signs_timestamp(),
+            None => self.scheme.signs_timestamp(),
+        }
+    }
+
+    /// Lowercase name of the header that carries the signature: [`Scheme::signature_header`],
+    /// or for a generic source the configured `signature_header`, normalised to lowercase.
+    #[must_use]
+    pub fn signature_header(&self) -> &str {
+        match &self.generic {
+            Some(prepared) => prepared.signature_header(),
+            None => self.scheme.signature_header(),
+        }
+    }
+
+    /// Verify `body` (the exact raw bytes received) against every key of the source.
+    ///
+    /// `now` is the current time in unix seconds (injected clock); the tolerance applies as in
+    /// [`verify`]. The rules of each scheme are documented on its `verify` function
+    /// ([`stripe::verify`](crate::stripe::verify), [`github::verify`](crate::github::verify), [`standard_webhooks::verify`](crate::standard_webhooks::verify),
+    /// [`shopify::verify`](crate::shopify::verify), [`slack::verify`](crate::slack::verify), [`paddle::verify`](crate::paddle::verify)) and on [`GenericHmac`].
+    ///
+    /// # Errors
+    ///
+    /// [`VerifyError::MissingHeader`], [`VerifyError::MalformedHeader`],
+    /// [`VerifyError::TimestampOutsideTolerance`] (checked before any HMAC is computed) or
+    /// [`VerifyError::NoSignatureMatched`]. ([`VerifyError::NoKeys`] and
+    /// [`VerifyError::MissingConfig`] cannot happen: [`Verifier::new`] refuses both cases.)
+    pub fn verify(
+        &self,
+        headers: &HeaderMap,
+        body: &[u8],
+        now: i64,
+    ) -> Result<Verified, VerifyError> {
+        match &self.generic {
+            Some(prepared) => generic::verify(
+                prepared,
+                &self.keys,
+                headers,
+                body,
+                now,
+                self.tolerance_secs,
+            ),
+            None => verify(
+                self.scheme,
+                &self.keys,
+                headers,
+                body,
+                now,
+                self.tolerance_secs,
+            ),
+        }
+    }
+
+    /// Sign `body` as the provider would, with key `key_index` (0-based, configuration order),
+    /// for tests and the dev tool.
+    ///
+    /// Returns the headers to set, as `(lowercase name, value)` pairs, in a fixed order (see
+    /// [`sign`]; a generic source gets its timestamp header, if configured, then its signature
+    /// header with the configured prefix). `msg_id` is used by Standard Webhooks only;
+    /// `timestamp` is unix seconds, ignored where no timestamp is signed.
+    ///
+    /// # Panics
+    ///
+    /// If `key_index >= self.key_count()`.
+    #[must_use]
+    pub fn sign(
+        &self,
+        key_index: usize,
+        msg_id: &str,
+        timestamp: i64,
+        body: &[u8],
+    ) -> Vec<(String, String)> {
+        let key = &self.keys[key_index];
+        match &self.generic {
+            Some(prepared) => generic::sign(prepared, key, timestamp, body),
+            None => sign(self.scheme, key, msg_id, timestamp, body)
+                .into_iter()
+                .map(|(name, value)| (name.to_owned(), value))
+                .collect(),
+        }
+    }
+}
+
+/// Why a source's [`Verifier`] cannot be built. A configuration error (the source fails closed
+/// at start-up): not retryable; the messages never include a secret.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum VerifierError {
+    /// The source has no secrets.
+    #[error("no signing secrets configured (verification fails closed)")]
+    NoSecrets,
+    /// A secret cannot be used with the scheme.
+    #[error("signing secret #{index}: {error}")]
+    Key {
+        /// 0-based index of the secret in the source's list.
+        index: usize,
+        /// Why it was refused.
+        error: KeyError,
+    },
+    /// The [`GenericHmac`] configuration does not validate; the text says which field and why.
+    #[error("generic-hmac configuration: {0}")]
+    Generic(String),
+    /// A [`GenericHmac`] configuration was given for a scheme that is not
+    /// [`Scheme::GenericHmac`].
+    #[error("a generic-hmac configuration was given for scheme {0:?}")]
+    UnexpectedGeneric(Scheme),
+    /// [`Scheme::GenericHmac`] was given without its configuration.
+    #[error("scheme generic-hmac needs a generic-hmac configuration")]
+    MissingGeneric,
+}
