@@ -13,13 +13,8 @@
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use tokio_postgres::types::Type;
-
 use hookledger_verify::Scheme;
-use shared::db::Sql;
-use shared::handlers::{Effect, Event, Handler, HandlerError, Registry};
-use shared::ledger::Tx;
-use shared::Sources;
+use shared::prelude::*;
 
 /// The non-idempotent plain-SQL event type.
 pub const CHARGE_REFUNDED: &str = "charge.refunded";
@@ -53,7 +48,7 @@ static SELECT_ONE: Sql = Sql {
 #[derive(Debug, Clone, Copy, Default)]
 pub struct ChargeRefunded;
 
-#[async_trait::async_trait]
+#[async_trait]
 impl Handler for ChargeRefunded {
     async fn handle(&self, tx: &mut Tx<'_>, event: &Event<'_>) -> Result<Effect, HandlerError> {
         tx.defer(
@@ -89,7 +84,7 @@ fn handler_sleep() -> Duration {
     })
 }
 
-#[async_trait::async_trait]
+#[async_trait]
 impl Handler for InvoicePaid {
     async fn handle(&self, tx: &mut Tx<'_>, event: &Event<'_>) -> Result<Effect, HandlerError> {
         tx.query(&SELECT_ONE, &[]).await?;

@@ -48,7 +48,7 @@
 //! # Use from Rust
 //!
 //! ```no_run
-//! # async fn serve(settings: shared::Settings, pool: shared::db::Pool, registry: shared::handlers::Registry) -> std::io::Result<()> {
+//! # async fn serve(settings: shared::Settings, pool: shared::db::Pool, registry: shared::handler::Registry) -> std::io::Result<()> {
 //! use hookledger_console::{AccessToken, Auth, Console, ConsoleConfig};
 //! let console = Console::new(
 //!     settings,
@@ -73,7 +73,7 @@ use axum::routing::{get, post};
 use axum::Router;
 use shared::db::Pool;
 use shared::doorbell::Doorbell;
-use shared::handlers::Registry;
+use shared::handler::Registry;
 use shared::Settings;
 
 pub mod auth;

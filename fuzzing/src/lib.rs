@@ -269,7 +269,7 @@ static RECEIVER: LazyLock<(tokio::runtime::Runtime, &'static AppState)> = LazyLo
         shared::db::pool(&settings.database)
             .unwrap_or_else(|error| panic!("the fuzzing pool: {error}"))
     };
-    let state = AppState::new(&settings, pool, shared::handlers::Registry::new());
+    let state = AppState::new(&settings, pool, shared::handler::Registry::new());
     (runtime, Box::leak(Box::new(state)))
 });
 

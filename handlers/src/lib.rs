@@ -2,13 +2,14 @@
 //! ([`registry()`], in `src/registry.rs`, the file you edit) and their tables
 //! ([`migrations()`], from `migrations/`).
 //!
-//! The contract (the README's "Write your own handler" has it in full): a handler implements
-//! [`Handler`] for one `(source, event_type)`; it runs inside the claim's transaction (inline
-//! mode) or the worker's (deferred mode) through a [`Tx`] that can run statements but cannot
-//! end the transaction; it returns an [`Effect`] (always a 2xx) or a [`HandlerError`]
-//! (`Retryable` or `Fatal`); state goes through the ordering guard
-//! (`shared::ordering::advance`); anything that cannot roll back (an email, a third-party
-//! call) goes through the outbox (`tx.outbox(target, payload)`), dispatched after commit.
+//! A handler is written with `use shared::prelude::*;` alone: a plain `async fn(tx, event)`
+//! registered with `handler_fn!`, or a type implementing `Handler`, for one
+//! `(source, event_type)`. It runs inside the claim's transaction (inline mode) or the
+//! worker's (deferred mode) through a `Tx` that can run statements but cannot end the
+//! transaction; it returns an `Effect` (always a 2xx) or a `HandlerError` (`Retryable` or
+//! `Fatal`); state goes through the ordering guard (`advance`); anything that cannot roll back
+//! (an email, a third-party call) goes through the outbox (`tx.outbox(target, payload)`),
+//! dispatched after commit. The book's "Write your own handler" has the contract in full.
 //!
 //! The example Stripe handlers and their tables are behind the cargo feature `examples` (off
 //! by default; the demo and the tests turn it on).
@@ -19,10 +20,7 @@ pub mod examples;
 mod registry;
 
 pub use registry::registry;
-pub use shared::handlers::{Effect, Event, Handler, HandlerError, Registry, Success};
-pub use shared::ledger::Tx;
-
-use shared::db::MigrationSet;
+use shared::prelude::MigrationSet;
 
 mod embedded {
     refinery::embed_migrations!("migrations");
@@ -46,5 +44,5 @@ pub fn migrations() -> Vec<MigrationSet> {
 /// Without the `examples` feature: no example handler, no example table.
 #[cfg(not(feature = "examples"))]
 mod examples {
-    pub(crate) fn register(_: &mut shared::handlers::Registry, _: &shared::Sources) {}
+    pub(crate) fn register(_: &mut shared::prelude::Registry, _: &shared::prelude::Sources) {}
 }

@@ -3,11 +3,10 @@
 //! returns.
 //!
 //! To add a handler: write it in its own file next to this one (`src/refunds.rs`, with
-//! `mod refunds;` in `lib.rs`), then add one `registry.register(...)` line below. Its tables go
-//! in `migrations/`.
+//! `mod refunds;` in `lib.rs`, starting with `use shared::prelude::*;`), then add one
+//! `registry.register(...)` line below. Its tables go in `migrations/`.
 
-use shared::handlers::Registry;
-use shared::Sources;
+use shared::prelude::*;
 
 /// The handlers by `(source, event_type)` for the configured `sources`. An event type with no
 /// handler completes as a recorded no-op (`{"status": "ignored", ...}`).
@@ -17,8 +16,7 @@ pub fn registry(sources: &Sources) -> Registry {
     crate::examples::register(&mut registry, sources);
 
     // Your handlers, one line each: source name (as configured), event type, handler. E.g.
-    // registry.register("stripe", "charge.refunded", Arc::new(crate::refunds::ChargeRefunded));
-    // (with `use std::sync::Arc;` above).
+    // registry.register("stripe", "charge.refunded", handler_fn!(crate::refunds::charge_refunded));
 
     registry
 }

@@ -8,7 +8,7 @@ use shared::Sources;
 
 const SOURCES: &str = r#"[{"name": "stripe", "scheme": "stripe", "secrets": ["whsec_test"]}]"#;
 
-fn registry() -> shared::handlers::Registry {
+fn registry() -> shared::handler::Registry {
     handlers::registry(&Sources::from_json(SOURCES).unwrap())
 }
 

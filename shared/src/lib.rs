@@ -6,16 +6,19 @@
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
 
+pub mod apply;
 pub mod audit;
 pub mod config;
 pub mod custom_resource;
 pub mod db;
 pub mod doorbell;
-pub mod handlers;
+pub mod effect;
+pub mod handler;
 pub mod invocation;
 pub mod ledger;
 pub mod ordering;
 pub mod outbox;
+pub mod prelude;
 pub mod receive;
 pub mod redrive;
 pub mod replay;

@@ -22,7 +22,7 @@
 use tokio_postgres::types::{ToSql, Type};
 
 use crate::db::Sql;
-use crate::handlers::HandlerError;
+use crate::effect::HandlerError;
 use crate::ledger::Tx;
 
 /// The guard's decision.

@@ -45,11 +45,15 @@ use std::time::SystemTime;
 
 use crate::config::{Mode, Settings, SourceConfig};
 use crate::doorbell::Doorbell;
-use crate::handlers::{apply, fatal_body, ApplyError, Event, Registry, FATAL_STATUS};
 use crate::ledger::one_statement::Decided;
 use crate::ledger::{self, Accept, Claim, Expiry, NewEvent};
 use crate::sources_refresh::LiveSources;
 use crate::telemetry::{MetricName, UNKNOWN_SOURCE};
+use crate::{
+    apply::{apply, fatal_body, ApplyError, FATAL_STATUS},
+    effect::Event,
+    handler::Registry,
+};
 use hookledger_verify::extract::{extract, Extracted};
 
 /// Seconds a provider is asked to wait before retrying an in-flight duplicate.
@@ -543,7 +547,7 @@ impl Receiver {
                     body: applied.response.body,
                     replayed: false,
                     retry_after: None,
-                    outcome: applied.outcome,
+                    outcome: applied.outcome.as_str(),
                 },
                 applied.queued > 0,
             )),
@@ -569,8 +573,7 @@ impl Receiver {
         if new_event.replayed {
             return Ok(None);
         }
-        let Some((plan, outcome)) =
-            crate::handlers::plan(&self.handlers, config, conn, event).await
+        let Some((plan, outcome)) = crate::apply::plan(&self.handlers, config, conn, event).await
         else {
             return Ok(None);
         };
@@ -581,7 +584,7 @@ impl Receiver {
                     body: response.body,
                     replayed: false,
                     retry_after: None,
-                    outcome,
+                    outcome: outcome.as_str(),
                 })),
                 Decided::Completed(stored) => Some(Err(Claim::Completed(stored))),
                 Decided::DigestMismatch => Some(Err(Claim::DigestMismatch)),
@@ -597,7 +600,7 @@ impl Receiver {
         &self,
         conn: &ledger::Connection,
         new_event: &NewEvent<'_>,
-        error: &crate::handlers::HandlerError,
+        error: &crate::effect::HandlerError,
         expiry: &Expiry,
     ) -> Result<Reply, Failed> {
         let chain = error.chain();

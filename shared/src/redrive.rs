@@ -29,7 +29,7 @@ use serde::{Deserialize, Serialize};
 use crate::config::Sources;
 use crate::db::Pool;
 use crate::doorbell::Doorbell;
-use crate::handlers::Registry;
+use crate::handler::Registry;
 use crate::ledger::{self, redrive as sql, redrive_outbox as outbox_sql, LedgerError};
 use crate::telemetry::parse_rfc3339;
 

@@ -58,9 +58,13 @@ use serde::Serialize;
 
 use crate::config::{Backoff, Settings, Sources, WorkerSettings};
 use crate::db::{Pool, Session};
-use crate::handlers::{apply, ApplyError, Event, Registry};
 use crate::ledger::{self, Failure, Leased, LedgerError};
 use crate::outbox::{Dispatcher, OutboxSummary};
+use crate::{
+    apply::{apply, ApplyError},
+    effect::Event,
+    handler::Registry,
+};
 use hookledger_verify::extract::document_of;
 
 /// What one drain did; the worker function returns it.

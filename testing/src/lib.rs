@@ -27,7 +27,7 @@ use anyhow::{anyhow, Context, Result};
 use http::{HeaderMap, HeaderName, HeaderValue};
 use shared::config::DatabaseSettings;
 use shared::db::MigrationSet;
-use shared::handlers::Registry;
+use shared::handler::Registry;
 use shared::{Receiver, Reply, Settings};
 use tokio::sync::Mutex;
 

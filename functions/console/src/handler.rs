@@ -18,7 +18,7 @@ use secrecy::SecretString;
 use shared::config::ConsoleSettings;
 use shared::db::Pool;
 use shared::doorbell::Doorbell;
-use shared::handlers::Registry;
+use shared::handler::Registry;
 use shared::Settings;
 
 /// The console's router as the function serves it: [`Auth::Authorizer`] with the CSRF key

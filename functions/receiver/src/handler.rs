@@ -9,7 +9,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use lambda_http::http::{header, Method, StatusCode};
 use lambda_http::{Body, Error, Request, Response};
 use shared::db::Pool;
-use shared::handlers::Registry;
+use shared::handler::Registry;
 use shared::{Receiver, Reply, Settings};
 
 /// Everything built once per execution environment and borrowed by every invocation.

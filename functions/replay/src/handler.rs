@@ -7,7 +7,7 @@ use lambda_runtime::{Error, LambdaEvent};
 use serde::Deserialize;
 use serde_json::Value;
 use shared::db::Pool;
-use shared::handlers::Registry;
+use shared::handler::Registry;
 use shared::invocation::{deadline, remaining};
 use shared::redrive::RedriveSpec;
 use shared::replay::{ReplayError, ReplayOptions, ReplayRequest, Replayer};

@@ -5,7 +5,7 @@ use std::time::SystemTime;
 
 use lambda_runtime::{Error, LambdaEvent};
 use shared::db::Pool;
-use shared::handlers::Registry;
+use shared::handler::Registry;
 use shared::invocation::{deadline, remaining};
 use shared::work::{Summary, Worker};
 use shared::Settings;

@@ -7,12 +7,8 @@
 pub mod stripe_orders;
 pub mod stripe_subscriptions;
 
-use std::sync::Arc;
-
 use hookledger_verify::Scheme;
-use shared::db::MigrationSet;
-use shared::handlers::Registry;
-use shared::Sources;
+use shared::prelude::*;
 
 mod embedded {
     refinery::embed_migrations!("src/examples/migrations");
@@ -25,9 +21,9 @@ pub fn register(registry: &mut Registry, sources: &Sources) {
         registry.register(
             &source.name,
             stripe_orders::EVENT_TYPE,
-            Arc::new(stripe_orders::PaymentIntentSucceeded),
+            stripe_orders::PaymentIntentSucceeded,
         );
-        let subscriptions = Arc::new(stripe_subscriptions::SubscriptionChanged::new(
+        let subscriptions = std::sync::Arc::new(stripe_subscriptions::SubscriptionChanged::new(
             source.api.clone(),
         ));
         for event_type in stripe_subscriptions::EVENT_TYPES {

@@ -6,11 +6,8 @@
 //! Amounts are integers in the currency's minor unit.
 
 use serde::Deserialize;
-use tokio_postgres::types::Type;
 
-use shared::db::Sql;
-use shared::handlers::{Effect, Event, Handler, HandlerError};
-use shared::ledger::Tx;
+use shared::prelude::*;
 
 /// The Stripe event type this handler serves.
 pub const EVENT_TYPE: &str = "payment_intent.succeeded";
@@ -61,7 +58,7 @@ ON CONFLICT (order_id) DO NOTHING",
     types: &[Type::TEXT, Type::INT8, Type::TEXT, Type::TEXT, Type::TEXT],
 };
 
-#[async_trait::async_trait]
+#[async_trait]
 impl Handler for PaymentIntentSucceeded {
     async fn handle(&self, tx: &mut Tx<'_>, event: &Event<'_>) -> Result<Effect, HandlerError> {
         let parsed: StripeEvent<'_> = serde_json::from_slice(event.document).map_err(|e| {

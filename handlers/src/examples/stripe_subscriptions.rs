@@ -19,13 +19,9 @@ use std::time::Duration;
 
 use secrecy::ExposeSecret;
 use serde::Deserialize;
-use tokio_postgres::types::Type;
-
 use shared::config::ProviderApi;
-use shared::db::Sql;
-use shared::handlers::{Effect, Event, Handler, HandlerError};
-use shared::ledger::Tx;
-use shared::ordering::{advance, resolved, Advance, Entity};
+use shared::ordering::resolved;
+use shared::prelude::*;
 
 /// The Stripe event types this handler serves.
 pub const EVENT_TYPES: [&str; 3] = [
@@ -188,7 +184,7 @@ fn write_state(
     )
 }
 
-#[async_trait::async_trait]
+#[async_trait]
 impl Handler for SubscriptionChanged {
     async fn handle(&self, tx: &mut Tx<'_>, event: &Event<'_>) -> Result<Effect, HandlerError> {
         let parsed: StripeEvent = serde_json::from_slice(event.document).map_err(|e| {

@@ -1,6 +1,6 @@
 //! A new event in one statement and one round trip: the claim, the handler's writes and the
 //! completed response together, for handlers whose effect is plain SQL (see
-//! `crate::handlers::Handler::plain_sql`).
+//! `crate::handler::Handler::plain_sql`).
 //!
 //! The statement, for a handler that deferred one insert:
 //!

@@ -223,14 +223,14 @@ WHERE source = $1
   AND claimed_at < $4
   AND status = 'completed'
   AND event_type = $2
-  -- Exactly the recorded no-op (crate::handlers::ignored_effect), never a handler's own
+  -- Exactly the recorded no-op (crate::apply::ignored_effect), never a handler's own
       -- answer that happens to say ignored.
       AND response_body = jsonb_build_object('status', 'ignored', 'event_type', event_type)",
     types: &[Type::TEXT, Type::TEXT, Type::TIMESTAMPTZ, Type::TIMESTAMPTZ],
 };
 
 /// Counts `source`'s events of `event_type` first claimed in `[since, until)` that completed
-/// as `ignored` (no handler then: the response is exactly `crate::handlers::ignored_effect`'s
+/// as `ignored` (no handler then: the response is exactly `crate::apply::ignored_effect`'s
 /// body): `(with a payload, without
 /// one)`. Served by `webhook_event_source_claimed_at_idx`.
 ///
@@ -265,7 +265,7 @@ WITH picked AS (
       AND claimed_at < $4
       AND status = 'completed'
       AND event_type = $2
-      -- Exactly the recorded no-op (crate::handlers::ignored_effect), never a handler's own
+      -- Exactly the recorded no-op (crate::apply::ignored_effect), never a handler's own
       -- answer that happens to say ignored.
       AND response_body = jsonb_build_object('status', 'ignored', 'event_type', event_type)
       AND payload IS NOT NULL

@@ -28,7 +28,7 @@ use tokio_postgres::Row;
 use super::{Connection, LedgerError, StoredResponse};
 use crate::db::pipeline::{all_in_order, in_order};
 use crate::db::{Prepared, Sql};
-use crate::handlers::HandlerError;
+use crate::effect::HandlerError;
 use crate::outbox::Target;
 
 /// What entitles a transaction to complete its row.
@@ -369,7 +369,7 @@ impl<'c> Tx<'c> {
     /// `{source}:{event_id}:{n}` (`crate::outbox::idempotency_key`); a re-run of the same event
     /// (re-drive, shadow mode) queues no second copy. The worker dispatches it after commit.
     ///
-    /// The targets are the source's as `crate::handlers::apply` passes them; a `Tx` used outside
+    /// The targets are the source's as `crate::apply::apply` passes them; a `Tx` used outside
     /// `apply` knows none.
     ///
     /// # Errors

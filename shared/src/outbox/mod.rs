@@ -21,7 +21,7 @@
 //!
 //! How the pieces fit:
 //!
-//! - **Queueing** (in the claim's transaction): `crate::handlers::apply` queues the built-in
+//! - **Queueing** (in the claim's transaction): `crate::apply::apply` queues the built-in
 //!   targets' messages (payload = the raw body as verified; `application/json`, or
 //!   `application/x-www-form-urlencoded` for a form body), then the handler adds its own with
 //!   `crate::ledger::Tx::outbox` (JSON; the target must be one of the source's, else the event

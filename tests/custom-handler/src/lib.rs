@@ -1,5 +1,5 @@
 //! A handler written the way a user writes one, outside hookledger's core and only through
-//! `shared`'s public API: Stripe `charge.refunded` records a `refunds` row ([`refunds`]), in a
+//! `shared`'s prelude: Stripe `charge.refunded` records a `refunds` row ([`refunds`]), in a
 //! table created by this crate's own migration set ([`migrations`]), registered in one line
 //! ([`registry()`]). `tests/end_to_end.rs` runs it with `hookledger-testing`.
 #![forbid(unsafe_code)]

@@ -1,9 +1,6 @@
 //! The registry: one line per handler, as `handlers/src/registry.rs` has it.
 
-use std::sync::Arc;
-
-use shared::handlers::Registry;
-use shared::Sources;
+use shared::prelude::*;
 
 use crate::refunds;
 
@@ -14,7 +11,7 @@ pub fn registry(_sources: &Sources) -> Registry {
     registry.register(
         "stripe",
         "charge.refunded",
-        Arc::new(refunds::ChargeRefunded),
+        handler_fn!(refunds::charge_refunded),
     );
     registry
 }

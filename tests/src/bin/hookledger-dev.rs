@@ -143,7 +143,7 @@ async fn main() -> Result<()> {
                 .map_err(|e| anyhow!("{e}"))?;
             let pool = shared::db::pool(&settings.database)?;
             let worker =
-                shared::work::Worker::new(&settings, pool, shared::handlers::Registry::new());
+                shared::work::Worker::new(&settings, pool, shared::handler::Registry::new());
             let summary = worker
                 .drain(SystemTime::now, || std::time::Duration::from_secs(600))
                 .await?;

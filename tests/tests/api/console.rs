@@ -10,7 +10,7 @@ use std::time::{Duration, Instant, SystemTime};
 use hookledger_console::{AccessToken, Auth, Console, ConsoleConfig};
 use hookledger_tests::browser::{screenshot_dir, Browser};
 use shared::doorbell::Doorbell;
-use shared::handlers::Handler;
+use shared::handler::Handler;
 
 use crate::helpers::*;
 

@@ -6,10 +6,13 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use shared::handlers::{Effect, Event, Handler, HandlerError};
 use shared::ledger::{self, NewEvent, Tx};
 use shared::work::Summary;
 use shared::Sources;
+use shared::{
+    effect::{Effect, Event, HandlerError},
+    handler::Handler,
+};
 use worker::handler::AppState as WorkerState;
 
 use crate::helpers::*;

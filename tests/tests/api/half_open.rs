@@ -342,8 +342,11 @@ async fn a_handler_s_statement_on_a_dead_database_path_is_bounded_and_the_event_
     use std::sync::Arc;
 
     use shared::db::Sql;
-    use shared::handlers::{Effect, Event, Handler, HandlerError};
     use shared::ledger::Tx;
+    use shared::{
+        effect::{Effect, Event, HandlerError},
+        handler::Handler,
+    };
 
     static PROBE: Sql = Sql {
         text: "SELECT 1",

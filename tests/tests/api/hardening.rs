@@ -9,8 +9,11 @@ use handlers::examples::stripe_subscriptions::SubscriptionChanged;
 use hookledger_tests::fake_providers::{Answer, FakeServer};
 use shared::config::ProviderApi;
 use shared::db::Sql;
-use shared::handlers::{Effect, Event, Handler, HandlerError, Success};
 use shared::ledger::{self, CompleteError, Tx};
+use shared::{
+    effect::{Effect, Event, HandlerError, Success},
+    handler::Handler,
+};
 use tokio::sync::Notify;
 use tokio_postgres::types::Type;
 

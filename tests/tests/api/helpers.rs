@@ -9,8 +9,11 @@ use hookledger_verify::{Scheme, SigningKey};
 use http::{HeaderMap, HeaderName, HeaderValue};
 use receiver::handler::AppState;
 use shared::config::{DatabaseSettings, Settings, Sources};
-use shared::handlers::{Effect, Event, Handler, HandlerError};
 use shared::ledger::Tx;
+use shared::{
+    effect::{Effect, Event, HandlerError},
+    handler::Handler,
+};
 use shared::{Receiver, Reply};
 
 /// The time every test delivery is signed at and received at (unix seconds).

@@ -7,8 +7,11 @@ use std::sync::Arc;
 
 use receiver::handler::AppState;
 use shared::db::Sql;
-use shared::handlers::{Effect, Event, Handler, HandlerError};
 use shared::ledger::Tx;
+use shared::{
+    effect::{Effect, Event, HandlerError},
+    handler::Handler,
+};
 use tokio_postgres::types::Type;
 
 use crate::helpers::*;

@@ -11,8 +11,11 @@ use std::time::{Duration, SystemTime};
 
 use hookledger_tests::fake_providers::{Answer as FakeAnswer, FakeServer};
 use hookledger_verify::{Scheme, Verifier};
-use shared::handlers::{Effect, Event, Handler, HandlerError};
 use shared::ledger::Tx;
+use shared::{
+    effect::{Effect, Event, HandlerError},
+    handler::Handler,
+};
 
 use crate::helpers::*;
 

@@ -9,8 +9,11 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
 use shared::db::Sql;
-use shared::handlers::{Effect, Event, Handler, HandlerError};
 use shared::ledger::Tx;
+use shared::{
+    effect::{Effect, Event, HandlerError},
+    handler::Handler,
+};
 use tokio::sync::Notify;
 use tokio_postgres::SimpleQueryMessage;
 

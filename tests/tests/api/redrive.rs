@@ -8,10 +8,13 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use shared::doorbell::Doorbell;
-use shared::handlers::{Effect, Event, Handler, HandlerError, Registry};
 use shared::ledger::Tx;
 use shared::redrive::{RedriveError, RedriveReport, RedriveSpec, Selection, Which, BATCH};
 use shared::Sources;
+use shared::{
+    effect::{Effect, Event, HandlerError},
+    handler::{Handler, Registry},
+};
 
 use crate::helpers::*;
 

@@ -4,8 +4,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use shared::handlers::{Effect, Event, Handler, HandlerError};
 use shared::ledger::Tx;
+use shared::{
+    effect::{Effect, Event, HandlerError},
+    handler::Handler,
+};
 use tokio::sync::Notify;
 
 use crate::helpers::*;

@@ -26,8 +26,11 @@ use hookledger_tests::fake_providers::{serve_fixture, StripeEvents};
 use hookledger_tests::{local_sources_json, verifier_with_secret, EventFile};
 use hookledger_verify::Verifier;
 use serde_json::{json, Value};
-use shared::handlers::{Effect, Event, Handler, HandlerError};
 use shared::ledger::Tx;
+use shared::{
+    effect::{Effect, Event, HandlerError},
+    handler::Handler,
+};
 
 use crate::helpers::*;
 use crate::hostile::{invoke, table_counts, unix_now, Outcome};

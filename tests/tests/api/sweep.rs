@@ -14,9 +14,12 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use shared::config::{Sources, SweepSettings};
-use shared::handlers::{Effect, Event, Handler, HandlerError};
 use shared::ledger::Tx;
 use shared::sweep::{Stopped, Sweep, SweepReport};
+use shared::{
+    effect::{Effect, Event, HandlerError},
+    handler::Handler,
+};
 use tokio_postgres::Client;
 
 use crate::helpers::{

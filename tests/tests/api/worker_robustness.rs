@@ -5,9 +5,12 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use http::{HeaderMap, HeaderValue};
-use shared::handlers::{Effect, Event, Handler, HandlerError};
 use shared::ledger::Tx;
 use shared::Sources;
+use shared::{
+    effect::{Effect, Event, HandlerError},
+    handler::Handler,
+};
 use worker::handler::AppState as WorkerState;
 
 use crate::helpers::*;

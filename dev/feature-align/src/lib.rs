@@ -1,0 +1,1 @@
+//! Dev-only and empty: see `Cargo.toml` for why this crate exists.

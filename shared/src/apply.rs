@@ -1,0 +1,223 @@
+//! Applying an effect, the engine side of the handler API: [`apply`] runs the handler (or the
+//! recorded no-op, [`ignored_effect`]) in the event's transaction and completes it, the one
+//! place where an effect is applied (receiver inline and shadow, worker, replay, re-drive);
+//! [`plan`] decides it before the claim for the one-statement shape. Errors are classified in
+//! [`ApplyError`]; an inline fatal error is answered [`FATAL_STATUS`].
+
+use crate::config::SourceConfig;
+use crate::effect::{Effect, Event, HandlerError};
+use crate::handler::Registry;
+use crate::ledger::{CompleteError, LedgerError, StoredResponse, Tx};
+
+/// The status an inline fatal error is answered with (and every retry of it): 200, so the
+/// provider stops retrying and keeps the endpoint enabled, with body
+/// `{"status": "dead", "error": "the event cannot be processed; it is kept for an operator"}`.
+pub const FATAL_STATUS: u16 = 200;
+
+/// The body stored and sent for an inline fatal error (see [`FATAL_STATUS`]).
+pub fn fatal_body() -> serde_json::Value {
+    serde_json::json!({
+        "status": "dead",
+        "error": "the event cannot be processed; it is kept for an operator",
+    })
+}
+
+/// The recorded no-op for an event type without a handler:
+/// `200 {"status": "ignored", "event_type": ...}`. That exact body (these two members, the
+/// event's own type) is how the ledger tells an event that no handler ran for
+/// (`hookledger redrive --ignored` re-runs those once a handler exists): a handler must not
+/// answer exactly this; any other body, even one with `"status": "ignored"`, is a handler's.
+pub fn ignored_effect(event: &Event<'_>) -> Effect {
+    Effect::ok(serde_json::json!({ "status": "ignored", "event_type": event.event_type }))
+}
+
+/// Why applying an event failed, classified for the caller: the receiver answers 5xx (or keeps
+/// a fatal event dead), the worker records `last_error` and retries or dead-letters.
+#[derive(Debug, thiserror::Error)]
+pub enum ApplyError {
+    /// The handler or one of its writes failed; trying again can succeed.
+    #[error("handler failed")]
+    Retryable(#[source] HandlerError),
+    /// The handler or one of its writes failed in a way the same payload always will.
+    #[error("handler failed fatally")]
+    Fatal(#[source] HandlerError),
+    /// The completion matched no row: the lease was lost (expired and taken over); nothing was
+    /// committed.
+    #[error("the lease was lost before the completion")]
+    Lost,
+    /// A ledger statement failed (check [`LedgerError::is_unavailable`]).
+    #[error("ledger")]
+    Ledger(#[source] LedgerError),
+}
+
+impl ApplyError {
+    /// Whether the database is unavailable (the receiver answers 503).
+    pub fn is_unavailable(&self) -> bool {
+        match self {
+            ApplyError::Retryable(e) | ApplyError::Fatal(e) => e.is_unavailable(),
+            ApplyError::Ledger(e) => e.is_unavailable(),
+            ApplyError::Lost => false,
+        }
+    }
+
+    /// The error with its cause chain, for `last_error` and the log.
+    pub fn chain(&self) -> String {
+        crate::telemetry::error_chain(self)
+    }
+}
+
+impl From<HandlerError> for ApplyError {
+    fn from(error: HandlerError) -> Self {
+        if error.is_fatal() {
+            ApplyError::Fatal(error)
+        } else {
+            ApplyError::Retryable(error)
+        }
+    }
+}
+
+/// Whether a handler ran for an applied event: the `outcome` its `delivery` log line and
+/// metrics name ([`Outcome::as_str`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// The event type's handler ran and its effect committed.
+    Processed,
+    /// The event type has no handler: the recorded no-op ([`ignored_effect`]) committed.
+    Ignored,
+}
+
+impl Outcome {
+    /// The name in log lines and metrics: `processed` or `ignored`.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Processed => "processed",
+            Outcome::Ignored => "ignored",
+        }
+    }
+}
+
+/// What [`apply`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Applied {
+    /// The response as stored (inline, worker) or as the handler returned it (shadow).
+    pub response: StoredResponse,
+    /// Whether a handler ran.
+    pub outcome: Outcome,
+    /// Outbox messages the commit added (built-in targets' and the handler's; none for a re-run
+    /// whose messages were queued before): the worker has something to dispatch.
+    pub queued: u64,
+}
+
+/// Decides `event`'s effect before any claim, for the one-statement shape
+/// (`crate::ledger::one_statement`): the plan, or `None` when the event must take the
+/// transaction shape ([`apply`]): a built-in target of the source takes the event (an outbox
+/// message), its handler is not [`Handler::plain_sql`], or the handler ran a statement,
+/// queued an outbox message or failed (the transaction shape runs it again and deals with the
+/// failure as always). An event type without a handler plans the recorded no-op.
+///
+/// Returns the plan and the [`Outcome`].
+pub async fn plan(
+    registry: &Registry,
+    source: &SourceConfig,
+    conn: &crate::ledger::Connection,
+    event: &Event<'_>,
+) -> Option<(crate::ledger::one_statement::Plan, Outcome)> {
+    if source
+        .targets
+        .iter()
+        .any(|t| t.event_types.matches(event.event_type))
+    {
+        return None;
+    }
+    let mut tx = Tx::plan(conn).for_event(&source.targets, event.event_type);
+    let (effect, outcome) = match registry.get(event.source, event.event_type) {
+        Some(handler) if handler.plain_sql() => match handler.handle(&mut tx, event).await {
+            Ok(effect) => (effect, Outcome::Processed),
+            Err(_) => return None,
+        },
+        Some(_) => return None,
+        None => (ignored_effect(event), Outcome::Ignored),
+    };
+    let Some(writes) = tx.into_plan_writes() else {
+        tracing::warn!(
+            source = event.source,
+            event_id = event.event_id,
+            event_type = event.event_type,
+            "a plain-SQL handler ran a statement or queued an outbox message: the event takes \
+             the transaction shape (the handler should not declare plain_sql)"
+        );
+        return None;
+    };
+    crate::ledger::one_statement::Plan::new(effect.status.code(), effect.body, writes)
+        .map(|plan| (plan, outcome))
+}
+
+/// The media type of a built-in target's message whose payload is a form body (GitHub's
+/// `payload=`, Slack interactivity and slash commands).
+pub const FORM: &str = "application/x-www-form-urlencoded";
+
+/// Runs the handler for `event` (or the recorded no-op) in `tx`, then completes and commits:
+/// the one place where an effect is applied, for the receiver's inline mode, shadow mode and
+/// the worker. On any error the transaction is rolled back and nothing is written.
+///
+/// Outbox messages come first from `source`'s built-in targets (`source.targets`) whose
+/// `event_types` match the event's type, in configuration order (messages 1, 2, ...), each
+/// with the raw body exactly as verified ([`Event::body`]) as its payload: media type
+/// `application/json` when the body is the JSON document itself, [`FORM`] when it is a form
+/// that carries it. They are queued for events without a handler too (the recorded no-op stays
+/// as it is). Then come the handler's own ([`Tx::outbox`], which accepts only `source`'s target
+/// names). All are committed with the completion, or not at all.
+///
+/// # Errors
+/// [`ApplyError`], classified as documented there.
+pub async fn apply<'c>(
+    registry: &Registry,
+    source: &'c SourceConfig,
+    tx: Tx<'c>,
+    event: &Event<'c>,
+) -> Result<Applied, ApplyError> {
+    let mut tx = tx.for_event(&source.targets, event.event_type);
+    let content_type = if event.body == event.document {
+        crate::outbox::JSON
+    } else {
+        FORM
+    };
+    for target in source
+        .targets
+        .iter()
+        .filter(|t| t.event_types.matches(event.event_type))
+    {
+        tx.queue(&target.name, event.body.to_vec(), content_type);
+    }
+    let (effect, outcome) = match registry.get(event.source, event.event_type) {
+        Some(handler) => match handler.handle(&mut tx, event).await {
+            Ok(effect) => (effect, Outcome::Processed),
+            Err(error) => {
+                // Dropping the transaction would roll it back too; do it explicitly so the
+                // connection is clean before it returns to the pool.
+                let _ = tx.rollback().await;
+                return Err(error.into());
+            }
+        },
+        None => (ignored_effect(event), Outcome::Ignored),
+    };
+    let (response, queued) = tx
+        .complete_counting(
+            (event.source, event.event_id),
+            effect.status.code(),
+            &effect.body,
+        )
+        .await
+        .map_err(|error| match error {
+            // A deferred write failing (constraint, type) is the handler's failure.
+            CompleteError::Write(db) => ApplyError::from(HandlerError::from(db)),
+            CompleteError::Lost => ApplyError::Lost,
+            CompleteError::Ledger(e) => ApplyError::Ledger(e),
+        })?;
+    Ok(Applied {
+        response,
+        outcome,
+        queued,
+    })
+}
