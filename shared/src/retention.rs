@@ -23,7 +23,7 @@
 
 use std::time::{Duration, SystemTime};
 
-use crate::ledger::Status;
+use crate::status::Status;
 use hookledger_verify::Scheme;
 
 /// Seconds in a day.

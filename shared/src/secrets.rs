@@ -9,7 +9,7 @@
 //! e.g. to point a function at an RDS Proxy endpoint. The connection string built from it always
 //! says `sslmode=require`, and `crate::db::tls_connector` verifies the server's chain and host
 //! name against the system roots plus the RDS CAs compiled into the binary
-//! (`crate::db::RDS_CA_BUNDLE`) or `HOOKLEDGER_DB_CA_FILE`.
+//! (`crate::rds_ca::RDS_CA_BUNDLE`) or `HOOKLEDGER_DB_CA_FILE`.
 //!
 //! The endpoint, region and credentials come from the standard AWS chain; tests point it at a
 //! local emulator with `AWS_ENDPOINT_URL_SECRETS_MANAGER`.

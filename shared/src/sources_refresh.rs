@@ -9,7 +9,7 @@
 //! source's secrets the receiver calls [`LiveSources::reverify`], which
 //!
 //! 1. re-reads the sources secret (or file) unless it was re-read less than
-//!    [`DEFAULT_MIN_REFRESH_INTERVAL`] (60 s, `HOOKLEDGER_SOURCES_REFRESH_SECS`) ago in this
+//!    [`DEFAULT_MIN_REFRESH_INTERVAL`](crate::config::DEFAULT_MIN_REFRESH_INTERVAL) (60 s, `HOOKLEDGER_SOURCES_REFRESH_SECS`) ago in this
 //!    execution environment. Only one re-read runs at a time: failures that arrive while one
 //!    is in flight wait for it and then use its result, they never start another. A flood of
 //!    bad signatures therefore costs at most one Secrets Manager call per interval;
@@ -44,10 +44,6 @@ use sha2::{Digest, Sha256};
 use crate::config::{ConfigError, SourceConfig, Sources, SourcesOrigin, SourcesReload};
 use crate::secrets::Secrets;
 use hookledger_verify::{Verified, VerifyError};
-
-/// Least time between two re-reads of the sources in one execution environment, unless
-/// `HOOKLEDGER_SOURCES_REFRESH_SECS` says otherwise: 60 s.
-pub const DEFAULT_MIN_REFRESH_INTERVAL: Duration = Duration::from_secs(60);
 
 /// Longest a re-read may take (a Secrets Manager call, or reading the file), after which it
 /// counts as failed and the current sources stay: 5 s. Deliveries waiting on it wait no longer.
@@ -420,6 +416,7 @@ impl LiveSources {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::DEFAULT_MIN_REFRESH_INTERVAL;
 
     const OLD: &str = r#"[{"name": "gh", "scheme": "github", "secrets": ["old-secret"]}]"#;
     const NEW: &str =

@@ -301,13 +301,13 @@ registry! {
         "a re-read of the sources after a failed verification; the dimension names the triggering source";
     Swept = "swept", Count, BY_SOURCE, "sweeper (crate::sweep)",
         "expired keys and messages one sweep deleted";
-    OutboxDelivered = "outbox_delivered", Count, BY_SOURCE, "worker (crate::outbox::drain)",
+    OutboxDelivered = "outbox_delivered", Count, BY_SOURCE, "worker (crate::work::drain)",
         "outbox messages a target accepted, per dispatch step";
-    OutboxRetried = "outbox_retried", Count, BY_SOURCE, "worker (crate::outbox::drain)",
+    OutboxRetried = "outbox_retried", Count, BY_SOURCE, "worker (crate::work::drain)",
         "failed outbox dispatches to be retried, per dispatch step";
-    OutboxDeadLettered = "outbox_dead_lettered", Count, BY_SOURCE, "worker (crate::outbox::drain)",
+    OutboxDeadLettered = "outbox_dead_lettered", Count, BY_SOURCE, "worker (crate::work::drain)",
         "outbox messages dead-lettered (a fatal answer, or max_attempts used), per dispatch step";
-    OutboxLost = "outbox_lost", Count, BY_SOURCE, "worker (crate::outbox::drain)",
+    OutboxLost = "outbox_lost", Count, BY_SOURCE, "worker (crate::work::drain)",
         "outbox outcomes refused because the message's lease had been taken over";
     StuckClaims = "stuck_claims", Count, BY_SOURCE, "auditor (crate::audit)",
         "claimed rows older than the stuck threshold plus processing rows whose lease expired";

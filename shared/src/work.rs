@@ -7,14 +7,14 @@
 //! before that runs outside any transaction), and completes in one short transaction fenced by
 //! the lease token: a completion whose lease was lost (expired and re-leased) is refused and
 //! counted (`lease_lost`), never applied. On a retryable error it records `failed` with
-//! `last_error` and the next attempt time from [`backoff`], or `dead` once the source's
+//! `last_error` and the next attempt time from [`Backoff::delay`](crate::config::Backoff::delay), or `dead` once the source's
 //! `max_attempts` are used; a fatal error is `dead` at once. It stops when nothing is due or
 //! when the invocation's remaining time falls under the margin; leased rows it cannot start in
 //! time are released unstarted. The clock and the remaining time are parameters, so tests never
 //! sleep.
 //!
 //! After every batch of events the drain runs one outbox step ([`Worker::outbox_step`], in
-//! `crate::outbox::drain`): it leases due outbox messages, dispatches them concurrently through
+//! [`drain`]): it leases due outbox messages, dispatches them concurrently through
 //! the [`Dispatcher`] built once per worker, and records each outcome fenced by its lease token.
 //! A handler's messages are due at the worker's clock, so the drain that applies an event also
 //! dispatches what it queued. [`Summary::outbox`] counts what the outbox step did.
@@ -50,16 +50,19 @@
 //! given event's schedule is reproducible): 15-30 s, 30-60 s, 1-2 min, 2-4 min, 4-8 min,
 //! 8-16 min, 16-32 min; with the default `max_attempts = 8` the eighth failure is `dead`.
 
-use std::hash::{Hash, Hasher};
+pub mod drain;
+
+pub use drain::OutboxSummary;
+
 use std::time::{Duration, SystemTime};
 
 use futures_util::FutureExt;
 use serde::Serialize;
 
-use crate::config::{Backoff, Settings, Sources, WorkerSettings};
+use crate::config::{Settings, Sources, WorkerSettings};
 use crate::db::{Pool, Session};
 use crate::ledger::{self, Failure, Leased, LedgerError};
-use crate::outbox::{Dispatcher, OutboxSummary};
+use crate::outbox::Dispatcher;
 use crate::{
     apply::{apply, ApplyError},
     effect::Event,
@@ -92,7 +95,7 @@ pub struct Summary {
     pub deadlines: u64,
     /// Whether the drain stopped because the remaining time fell under the margin.
     pub out_of_time: bool,
-    /// What the drain did with the outbox (see [`crate::outbox::drain`]).
+    /// What the drain did with the outbox (see [[`drain`]]).
     pub outbox: OutboxSummary,
 }
 
@@ -153,25 +156,6 @@ impl std::fmt::Debug for Worker {
             .field("deadline", &self.deadline)
             .finish_non_exhaustive()
     }
-}
-
-/// The delay before the attempt after failed attempt `attempts` (1-based) of the event `key`:
-/// see the module docs for the schedule.
-pub fn backoff(policy: &Backoff, attempts: u32, key: &str) -> Duration {
-    let exponent = attempts.saturating_sub(1).min(32);
-    let full = policy
-        .base_secs
-        .saturating_mul(1u64 << exponent)
-        .min(policy.cap_secs);
-    let half = full / 2;
-    let mut hasher = std::collections::hash_map::DefaultHasher::new();
-    (key, attempts).hash(&mut hasher);
-    let jitter = if full > half {
-        hasher.finish() % (full - half + 1)
-    } else {
-        0
-    };
-    Duration::from_secs(half + jitter)
 }
 
 impl Worker {
@@ -586,7 +570,7 @@ impl Worker {
             Failure::Dead
         } else {
             let key = format!("{}/{}", leased.source, leased.event_id);
-            Failure::RetryAt(now + backoff(&self.settings.backoff, attempt as u32, &key))
+            Failure::RetryAt(now + self.settings.backoff.delay(attempt as u32, &key))
         };
         let recorded = self
             .bounded("record a failed attempt", async |conn| {
@@ -677,37 +661,3 @@ const RELEASED_AFTER_DEADLINE: &str =
 const UNKNOWN_SOURCE: &str = "released unprocessed: source not in this worker's configuration";
 /// When such an event is due again.
 const UNKNOWN_SOURCE_DELAY: Duration = Duration::from_secs(60);
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_backoff_schedule_matches_its_documentation() {
-        let policy = Backoff::default();
-        let documented = [30, 60, 120, 240, 480, 960, 1920, 3600, 3600];
-        for (n, full) in documented.iter().enumerate() {
-            let attempt = n as u32 + 1;
-            for key in ["stripe/evt_1", "stripe/evt_2", "github/abc"] {
-                let delay = backoff(&policy, attempt, key).as_secs();
-                assert!(
-                    (full / 2..=*full).contains(&delay),
-                    "attempt {attempt}: {delay}s outside {}..={full}",
-                    full / 2
-                );
-                assert_eq!(
-                    delay,
-                    backoff(&policy, attempt, key).as_secs(),
-                    "reproducible"
-                );
-            }
-        }
-        // Jitter spreads a burst: many events failing together do not retry together.
-        let delays: std::collections::HashSet<u64> = (0..50)
-            .map(|i| backoff(&policy, 3, &format!("stripe/evt_{i}")).as_secs())
-            .collect();
-        assert!(delays.len() > 10, "{delays:?}");
-        // Huge attempt numbers stay capped instead of overflowing.
-        assert!(backoff(&policy, 1000, "k").as_secs() <= policy.cap_secs);
-    }
-}

@@ -1,5 +1,5 @@
 //! A GitHub source's `github_hook`: which webhook replay lists and redelivers, and how it
-//! authenticates to GitHub's REST API (`crate::replay::github`).
+//! authenticates to GitHub's REST API (`crate::replay::github`, with [`crate::github_app`]).
 //!
 //! | `github_hook` | webhook | credential |
 //! |---|---|---|
@@ -210,7 +210,7 @@ pub fn validate(
                 return Err("github_hook.app_id needs github_hook.app_private_key".to_owned());
             };
             let private_key = SecretString::from(pem);
-            if crate::replay::github::app_key(&private_key).is_err() {
+            if crate::github_app::app_key(&private_key).is_err() {
                 return Err(
                     "github_hook.app_private_key is not an RSA private key in PEM".to_owned(),
                 );

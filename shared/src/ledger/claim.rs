@@ -555,7 +555,7 @@ pub async fn record_dead(
     let dead_cutoff = expiry.retention.dead_cutoff(expiry.now);
     let digest: &[u8] = event.digest;
     let identity: &[u8] = event.identity;
-    let error = super::lease::bounded_error(error);
+    let error = super::bounded_error(error);
     let status_param = i16::try_from(status).unwrap_or(200);
     let body_param = Json(body);
     let rows = conn

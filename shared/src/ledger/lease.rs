@@ -172,13 +172,6 @@ RETURNING 1",
     ],
 };
 
-/// `last_error` is for humans: at most this many characters are kept.
-pub const MAX_ERROR_CHARS: usize = 2000;
-
-pub(crate) fn bounded_error(error: &str) -> String {
-    error.chars().take(MAX_ERROR_CHARS).collect()
-}
-
 /// Records a failed attempt of `leased`: `failed` with `last_error` and the next attempt time,
 /// or `dead`. Returns `false` when the lease was lost (zero rows: an outcome, not an error).
 ///
@@ -194,7 +187,7 @@ pub async fn fail(
         Failure::RetryAt(at) => (Status::Failed.as_str(), Some(*at)),
         Failure::Dead => (Status::Dead.as_str(), None),
     };
-    let error = bounded_error(error);
+    let error = super::bounded_error(error);
     let params: [&(dyn ToSql + Sync); 6] = [
         &leased.source,
         &leased.event_id,

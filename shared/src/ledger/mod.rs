@@ -31,17 +31,16 @@ pub mod one_statement;
 pub mod outbox;
 pub mod redrive;
 pub mod redrive_outbox;
-pub mod status;
 pub mod sweep;
 pub mod tx;
 
+pub use crate::status::Status;
 pub use claim::{
     claim, lookup, lookup_many, record_dead, Claim, EventRow, Expiry, NewEvent, StoredResponse,
 };
 pub use deferred::{accept, Accept};
 pub use inspect::{inspect, EventDetail, MessageDetail};
 pub use lease::{fail, lease_due, release, start, Failure, Leased};
-pub use status::Status;
 pub use tx::{begin_shadow, CompleteError, Tx};
 
 /// A connection from the pool.
@@ -60,6 +59,12 @@ pub enum LedgerError {
     UnknownStatus(String),
 }
 
+impl From<crate::status::UnknownStatus> for LedgerError {
+    fn from(error: crate::status::UnknownStatus) -> Self {
+        LedgerError::UnknownStatus(error.0)
+    }
+}
+
 impl From<tokio_postgres::Error> for LedgerError {
     fn from(error: tokio_postgres::Error) -> Self {
         LedgerError::Db(error)
@@ -75,6 +80,15 @@ impl LedgerError {
             LedgerError::UnknownStatus(_) => false,
         }
     }
+}
+
+/// `last_error` is for humans: at most this many characters are kept (events and outbox
+/// messages alike).
+pub const MAX_ERROR_CHARS: usize = 2000;
+
+/// `error` cut to [`MAX_ERROR_CHARS`] characters, for a `last_error` column.
+pub(crate) fn bounded_error(error: &str) -> String {
+    error.chars().take(MAX_ERROR_CHARS).collect()
 }
 
 pub(crate) fn is_lock_timeout(error: &tokio_postgres::Error) -> bool {

@@ -44,6 +44,12 @@ use super::{Connection, LedgerError};
 use crate::db::Sql;
 use crate::outbox::Message;
 
+/// The idempotency key of message `n` (1-based) of event `(source, event_id)`:
+/// `{source}:{event_id}:{n}`. Source names have no `:` (`[a-z0-9_-]`), so the key is unique.
+pub fn idempotency_key(source: &str, event_id: &str, n: i32) -> String {
+    format!("{source}:{event_id}:{n}")
+}
+
 /// Queues an event's messages: one row per message, all in one statement, in the claim's
 /// transaction (pipelined with the completion by [`super::Tx`]).
 ///
@@ -186,7 +192,7 @@ pub enum Outcome {
     Retry {
         /// When it is due again.
         at: SystemTime,
-        /// Why, for `last_error` (bounded to `ledger::lease::MAX_ERROR_CHARS`).
+        /// Why, for `last_error` (bounded to [`super::MAX_ERROR_CHARS`]).
         error: String,
         /// The target's status code, when it answered.
         status: Option<u16>,
@@ -304,7 +310,7 @@ pub async fn record(
             Outcome::Abandoned { error } => (None, Some(error.as_str()), None),
         };
         next.push(at);
-        errors.push(error.map(super::lease::bounded_error));
+        errors.push(error.map(super::bounded_error));
         statuses.push(status.map(|s| i16::try_from(s).unwrap_or(i16::MAX)));
     }
     let params: [&(dyn ToSql + Sync); 8] = [
@@ -325,4 +331,14 @@ pub async fn record(
             recorded.contains(&(m.source.clone(), m.event_id.clone(), m.n))
         })
         .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_idempotency_key_names_the_event_and_the_message() {
+        assert_eq!(idempotency_key("stripe", "evt_1", 2), "stripe:evt_1:2");
+    }
 }

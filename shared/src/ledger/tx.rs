@@ -26,10 +26,10 @@ use tokio_postgres::types::{Json, ToSql, Type};
 use tokio_postgres::Row;
 
 use super::{Connection, LedgerError, StoredResponse};
+use crate::config::targets::Target;
 use crate::db::pipeline::{all_in_order, in_order};
 use crate::db::{Prepared, Sql};
 use crate::effect::HandlerError;
-use crate::outbox::Target;
 
 /// What entitles a transaction to complete its row.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -366,7 +366,7 @@ impl<'c> Tx<'c> {
     /// writes, or not at all (a handler error, a lost lease, a failed deferred write). No round
     /// trip of its own. The message is number `n` of the event, after the source's built-in
     /// messages and the handler's earlier ones, so its idempotency key is
-    /// `{source}:{event_id}:{n}` (`crate::outbox::idempotency_key`); a re-run of the same event
+    /// `{source}:{event_id}:{n}` (`crate::ledger::outbox::idempotency_key`); a re-run of the same event
     /// (re-drive, shadow mode) queues no second copy. The worker dispatches it after commit.
     ///
     /// The targets are the source's as `crate::apply::apply` passes them; a `Tx` used outside

@@ -5,7 +5,8 @@ use std::time::SystemTime;
 
 use tokio::sync::OnceCell;
 
-use super::{DispatchError, Dispatched, Message, Target, TargetKind};
+use super::{DispatchError, Dispatched, Message};
+use crate::config::targets::{Target, TargetKind, AWS_ATTEMPT_TIMEOUT, AWS_OPERATION_TIMEOUT};
 
 /// Sends outbox messages to their targets. Cheap to clone; the HTTP client and the AWS clients
 /// (loaded from the environment's AWS configuration on first use) are shared.
@@ -15,14 +16,6 @@ pub struct Dispatcher {
     sqs: std::sync::Arc<OnceCell<aws_sdk_sqs::Client>>,
     eventbridge: std::sync::Arc<OnceCell<aws_sdk_eventbridge::Client>>,
 }
-
-/// Longest one `SendMessage` / `PutEvents` attempt may take (the SDK retries a timed-out
-/// attempt within [`AWS_OPERATION_TIMEOUT`]; its default has no limit).
-pub const AWS_ATTEMPT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
-
-/// Longest one `SendMessage` / `PutEvents` call may take, the SDK's own retries included; then
-/// the message is retryable.
-pub const AWS_OPERATION_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(25);
 
 impl Default for Dispatcher {
     /// [`Dispatcher::new`]: the default client must not follow redirects either.

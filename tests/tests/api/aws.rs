@@ -9,8 +9,9 @@
 
 use hookledger_tests::{local_sources_json, url_with_database};
 use secrecy::ExposeSecret;
+use shared::config::DEFAULT_MIN_REFRESH_INTERVAL;
 use shared::config::{DatabaseSettings, Settings, SourcesOrigin};
-use shared::sources_refresh::{LiveSources, ManualClock, Refresher, DEFAULT_MIN_REFRESH_INTERVAL};
+use shared::sources_refresh::{LiveSources, ManualClock, Refresher};
 
 use crate::helpers::{spawn_app, stripe_payment, NOW, STRIPE_SECRET};
 

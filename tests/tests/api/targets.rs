@@ -13,7 +13,8 @@ use std::time::{Duration, Instant, SystemTime};
 use base64::Engine;
 use futures_util::{stream, StreamExt};
 use serde_json::{json, Value};
-use shared::outbox::{DispatchError, Dispatcher, Message, Target, TargetSpec};
+use shared::config::targets::{Target, TargetSpec};
+use shared::outbox::{DispatchError, Dispatcher, Message};
 
 const SECRET: &str = "whsec_aG9va2xlZGdlciBmb3J3YXJkIHRlc3Qga2V5IDAwMDE=";
 const OTHER_SECRET: &str = "whsec_c29tZWJvZHkgZWxzZSdzIGZvcndhcmQga2V5IDAwMDI=";
@@ -870,7 +871,7 @@ async fn an_oversized_eventbridge_event_is_fatal() {
 /// worker's, tested with it.)
 #[tokio::test]
 async fn the_demo_forward_source_and_endpoint_work_as_make_demo_runs_them() {
-    use shared::outbox::TargetKind;
+    use shared::config::targets::TargetKind;
 
     let app = crate::helpers::spawn_app().await;
     let event =

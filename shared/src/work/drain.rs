@@ -1,5 +1,5 @@
 //! The worker's outbox step: lease due messages, dispatch them concurrently, record what each
-//! came to. [`crate::work::Worker::drain`] runs it after every batch of deferred events, so the
+//! came to. [`Worker::drain`] runs it after every batch of deferred events, so the
 //! messages the worker's own handlers commit are dispatched in the same drain.
 //!
 //! One step, for a batch of at most `outbox_concurrency` messages (default 16):
@@ -7,12 +7,12 @@
 //! 1. [`ledger::outbox::lease_due`] (one statement): due `pending` messages and `processing`
 //!    ones whose lease expired, `FOR UPDATE SKIP LOCKED`, each lease counting an attempt.
 //! 2. Each message is matched to its source's target. A dispatch starts only if the
-//!    invocation's remaining time covers the target's timeout ([`super::Target::timeout`]) plus
+//!    invocation's remaining time covers the target's timeout ([`Target::timeout`]) plus
 //!    the worker's margin; the others are given back unstarted, their attempt undone. A message
 //!    whose source or target is no longer configured is a retryable failure with a clear
 //!    `last_error` (the configuration may be fixed), dead after `max_attempts` like any other.
 //! 3. All dispatches of the batch run at once (so `outbox_concurrency` bounds them;
-//!    [`super::Dispatcher::dispatch`], each bounded by its target's timeout), then [`ledger::outbox::record`] (one statement) records every outcome fenced by
+//!    [`crate::outbox::Dispatcher::dispatch`], each bounded by its target's timeout), then [`ledger::outbox::record`] (one statement) records every outcome fenced by
 //!    its lease token: `delivered`; `pending` again at `now + max(backoff(attempt), min(the
 //!    target's Retry-After, the backoff cap))`; or `dead` (a fatal answer, or `attempt` reached
 //!    the source's `max_attempts`).
@@ -41,11 +41,12 @@ use std::time::{Duration, SystemTime};
 use futures_util::future::join_all;
 use serde::Serialize;
 
-use super::{DispatchError, Dispatched, Target};
+use super::{WorkError, Worker};
+use crate::config::targets::Target;
 use crate::config::{SourceConfig, DEFAULT_MAX_ATTEMPTS};
 use crate::ledger::outbox::{self as sql, Leased, Outcome};
+use crate::outbox::{DispatchError, Dispatched};
 use crate::telemetry::{Metric, MetricName};
-use crate::work::{backoff, WorkError, Worker};
 
 /// What one drain did with the outbox; part of [`crate::work::Summary`].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
@@ -337,11 +338,13 @@ impl Worker {
             },
             DispatchError::Retryable { retry_after, .. } => {
                 let policy = &self.settings.backoff;
-                let wait = backoff(policy, attempt, &leased.message.idempotency_key()).max(
-                    retry_after
-                        .unwrap_or_default()
-                        .min(Duration::from_secs(policy.cap_secs)),
-                );
+                let wait = policy
+                    .delay(attempt, &leased.message.idempotency_key())
+                    .max(
+                        retry_after
+                            .unwrap_or_default()
+                            .min(Duration::from_secs(policy.cap_secs)),
+                    );
                 Outcome::Retry {
                     at: now + wait,
                     error: error_text,

@@ -1,6 +1,5 @@
-//! The ledger row's status: the `event_status` enum, in the design's words.
-
-use super::LedgerError;
+//! The ledger row's status: the `event_status` enum, in the design's words. A leaf: it depends
+//! on nothing of this crate, and everything that speaks of a row's status uses it.
 
 /// The ledger row's status, mirrored from PostgreSQL's `event_status`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -35,15 +34,21 @@ impl Status {
     /// Parses the PostgreSQL enum label.
     ///
     /// # Errors
-    /// [`LedgerError::UnknownStatus`] for a label this build does not know.
-    pub fn parse(label: &str) -> Result<Self, LedgerError> {
+    /// [`UnknownStatus`] for a label this build does not know (the schema is ahead of the code).
+    pub fn parse(label: &str) -> Result<Self, UnknownStatus> {
         Ok(match label {
             "claimed" => Status::Claimed,
             "processing" => Status::Processing,
             "completed" => Status::Completed,
             "failed" => Status::Failed,
             "dead" => Status::Dead,
-            other => return Err(LedgerError::UnknownStatus(other.to_owned())),
+            other => return Err(UnknownStatus(other.to_owned())),
         })
     }
 }
+
+/// A status label this build does not know (the database's schema is ahead of the code); it
+/// carries the label. Not retryable.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown event_status {0:?}")]
+pub struct UnknownStatus(pub String);

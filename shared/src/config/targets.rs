@@ -1,0 +1,375 @@
+//! The outbox's built-in targets as configured: a source's `"targets"` ([`TargetSpec`], as
+//! written) and what they become at start-up ([`Target`]: names, URLs, secrets and timeouts
+//! checked), with the event types each receives ([`EventTypes`]). Dispatching messages to them
+//! is [`crate::outbox`]'s.
+
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use hookledger_verify::{Scheme, SigningKey};
+
+/// Longest one `SendMessage` / `PutEvents` attempt may take (the SDK retries a timed-out
+/// attempt within [`AWS_OPERATION_TIMEOUT`]; its default has no limit).
+pub const AWS_ATTEMPT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Longest one `SendMessage` / `PutEvents` call may take, the SDK's own retries included; then
+/// the message is retryable.
+pub const AWS_OPERATION_TIMEOUT: Duration = Duration::from_secs(25);
+
+/// Which events a built-in target receives: patterns on the event type, each exact
+/// (`invoice.paid`) or a prefix ending in `*` (`invoice.*`; `*` alone is every event). An empty
+/// list sends nothing automatically: the target receives only what handlers add with
+/// `tx.outbox`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EventTypes(Vec<String>);
+
+impl EventTypes {
+    /// Every event (`["*"]`), the default.
+    pub fn all() -> Self {
+        Self(vec!["*".to_owned()])
+    }
+
+    /// Whether `event_type` matches one of the patterns.
+    pub fn matches(&self, event_type: &str) -> bool {
+        self.0
+            .iter()
+            .any(|pattern| match pattern.strip_suffix('*') {
+                Some(prefix) => event_type.starts_with(prefix),
+                None => pattern == event_type,
+            })
+    }
+}
+
+/// Default time a `forward` request may take, milliseconds.
+pub const DEFAULT_FORWARD_TIMEOUT_MS: u64 = 10_000;
+
+/// Longest a `forward` request may be allowed to take, milliseconds: a webhook receiver should
+/// answer in seconds, and the dispatch must end well inside the worker's lease
+/// (`crate::config::check_dispatch_fits_lease`).
+pub const MAX_FORWARD_TIMEOUT_MS: u64 = 60_000;
+
+/// A built-in target as written in a source's `"targets"` list:
+///
+/// ```json
+/// [{"name": "billing", "type": "forward", "url": "https://billing.example.com/hooks",
+///   "secret": "whsec_...", "event_types": ["invoice.*"]},
+///  {"name": "orders", "type": "sqs",
+///   "queue_url": "https://sqs.eu-west-1.amazonaws.com/123456789012/orders.fifo"},
+///  {"name": "bus", "type": "eventbridge", "event_bus": "default"}]
+/// ```
+#[derive(Debug, Deserialize)]
+#[serde(tag = "type", rename_all = "lowercase", deny_unknown_fields)]
+pub enum TargetSpec {
+    /// HTTP POST, re-signed as a Standard Webhooks delivery.
+    Forward {
+        /// Target name: 1 to 64 characters of `[a-z0-9_-]`, unique within the source.
+        name: String,
+        /// `https://` anywhere; plain `http://` only to the loopback host.
+        url: String,
+        /// The Standard Webhooks secret the receiving service verifies with, `whsec_` and
+        /// base64 (at least 24 bytes decoded, as the Standard Webhooks libraries generate).
+        secret: String,
+        /// Time a request may take, milliseconds (at most [`MAX_FORWARD_TIMEOUT_MS`]);
+        /// [`DEFAULT_FORWARD_TIMEOUT_MS`] when absent.
+        #[serde(default)]
+        timeout_ms: Option<u64>,
+        /// Which events go to it automatically; every event when absent.
+        #[serde(default)]
+        event_types: Option<Vec<String>>,
+    },
+    /// An SQS queue (standard or FIFO).
+    Sqs {
+        /// Target name, as for `forward`.
+        name: String,
+        /// The queue's URL; a name ending in `.fifo` is a FIFO queue.
+        queue_url: String,
+        /// FIFO queues: the message group; the source's name when absent (one ordered stream
+        /// per source).
+        #[serde(default)]
+        message_group_id: Option<String>,
+        /// Which events go to it automatically; every event when absent.
+        #[serde(default)]
+        event_types: Option<Vec<String>>,
+    },
+    /// An EventBridge event bus.
+    Eventbridge {
+        /// Target name, as for `forward`.
+        name: String,
+        /// The bus's name or ARN; `default` when absent.
+        #[serde(default)]
+        event_bus: Option<String>,
+        /// The events' `Source`; `hookledger.{source}` when absent.
+        #[serde(default)]
+        detail_source: Option<String>,
+        /// Which events go to it automatically; every event when absent.
+        #[serde(default)]
+        event_types: Option<Vec<String>>,
+    },
+}
+
+/// A validated built-in target.
+#[derive(Debug, Clone)]
+pub struct Target {
+    /// Its name, unique within the source.
+    pub name: String,
+    /// Which events receive a message automatically.
+    pub event_types: EventTypes,
+    /// Where and how messages go.
+    pub kind: TargetKind,
+}
+
+/// Where a target's messages go.
+// A handful per source, built once from the configuration: the prepared HMAC key's size does
+// not matter, and boxing it would only add an indirection to every signature.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug, Clone)]
+pub enum TargetKind {
+    /// HTTP POST to `url`, re-signed with `key` as a Standard Webhooks delivery.
+    Forward {
+        /// The endpoint.
+        url: url::Url,
+        /// The Standard Webhooks key (never logged).
+        key: SigningKey,
+        /// Time a request may take.
+        timeout: Duration,
+    },
+    /// `SendMessage` to an SQS queue.
+    Sqs {
+        /// The queue's URL.
+        queue_url: String,
+        /// Whether the queue is FIFO (its name ends in `.fifo`).
+        fifo: bool,
+        /// FIFO queues: the message group (`None`: the source's name).
+        message_group_id: Option<String>,
+    },
+    /// `PutEvents` to an EventBridge bus.
+    EventBridge {
+        /// The bus's name or ARN.
+        event_bus: String,
+        /// The events' `Source` (`None`: `hookledger.{source}`).
+        detail_source: Option<String>,
+    },
+}
+
+impl Target {
+    /// The longest one dispatch to this target may take: a `forward` target's `timeout_ms`,
+    /// [`AWS_OPERATION_TIMEOUT`] for the others (the SDK's own retries included). The worker starts no dispatch with less
+    /// invocation time left than this plus its margin.
+    pub fn timeout(&self) -> Duration {
+        match &self.kind {
+            TargetKind::Forward { timeout, .. } => *timeout,
+            TargetKind::Sqs { .. } | TargetKind::EventBridge { .. } => AWS_OPERATION_TIMEOUT,
+        }
+    }
+}
+
+/// Longest target name, characters.
+pub const MAX_TARGET_NAME_LEN: usize = 64;
+
+/// Smallest Standard Webhooks secret a `forward` target accepts, bytes decoded.
+pub const MIN_FORWARD_SECRET_BYTES: usize = 24;
+
+impl Target {
+    /// Validates a [`TargetSpec`].
+    ///
+    /// # Errors
+    /// A short reason (never the secret): a bad name, URL, secret, queue URL or pattern.
+    pub fn from_spec(spec: TargetSpec) -> Result<Self, String> {
+        let (name, event_types, kind) = match spec {
+            TargetSpec::Forward {
+                name,
+                url,
+                secret,
+                timeout_ms,
+                event_types,
+            } => {
+                if !crate::config::url_may_carry_credentials(&url) {
+                    return Err(format!(
+                        "target {name:?}: url must be https:// (plain http:// only to the \
+                         loopback host)"
+                    ));
+                }
+                let parsed =
+                    url::Url::parse(&url).map_err(|_| format!("target {name:?}: bad url"))?;
+                let decoded_len = secret_len(&secret);
+                if decoded_len < MIN_FORWARD_SECRET_BYTES {
+                    return Err(format!(
+                        "target {name:?}: secret must be a Standard Webhooks secret (whsec_ and \
+                         base64) of at least {MIN_FORWARD_SECRET_BYTES} bytes"
+                    ));
+                }
+                let key = SigningKey::new(Scheme::StandardWebhooks, &secret)
+                    .map_err(|e| format!("target {name:?}: secret: {e}"))?;
+                let timeout_ms = timeout_ms.unwrap_or(DEFAULT_FORWARD_TIMEOUT_MS);
+                if timeout_ms == 0 || timeout_ms > MAX_FORWARD_TIMEOUT_MS {
+                    return Err(format!(
+                        "target {name:?}: timeout_ms must be 1 to {MAX_FORWARD_TIMEOUT_MS}"
+                    ));
+                }
+                (
+                    name,
+                    event_types,
+                    TargetKind::Forward {
+                        url: parsed,
+                        key,
+                        timeout: Duration::from_millis(timeout_ms),
+                    },
+                )
+            }
+            TargetSpec::Sqs {
+                name,
+                queue_url,
+                message_group_id,
+                event_types,
+            } => {
+                let parsed = url::Url::parse(&queue_url)
+                    .map_err(|_| format!("target {name:?}: bad queue_url"))?;
+                // SigV4 signs the request but does not hide the payload: plain http:// only to
+                // the loopback host (a local emulator).
+                if !crate::config::url_may_carry_credentials(&queue_url) {
+                    return Err(format!(
+                        "target {name:?}: queue_url must be an https:// URL (plain http:// only \
+                         to the loopback host)"
+                    ));
+                }
+                let fifo = parsed.path().trim_end_matches('/').ends_with(".fifo");
+                if message_group_id.as_deref().is_some_and(str::is_empty) {
+                    return Err(format!("target {name:?}: message_group_id is empty"));
+                }
+                (
+                    name,
+                    event_types,
+                    TargetKind::Sqs {
+                        queue_url,
+                        fifo,
+                        message_group_id,
+                    },
+                )
+            }
+            TargetSpec::Eventbridge {
+                name,
+                event_bus,
+                detail_source,
+                event_types,
+            } => {
+                if detail_source
+                    .as_deref()
+                    .is_some_and(|s| s.is_empty() || s.starts_with("aws."))
+                {
+                    return Err(format!(
+                        "target {name:?}: detail_source must be non-empty and not start with aws."
+                    ));
+                }
+                (
+                    name,
+                    event_types,
+                    TargetKind::EventBridge {
+                        event_bus: event_bus.unwrap_or_else(|| "default".to_owned()),
+                        detail_source,
+                    },
+                )
+            }
+        };
+        if name.is_empty()
+            || name.len() > MAX_TARGET_NAME_LEN
+            || !name
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_')
+        {
+            return Err(format!(
+                "target name {name:?} must be 1 to {MAX_TARGET_NAME_LEN} characters of [a-z0-9_-]"
+            ));
+        }
+        let event_types = match event_types {
+            None => EventTypes::all(),
+            Some(patterns) => {
+                if let Some(bad) = patterns
+                    .iter()
+                    .find(|p| p.is_empty() || p.trim_end_matches('*').contains('*'))
+                {
+                    return Err(format!(
+                        "target {name:?}: event type pattern {bad:?} must be an exact type or a \
+                         prefix ending in *"
+                    ));
+                }
+                EventTypes(patterns)
+            }
+        };
+        Ok(Target {
+            name,
+            event_types,
+            kind,
+        })
+    }
+}
+
+/// Decoded length of a Standard Webhooks secret (0 when it does not decode).
+fn secret_len(secret: &str) -> usize {
+    use base64::Engine;
+    let encoded = secret.strip_prefix("whsec_").unwrap_or(secret);
+    base64::engine::general_purpose::STANDARD
+        .decode(encoded)
+        .or_else(|_| base64::engine::general_purpose::STANDARD_NO_PAD.decode(encoded))
+        .map(|k| k.len())
+        .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn target(json: &str) -> Result<Target, String> {
+        let spec: TargetSpec = serde_json::from_str(json).map_err(|e| e.to_string())?;
+        Target::from_spec(spec)
+    }
+
+    const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+
+    #[test]
+    fn patterns_are_exact_or_prefixes() {
+        let types = EventTypes(vec!["invoice.*".into(), "charge.refunded".into()]);
+        assert!(types.matches("invoice.paid"));
+        assert!(types.matches("charge.refunded"));
+        assert!(!types.matches("charge.refunded.x"));
+        assert!(!types.matches("customer.created"));
+        assert!(EventTypes::all().matches(""));
+        assert!(!EventTypes(vec![]).matches("invoice.paid"));
+    }
+
+    #[test]
+    fn targets_are_validated() {
+        let forward = target(&format!(
+            r#"{{"type":"forward","name":"billing","url":"https://b.example/h","secret":"{SECRET}"}}"#
+        ))
+        .unwrap();
+        assert!(matches!(forward.kind, TargetKind::Forward { .. }));
+        assert!(forward.event_types.matches("anything"));
+        let fifo = target(
+            r#"{"type":"sqs","name":"q","queue_url":"https://sqs.eu-west-1.amazonaws.com/1/orders.fifo"}"#,
+        )
+        .unwrap();
+        assert!(matches!(fifo.kind, TargetKind::Sqs { fifo: true, .. }));
+        let bus = target(r#"{"type":"eventbridge","name":"bus"}"#).unwrap();
+        assert!(
+            matches!(bus.kind, TargetKind::EventBridge { ref event_bus, .. } if event_bus == "default")
+        );
+        for bad in [
+            format!(r#"{{"type":"forward","name":"b","url":"http://b.example/h","secret":"{SECRET}"}}"#),
+            r#"{"type":"forward","name":"b","url":"https://b.example/h","secret":"whsec_c2hvcnQ="}"#.to_owned(),
+            format!(r#"{{"type":"forward","name":"B","url":"https://b.example/h","secret":"{SECRET}"}}"#),
+            format!(r#"{{"type":"forward","name":"b","url":"https://b.example/h","secret":"{SECRET}","event_types":["a*b"]}}"#),
+            r#"{"type":"sqs","name":"q","queue_url":"not a url"}"#.to_owned(),
+            r#"{"type":"eventbridge","name":"bus","detail_source":"aws.events"}"#.to_owned(),
+            r#"{"type":"kafka","name":"k"}"#.to_owned(),
+            r#"{"type":"sqs","name":"q","queue_url":"https://q","extra":1}"#.to_owned(),
+        ] {
+            let error = target(&bad).expect_err(&bad);
+            assert!(!error.contains("MfKQ9r8"), "{error}");
+        }
+        assert!(target(&format!(
+            r#"{{"type":"forward","name":"b","url":"http://127.0.0.1:9/h","secret":"{SECRET}"}}"#
+        ))
+        .is_ok());
+    }
+}
