@@ -36,7 +36,7 @@
 //! - Effects that cannot roll back (an email, a third-party API call, handing the event to the
 //!   user's own service) go through the outbox (`tx.outbox(target, payload)`): the message is
 //!   committed with the claim and dispatched by the worker after commit, with the idempotency
-//!   key `{source}:{event_id}:{n}` ([`crate::ledger::outbox::idempotency_key`]).
+//!   key `{source}:{event_id}:{n}` ([`crate::outbox::idempotency_key`]).
 //!
 //! Event types without a handler complete as no-ops with a recorded response
 //! ([`ignored_effect`]): the provider stops retrying and the ledger still shows the event.

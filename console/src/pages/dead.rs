@@ -106,7 +106,7 @@ pub async fn page(
             @for message in &messages {
                 tr.dead-message {
                     td.mono { (time(message.dead_at)) }
-                    td.mono { a href=(event_url(&message.source, &message.event_id)) { (shared::ledger::outbox::idempotency_key(&message.source, &message.event_id, message.n)) } }
+                    td.mono { a href=(event_url(&message.source, &message.event_id)) { (shared::outbox::idempotency_key(&message.source, &message.event_id, message.n)) } }
                     td { (message.target) }
                     td.n { (message.attempts) }
                     td.n { (message.last_status.map_or_else(|| "-".to_owned(), |s| s.to_string())) }

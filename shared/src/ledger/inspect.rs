@@ -185,7 +185,7 @@ pub async fn inspect(
         let history: Json<serde_json::Value> = message.try_get(11)?;
         outbox.push(MessageDetail {
             n,
-            idempotency_key: crate::ledger::outbox::idempotency_key(source, event_id, n),
+            idempotency_key: crate::outbox::idempotency_key(source, event_id, n),
             target: message.try_get(1)?,
             status: message.try_get(2)?,
             attempts: message.try_get(3)?,

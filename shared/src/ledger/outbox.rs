@@ -44,12 +44,6 @@ use super::{Connection, LedgerError};
 use crate::db::Sql;
 use crate::outbox::Message;
 
-/// The idempotency key of message `n` (1-based) of event `(source, event_id)`:
-/// `{source}:{event_id}:{n}`. Source names have no `:` (`[a-z0-9_-]`), so the key is unique.
-pub fn idempotency_key(source: &str, event_id: &str, n: i32) -> String {
-    format!("{source}:{event_id}:{n}")
-}
-
 /// Queues an event's messages: one row per message, all in one statement, in the claim's
 /// transaction (pipelined with the completion by [`super::Tx`]).
 ///
@@ -331,14 +325,4 @@ pub async fn record(
             recorded.contains(&(m.source.clone(), m.event_id.clone(), m.n))
         })
         .collect())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_idempotency_key_names_the_event_and_the_message() {
-        assert_eq!(idempotency_key("stripe", "evt_1", 2), "stripe:evt_1:2");
-    }
 }

@@ -12,7 +12,7 @@ use tokio_postgres::types::Type;
 
 use super::{Connection, LedgerError};
 use crate::db::Sql;
-use crate::ledger::outbox::idempotency_key;
+use crate::outbox::idempotency_key;
 
 /// What [`classify_ids`] found for the event ids an operator named.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

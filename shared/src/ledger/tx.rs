@@ -366,7 +366,7 @@ impl<'c> Tx<'c> {
     /// writes, or not at all (a handler error, a lost lease, a failed deferred write). No round
     /// trip of its own. The message is number `n` of the event, after the source's built-in
     /// messages and the handler's earlier ones, so its idempotency key is
-    /// `{source}:{event_id}:{n}` (`crate::ledger::outbox::idempotency_key`); a re-run of the same event
+    /// `{source}:{event_id}:{n}` (`crate::outbox::idempotency_key`); a re-run of the same event
     /// (re-drive, shadow mode) queues no second copy. The worker dispatches it after commit.
     ///
     /// The targets are the source's as `crate::apply::apply` passes them; a `Tx` used outside

@@ -3,6 +3,12 @@
 
 use std::time::{Duration, SystemTime};
 
+/// The idempotency key of message `n` (1-based) of event `(source, event_id)`:
+/// `{source}:{event_id}:{n}`. Source names have no `:` (`[a-z0-9_-]`), so the key is unique.
+pub fn idempotency_key(source: &str, event_id: &str, n: i32) -> String {
+    format!("{source}:{event_id}:{n}")
+}
+
 /// The media type of a handler's outbox message (its payload is JSON).
 pub const JSON: &str = "application/json";
 
@@ -32,7 +38,7 @@ pub struct Message {
 impl Message {
     /// `{source}:{event_id}:{n}` (see [`idempotency_key`]).
     pub fn idempotency_key(&self) -> String {
-        crate::ledger::outbox::idempotency_key(&self.source, &self.event_id, self.n)
+        idempotency_key(&self.source, &self.event_id, self.n)
     }
 }
 
@@ -83,5 +89,15 @@ impl DispatchError {
                 *status
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_idempotency_key_names_the_event_and_the_message() {
+        assert_eq!(idempotency_key("stripe", "evt_1", 2), "stripe:evt_1:2");
     }
 }

@@ -5,7 +5,7 @@
 //! after the source's `max_attempts`, re-drivable by an operator.
 //!
 //! Each message has an idempotency key derived from its event, `{source}:{event_id}:{n}`
-//! ([`crate::ledger::outbox::idempotency_key`]), the same on every dispatch attempt: a downstream that deduplicates on
+//! ([`idempotency_key`]), the same on every dispatch attempt: a downstream that deduplicates on
 //! it sees each message once even when a dispatch is retried after a crash (the worker can die
 //! after the target accepted a message and before it recorded that; the message is then sent
 //! again, with the same key). That is at-least-once delivery with a stable key, the only honest
@@ -45,4 +45,4 @@ mod message;
 pub mod sqs;
 
 pub use dispatch::Dispatcher;
-pub use message::{DispatchError, Dispatched, Message, JSON, MAX_EXCERPT_BYTES};
+pub use message::{idempotency_key, DispatchError, Dispatched, Message, JSON, MAX_EXCERPT_BYTES};
