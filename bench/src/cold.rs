@@ -1,7 +1,7 @@
 //! `bench-cold` (issue 12, part 4): cold start and footprint of the release `receiver` binary
 //! and of `bench-hello` (the smallest lambda_http function, the floor), each run as Lambda runs
 //! it: a process whose only contact is a Lambda Runtime API (`AWS_LAMBDA_RUNTIME_API`), served
-//! here in-process on 127.0.0.1.
+//! in-process on 127.0.0.1 by the dev-only `lambda_sim` crate (shared with `make chaos`).
 //!
 //! For each binary, `--runs` times: spawn it with the usual Lambda environment and measure,
 //! from just before the spawn (fork + exec), to (i) its first `GET .../invocation/next` and
@@ -15,21 +15,15 @@
 //! Writes `<out>/cold.json` (`{"receiver": C, "hello": C, ...}`) and `<out>/cold.md`.
 
 use std::collections::BTreeMap;
-use std::convert::Infallible;
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
-use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{bail, Context, Result};
+use bytes::Bytes;
 use clap::Parser;
-use http_body_util::{BodyExt, Full};
-use hyper::body::{Bytes, Incoming};
-use hyper::{Request, Response};
-use hyper_util::rt::TokioIo;
+use lambda_sim::{Answer, HttpApiEvent, RuntimeApi};
 use serde_json::{json, Value};
 use shared::config::DatabaseSettings;
-use tokio::sync::{mpsc, Mutex};
 
 #[derive(Parser, Debug)]
 #[command(about = "cold start and footprint of the receiver and a lambda_http hello-world")]
@@ -68,190 +62,16 @@ struct Args {
 /// One inline Stripe source; the secret only signs and verifies this run's deliveries.
 const SOURCES_JSON: &str = r#"[{"name":"stripe","scheme":"stripe","secrets":["whsec_bench_cold_placeholder"],"mode":"inline"}]"#;
 
-/// What the Runtime API saw, in order.
-#[derive(Debug)]
-enum Note {
-    /// A `GET /next` arrived.
-    NextArrived(Instant),
-    /// `/next` handed an event out.
-    Served(Instant),
-    /// A response (or an error) was posted for `id`.
-    Answer {
-        at: Instant,
-        id: String,
-        error: bool,
-        body: Bytes,
-    },
-    /// `/runtime/init/error`.
-    InitError(Bytes),
-}
+/// Each invocation's deadline (`Lambda-Runtime-Deadline-Ms`), and how long the harness waits
+/// for a word from the function (its first `GET .../next`, an answer).
+const WAIT: Duration = Duration::from_secs(30);
 
-struct Api {
-    events: Mutex<mpsc::UnboundedReceiver<(String, Bytes)>>,
-    notes: mpsc::UnboundedSender<Note>,
-}
-
-const NEXT: &str = "/2018-06-01/runtime/invocation/next";
-
-async fn handle(
-    api: Arc<Api>,
-    request: Request<Incoming>,
-) -> Result<Response<Full<Bytes>>, Infallible> {
-    let path = request.uri().path().to_owned();
-    let method = request.method().clone();
-    let reply = |status: u16, body: Bytes| {
-        let mut response = Response::new(Full::new(body));
-        *response.status_mut() = hyper::StatusCode::from_u16(status).unwrap_or_default();
-        response
-    };
-    if method == hyper::Method::GET && path == NEXT {
-        let _ = api.notes.send(Note::NextArrived(Instant::now()));
-        let event = api.events.lock().await.recv().await;
-        let Some((id, body)) = event else {
-            // The run is over: leave the poll hanging until the process is killed.
-            std::future::pending::<()>().await;
-            return Ok(reply(500, Bytes::new()));
-        };
-        let _ = api.notes.send(Note::Served(Instant::now()));
-        let deadline = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .unwrap_or_default()
-            .as_millis()
-            + 30_000;
-        let mut response = reply(200, body);
-        let headers = response.headers_mut();
-        let mut set = |name: &'static str, value: String| {
-            if let Ok(value) = hyper::header::HeaderValue::from_str(&value) {
-                headers.insert(name, value);
-            }
-        };
-        set("lambda-runtime-aws-request-id", id);
-        set("lambda-runtime-deadline-ms", deadline.to_string());
-        set(
-            "lambda-runtime-invoked-function-arn",
-            "arn:aws:lambda:us-east-1:123456789012:function:bench-cold".to_owned(),
-        );
-        set(
-            "lambda-runtime-trace-id",
-            "Root=1-5bef4de7-ad49b0e87f6ef6c87fc2e700;Parent=9a9197af755a6419;Sampled=1".to_owned(),
-        );
-        set("content-type", "application/json".to_owned());
-        return Ok(response);
-    }
-    let body = request
-        .into_body()
-        .collect()
-        .await
-        .map(|b| b.to_bytes())
-        .unwrap_or_default();
-    if method == hyper::Method::POST && path == "/2018-06-01/runtime/init/error" {
-        let _ = api.notes.send(Note::InitError(body));
-        return Ok(reply(202, Bytes::from_static(b"{}")));
-    }
-    if method == hyper::Method::POST {
-        if let Some(rest) = path.strip_prefix("/2018-06-01/runtime/invocation/") {
-            if let Some((id, kind)) = rest.split_once('/') {
-                if kind == "response" || kind == "error" {
-                    let _ = api.notes.send(Note::Answer {
-                        at: Instant::now(),
-                        id: id.to_owned(),
-                        error: kind == "error",
-                        body,
-                    });
-                    return Ok(reply(202, Bytes::from_static(b"{}")));
-                }
-            }
-        }
-    }
-    Ok(reply(404, Bytes::new()))
-}
-
-/// One Runtime API on a fresh port (a fresh one per process, so that a killed process's
-/// hanging `/next` can never take the next process's event).
-struct RuntimeApi {
-    port: u16,
-    events: mpsc::UnboundedSender<(String, Bytes)>,
-    notes: mpsc::UnboundedReceiver<Note>,
-    server: tokio::task::JoinHandle<()>,
-}
-
-impl RuntimeApi {
-    async fn start() -> Result<Self> {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-        let port = listener.local_addr()?.port();
-        let (events_tx, events_rx) = mpsc::unbounded_channel();
-        let (notes_tx, notes_rx) = mpsc::unbounded_channel();
-        let api = Arc::new(Api {
-            events: Mutex::new(events_rx),
-            notes: notes_tx,
-        });
-        let server = tokio::spawn(async move {
-            while let Ok((stream, _)) = listener.accept().await {
-                let _ = stream.set_nodelay(true);
-                let api = api.clone();
-                tokio::spawn(async move {
-                    let service = hyper::service::service_fn(move |r| handle(api.clone(), r));
-                    let _ = hyper::server::conn::http1::Builder::new()
-                        .serve_connection(TokioIo::new(stream), service)
-                        .await;
-                });
-            }
-        });
-        Ok(Self {
-            port,
-            events: events_tx,
-            notes: notes_rx,
-            server,
-        })
-    }
-
-    async fn note(&mut self) -> Result<Note> {
-        match tokio::time::timeout(Duration::from_secs(30), self.notes.recv()).await {
-            Ok(Some(note)) => Ok(note),
-            Ok(None) => bail!("the runtime API stopped"),
-            Err(_) => bail!("no word from the function for 30 s"),
-        }
-    }
-
-    /// Hands `event` out and waits for its answer: (served at, answered at, status code).
-    async fn invoke(&mut self, id: &str, event: Bytes) -> Result<(Instant, Instant, u16)> {
-        self.events.send((id.to_owned(), event))?;
-        let mut served = None;
-        loop {
-            match self.note().await? {
-                Note::NextArrived(_) => {}
-                Note::Served(at) => served = Some(at),
-                Note::Answer {
-                    at,
-                    id: answered,
-                    error,
-                    body,
-                } => {
-                    if answered != id || error {
-                        bail!(
-                            "invocation {id}: {} for {answered}: {}",
-                            if error { "error" } else { "response" },
-                            String::from_utf8_lossy(&body)
-                        );
-                    }
-                    let status = serde_json::from_slice::<Value>(&body)
-                        .ok()
-                        .and_then(|v| v.get("statusCode").and_then(Value::as_u64))
-                        .unwrap_or(0) as u16;
-                    return Ok((served.unwrap_or(at), at, status));
-                }
-                Note::InitError(body) => {
-                    bail!("init error: {}", String::from_utf8_lossy(&body))
-                }
-            }
-        }
-    }
-}
-
-impl Drop for RuntimeApi {
-    fn drop(&mut self) {
-        self.server.abort();
-    }
+/// The `statusCode` of `answer`'s response (0 when it has none).
+///
+/// # Errors
+/// The function posted an invocation error.
+fn status(answer: &Answer) -> Result<u16> {
+    Ok(lambda_sim::status_code(answer.response()?).unwrap_or(0))
 }
 
 /// What one binary gets to run with and answer.
@@ -264,53 +84,29 @@ struct Target {
     ok: u16,
 }
 
-fn lambda_env(name: &str, port: u16) -> Vec<(String, String)> {
-    [
-        ("AWS_LAMBDA_RUNTIME_API", format!("127.0.0.1:{port}")),
-        ("AWS_LAMBDA_FUNCTION_NAME", format!("bench-cold-{name}")),
-        ("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "256".to_owned()),
-        ("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST".to_owned()),
-        (
-            "AWS_LAMBDA_LOG_STREAM_NAME",
-            "2026/12/01/[$LATEST]0123456789abcdef".to_owned(),
-        ),
-        (
-            "AWS_LAMBDA_LOG_GROUP_NAME",
-            format!("/aws/lambda/bench-cold-{name}"),
-        ),
-        ("AWS_REGION", "us-east-1".to_owned()),
-        ("AWS_DEFAULT_REGION", "us-east-1".to_owned()),
-        ("AWS_ACCESS_KEY_ID", "AKIABENCHCOLDDUMMY00".to_owned()),
-        (
-            "AWS_SECRET_ACCESS_KEY",
-            "bench-cold-dummy-secret".to_owned(),
-        ),
-        ("AWS_SESSION_TOKEN", "bench-cold-dummy-token".to_owned()),
-        ("TZ", ":UTC".to_owned()),
-        ("LANG", "en_US.UTF-8".to_owned()),
-        ("PATH", "/usr/local/bin:/usr/bin:/bin".to_owned()),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_owned(), v))
-    .collect()
+/// The function name `target` runs as: `bench-cold-<name>`.
+fn function(target: &Target) -> String {
+    format!("bench-cold-{}", target.name)
 }
 
-fn spawn(target: &Target, port: u16, log: &Path) -> Result<(Instant, tokio::process::Child)> {
+/// Starts `target` against `api` (its output appended to `log`): the instant just before the
+/// spawn (fork + exec), and the child.
+fn spawn(
+    target: &Target,
+    api: &RuntimeApi,
+    log: &Path,
+) -> Result<(Instant, tokio::process::Child)> {
     let out = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
         .open(log)
         .with_context(|| format!("opening {}", log.display()))?;
     let err = out.try_clone()?;
-    let mut command = tokio::process::Command::new(&target.binary);
+    let mut command = api.command(&target.binary);
     command
-        .env_clear()
-        .envs(lambda_env(target.name, port))
         .envs(target.env.iter().cloned())
-        .stdin(Stdio::null())
         .stdout(out)
-        .stderr(err)
-        .kill_on_drop(true);
+        .stderr(err);
     let start = Instant::now();
     let child = command
         .spawn()
@@ -431,65 +227,38 @@ async fn measure(
     let mut rss_init = Vec::new();
     let mut seq = 0usize;
     for run in 0..runs {
-        let mut api = RuntimeApi::start().await?;
-        let (start, mut child) = spawn(target, api.port, &log)?;
+        let api = RuntimeApi::start(&function(target)).await?;
+        let (start, mut child) = spawn(target, &api, &log)?;
         let pid = child.id().unwrap_or(0);
+        let run_of = || format!("{} run {run}", target.name);
         // The first event waits in the queue: /next answers the moment it arrives.
-        let id = format!("cold-{run}-0");
-        api.events.send((id.clone(), (target.events)(seq)))?;
+        let first = api.queue((target.events)(seq), WAIT);
         seq += 1;
-        let mut first_next = None;
-        let (served, answered) = loop {
-            match api
-                .note()
-                .await
-                .with_context(|| format!("{} run {run}", target.name))?
-            {
-                Note::NextArrived(at) => {
-                    first_next.get_or_insert(at);
-                }
-                Note::Served(_) => {}
-                Note::Answer {
-                    at, error, body, ..
-                } => {
-                    if error {
-                        bail!(
-                            "{} run {run}: error {}",
-                            target.name,
-                            String::from_utf8_lossy(&body)
-                        );
-                    }
-                    break (first_next.unwrap_or(at), at);
-                }
-                Note::InitError(body) => {
-                    bail!(
-                        "{} run {run}: init error {}",
-                        target.name,
-                        String::from_utf8_lossy(&body)
-                    )
-                }
-            }
-        };
-        to_next.push(ms(served - start));
-        to_first.push(ms(answered - start));
-        first_inv.push(ms(answered - served));
+        let next = api.first_next(WAIT).await.with_context(run_of)?;
+        let answer = api.wait(first, WAIT).await.with_context(run_of)?;
+        answer.response().with_context(run_of)?;
+        to_next.push(ms(next - start));
+        to_first.push(ms(answer.answered_at - start));
+        first_inv.push(ms(answer.answered_at - next));
         rss_init.push(rss_mib(pid).0);
-        let (s, a, status) = api
-            .invoke(&format!("cold-{run}-1"), (target.events)(seq))
-            .await?;
+        let warm = api
+            .invoke((target.events)(seq), WAIT)
+            .await
+            .with_context(run_of)?;
         seq += 1;
+        let status = status(&warm).with_context(run_of)?;
         if status != target.ok {
             bail!(
                 "{} run {run}: warm invocation answered {status}",
                 target.name
             );
         }
-        warm_inv.push(ms(a - s));
+        warm_inv.push(ms(warm.answered_at - warm.served_at));
         child.kill().await?;
     }
     // Footprint: many invocations on one process.
-    let mut api = RuntimeApi::start().await?;
-    let (_, mut child) = spawn(target, api.port, &log)?;
+    let api = RuntimeApi::start(&function(target)).await?;
+    let (_, mut child) = spawn(target, &api, &log)?;
     let pid = child.id().unwrap_or(0);
     let mut errors = 0;
     let mut latencies = Vec::with_capacity(invocations);
@@ -501,12 +270,12 @@ async fn measure(
         } else {
             (target.events)(first_seq + i)
         };
-        let (s, a, status) = api.invoke(&format!("rss-{i}"), event).await?;
-        if status != target.ok {
+        let answer = api.invoke(event, WAIT).await?;
+        if status(&answer)? != target.ok {
             errors += 1;
         }
         if i > 0 {
-            latencies.push(ms(a - s));
+            latencies.push(ms(answer.answered_at - answer.served_at));
         }
     }
     let (rss_after, hwm_after) = rss_mib(pid);
@@ -567,33 +336,6 @@ fn package_zip(function: &str) -> Option<(PathBuf, u64)> {
     })
 }
 
-fn http_v2_event(method: &str, path: &str, headers: Value, body: &str) -> Bytes {
-    let event = json!({
-        "version": "2.0",
-        "routeKey": "POST /webhooks/{source}",
-        "rawPath": path,
-        "rawQueryString": "",
-        "headers": headers,
-        "pathParameters": {"source": "stripe"},
-        "requestContext": {
-            "accountId": "123456789012",
-            "apiId": "bench",
-            "domainName": "bench.execute-api.us-east-1.amazonaws.com",
-            "domainPrefix": "bench",
-            "http": {"method": method, "path": path, "protocol": "HTTP/1.1",
-                     "sourceIp": "54.187.174.169", "userAgent": "Stripe/1.0 (+https://stripe.com/docs/webhooks)"},
-            "requestId": "bench-cold",
-            "routeKey": "POST /webhooks/{source}",
-            "stage": "$default",
-            "time": "01/Dec/2026:00:00:00 +0000",
-            "timeEpoch": 0
-        },
-        "body": body,
-        "isBase64Encoded": false
-    });
-    Bytes::from(event.to_string())
-}
-
 fn stripe_events() -> Result<Box<dyn Fn(usize) -> Bytes>> {
     let sources = shared::Sources::from_json(SOURCES_JSON)?;
     let stripe = sources
@@ -616,31 +358,26 @@ fn stripe_events() -> Result<Box<dyn Fn(usize) -> Bytes>> {
                 "metadata": {"order_id": format!("ord_cold_{run}_{i}")}}}
         })
         .to_string();
-        let mut headers = serde_json::Map::new();
-        headers.insert("content-type".into(), json!("application/json"));
-        headers.insert(
-            "host".into(),
-            json!("bench.execute-api.us-east-1.amazonaws.com"),
-        );
-        headers.insert(
-            "user-agent".into(),
-            json!("Stripe/1.0 (+https://stripe.com/docs/webhooks)"),
-        );
+        let mut event = HttpApiEvent::webhook("bench", "stripe")
+            .header("content-type", "application/json")
+            .header("host", "bench.execute-api.us-east-1.amazonaws.com")
+            .header(
+                "user-agent",
+                "Stripe/1.0 (+https://stripe.com/docs/webhooks)",
+            );
         for (name, value) in stripe.verifier.sign(0, "", now, body.as_bytes()) {
-            headers.insert(name.to_ascii_lowercase(), json!(value));
+            event = event.header(&name, value);
         }
-        http_v2_event("POST", "/webhooks/stripe", Value::Object(headers), &body)
+        event.body(body).to_bytes()
     }))
 }
 
 fn hello_events() -> Box<dyn Fn(usize) -> Bytes> {
     Box::new(|_| {
-        http_v2_event(
-            "GET",
-            "/",
-            json!({"host": "bench.execute-api.us-east-1.amazonaws.com", "user-agent": "bench"}),
-            "",
-        )
+        HttpApiEvent::new("bench", "GET", "/")
+            .header("host", "bench.execute-api.us-east-1.amazonaws.com")
+            .header("user-agent", "bench")
+            .to_bytes()
     })
 }
 

@@ -1,7 +1,7 @@
 //! Execution environments behind a Lambda Runtime API front, as Lambda runs a function.
 //!
 //! An [`Environment`] is one process of a function binary (`chaos-receiver`, `chaos-worker`)
-//! whose only contact is a Runtime API served here on 127.0.0.1, on a fresh port per process
+//! whose only contact is a Runtime API served on 127.0.0.1, on a fresh port per process
 //! (a *generation*), so a killed process's hanging `GET .../invocation/next` can never take the
 //! next process's event. It answers one invocation at a time; it can be killed (SIGKILL),
 //! frozen (SIGSTOP/SIGCONT) and restarts by itself after it exits (as Lambda starts a fresh
@@ -9,30 +9,20 @@
 //! binary with an idle queue: [`Fleet::invoke`] waits (bounded, like Lambda's concurrency
 //! limit) for an idle environment, hands it the event and returns its [`Outcome`].
 //!
-//! Runtime API (AWS Lambda Developer Guide, "Using the Lambda runtime API for custom
-//! runtimes"): `GET /2018-06-01/runtime/invocation/next` answers the event with the headers
-//! `Lambda-Runtime-Aws-Request-Id`, `Lambda-Runtime-Deadline-Ms` (unix ms),
-//! `Lambda-Runtime-Invoked-Function-Arn`, `Lambda-Runtime-Trace-Id`; the function posts
-//! `.../invocation/{id}/response` or `.../invocation/{id}/error`, or `/runtime/init/error`.
+//! The Runtime API itself (next, response, error, init error) and the API Gateway events are
+//! the dev-only `lambda_sim` crate's ([`lambda_sim::RuntimeApi`], [`lambda_sim::HttpApiEvent`]),
+//! shared with `bench-cold`; this module owns the processes behind it.
 
-use std::collections::HashMap;
-use std::convert::Infallible;
 use std::path::PathBuf;
-use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex as StdMutex};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
-use hyper::body::Incoming;
-use hyper::{Request, Response};
-use hyper_util::rt::TokioIo;
+use lambda_sim::{Reply, RuntimeApi};
 use serde_json::Value;
-use tokio::sync::{mpsc, oneshot, watch, Mutex};
-
-const NEXT: &str = "/2018-06-01/runtime/invocation/next";
+use tokio::sync::{mpsc, watch, Mutex};
 
 /// What a function binary is started with.
 #[derive(Debug, Clone)]
@@ -42,7 +32,7 @@ pub struct ProcessSpec {
     /// The binary.
     pub binary: PathBuf,
     /// Extra environment (`DATABASE_URL`, `HOOKLEDGER_SOURCES`, fault hooks...), on top of
-    /// the Lambda variables [`lambda_env`] sets.
+    /// the Lambda variables [`RuntimeApi::env`] sets (function name `chaos-<name>`).
     pub env: Vec<(String, String)>,
     /// Where each process's stdout and stderr go: `<log_dir>/<name>-<index>-g<generation>.log`.
     pub log_dir: PathBuf,
@@ -92,11 +82,7 @@ impl Outcome {
     /// when a response has none, as for the worker's summary), 502, 504 or 429.
     pub fn status(&self) -> u16 {
         match self {
-            Outcome::Response(body) => serde_json::from_slice::<Value>(body)
-                .ok()
-                .and_then(|v| v.get("statusCode").and_then(Value::as_u64))
-                .map(|s| s as u16)
-                .unwrap_or(200),
+            Outcome::Response(body) => lambda_sim::status_code(body).unwrap_or(200),
             Outcome::FunctionError(_) | Outcome::Died => 502,
             Outcome::Timeout => 504,
             Outcome::Throttled => 429,
@@ -123,149 +109,13 @@ pub struct Exit {
     pub expected: bool,
 }
 
-struct Invocation {
-    request_id: String,
-    payload: Bytes,
-    deadline_ms: u128,
-    reply: oneshot::Sender<Answer>,
-}
-
-enum Answer {
-    Response(Bytes),
-    Error(Bytes),
-}
-
-/// The Runtime API of one process generation.
-struct Api {
-    invocations: Mutex<mpsc::UnboundedReceiver<Invocation>>,
-    pending: StdMutex<HashMap<String, oneshot::Sender<Answer>>>,
-    function_arn: String,
-    init_errors: StdMutex<Vec<String>>,
-    /// The request id of the last answer posted (one invocation at a time per process).
-    last_answered: StdMutex<Option<String>>,
-}
-
-fn reply(status: u16, body: Bytes) -> Response<Full<Bytes>> {
-    let mut response = Response::new(Full::new(body));
-    *response.status_mut() = hyper::StatusCode::from_u16(status).unwrap_or_default();
-    response
-}
-
-async fn serve_api(
-    api: Arc<Api>,
-    request: Request<Incoming>,
-) -> Result<Response<Full<Bytes>>, Infallible> {
-    let path = request.uri().path().to_owned();
-    let method = request.method().clone();
-    if method == hyper::Method::GET && path == NEXT {
-        let invocation = api.invocations.lock().await.recv().await;
-        let Some(invocation) = invocation else {
-            // The environment is going away: leave the poll hanging until it is killed.
-            std::future::pending::<()>().await;
-            return Ok(reply(500, Bytes::new()));
-        };
-        if let Ok(mut pending) = api.pending.lock() {
-            pending.insert(invocation.request_id.clone(), invocation.reply);
-        }
-        let mut response = reply(200, invocation.payload);
-        let headers = response.headers_mut();
-        let mut set = |name: &'static str, value: &str| {
-            if let Ok(value) = hyper::header::HeaderValue::from_str(value) {
-                headers.insert(name, value);
-            }
-        };
-        set("lambda-runtime-aws-request-id", &invocation.request_id);
-        set(
-            "lambda-runtime-deadline-ms",
-            &invocation.deadline_ms.to_string(),
-        );
-        set("lambda-runtime-invoked-function-arn", &api.function_arn);
-        set(
-            "lambda-runtime-trace-id",
-            "Root=1-5bef4de7-ad49b0e87f6ef6c87fc2e700;Parent=9a9197af755a6419;Sampled=1",
-        );
-        set("content-type", "application/json");
-        return Ok(response);
-    }
-    let body = request
-        .into_body()
-        .collect()
-        .await
-        .map(|b| b.to_bytes())
-        .unwrap_or_default();
-    if method == hyper::Method::POST && path == "/2018-06-01/runtime/init/error" {
-        if let Ok(mut errors) = api.init_errors.lock() {
-            errors.push(String::from_utf8_lossy(&body).into_owned());
-        }
-        return Ok(reply(202, Bytes::from_static(b"{}")));
-    }
-    if method == hyper::Method::POST {
-        if let Some(rest) = path.strip_prefix("/2018-06-01/runtime/invocation/") {
-            if let Some((id, kind)) = rest.split_once('/') {
-                if kind == "response" || kind == "error" {
-                    if let Ok(mut last) = api.last_answered.lock() {
-                        *last = Some(id.to_owned());
-                    }
-                    let waiter = api.pending.lock().ok().and_then(|mut p| p.remove(id));
-                    if let Some(waiter) = waiter {
-                        let _ = waiter.send(if kind == "response" {
-                            Answer::Response(body)
-                        } else {
-                            Answer::Error(body)
-                        });
-                    }
-                    return Ok(reply(202, Bytes::from_static(b"{}")));
-                }
-            }
-        }
-    }
-    Ok(reply(404, Bytes::new()))
-}
-
-/// The environment variables Lambda sets for a custom runtime, pointing at `port`.
-pub fn lambda_env(function: &str, port: u16) -> Vec<(String, String)> {
-    [
-        ("AWS_LAMBDA_RUNTIME_API", format!("127.0.0.1:{port}")),
-        ("AWS_LAMBDA_FUNCTION_NAME", function.to_owned()),
-        ("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "256".to_owned()),
-        ("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST".to_owned()),
-        (
-            "AWS_LAMBDA_LOG_STREAM_NAME",
-            "2026/12/01/[$LATEST]0123456789abcdef".to_owned(),
-        ),
-        (
-            "AWS_LAMBDA_LOG_GROUP_NAME",
-            format!("/aws/lambda/{function}"),
-        ),
-        ("AWS_REGION", "us-east-1".to_owned()),
-        ("AWS_DEFAULT_REGION", "us-east-1".to_owned()),
-        ("AWS_ACCESS_KEY_ID", "AKIACHAOSDUMMY000000".to_owned()),
-        ("AWS_SECRET_ACCESS_KEY", "chaos-dummy-secret".to_owned()),
-        ("AWS_SESSION_TOKEN", "chaos-dummy-token".to_owned()),
-        ("TZ", ":UTC".to_owned()),
-        ("LANG", "en_US.UTF-8".to_owned()),
-        ("PATH", "/usr/local/bin:/usr/bin:/bin".to_owned()),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_owned(), v))
-    .collect()
-}
-
 /// One process of an environment, with its own Runtime API.
 struct Generation {
     number: u64,
     pid: u32,
-    api: Arc<Api>,
-    invocations: mpsc::UnboundedSender<Invocation>,
+    api: RuntimeApi,
     exited: watch::Receiver<bool>,
-    server: tokio::task::JoinHandle<()>,
     log: PathBuf,
-}
-
-impl Drop for Generation {
-    fn drop(&mut self) {
-        self.server.abort();
-    }
 }
 
 /// One execution environment: a function process that is restarted whenever it exits.
@@ -282,8 +132,6 @@ pub struct Environment {
     shutting_down: AtomicBool,
     frozen: AtomicBool,
 }
-
-static REQUESTS: AtomicU64 = AtomicU64::new(0);
 
 /// Every function process alive now (for [`kill_all`]).
 static LIVE: StdMutex<Vec<u32>> = StdMutex::new(Vec::new());
@@ -341,30 +189,7 @@ impl Environment {
 
     async fn spawn_generation_now(self: Arc<Self>) -> Result<()> {
         let number = self.generations.fetch_add(1, Ordering::SeqCst) + 1;
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-        let port = listener.local_addr()?.port();
-        let (tx, rx) = mpsc::unbounded_channel();
-        let function = format!("chaos-{}", self.spec.name);
-        let api = Arc::new(Api {
-            invocations: Mutex::new(rx),
-            pending: StdMutex::new(HashMap::new()),
-            function_arn: format!("arn:aws:lambda:us-east-1:123456789012:function:{function}"),
-            init_errors: StdMutex::new(Vec::new()),
-            last_answered: StdMutex::new(None),
-        });
-        let served = api.clone();
-        let server = tokio::spawn(async move {
-            while let Ok((stream, _)) = listener.accept().await {
-                let _ = stream.set_nodelay(true);
-                let api = served.clone();
-                tokio::spawn(async move {
-                    let service = hyper::service::service_fn(move |r| serve_api(api.clone(), r));
-                    let _ = hyper::server::conn::http1::Builder::new()
-                        .serve_connection(TokioIo::new(stream), service)
-                        .await;
-                });
-            }
-        });
+        let api = RuntimeApi::start(&format!("chaos-{}", self.spec.name)).await?;
         std::fs::create_dir_all(&self.spec.log_dir)?;
         let log = self
             .spec
@@ -372,15 +197,11 @@ impl Environment {
             .join(format!("{}-g{number}.log", self.name()));
         let out = std::fs::File::create(&log).with_context(|| format!("{}", log.display()))?;
         let err = out.try_clone()?;
-        let mut command = tokio::process::Command::new(&self.spec.binary);
+        let mut command = api.command(&self.spec.binary);
         command
-            .env_clear()
-            .envs(lambda_env(&function, port))
             .envs(self.spec.env.iter().cloned())
-            .stdin(Stdio::null())
             .stdout(out)
-            .stderr(err)
-            .kill_on_drop(true);
+            .stderr(err);
         let mut child = command
             .spawn()
             .with_context(|| format!("starting {}", self.spec.binary.display()))?;
@@ -393,9 +214,7 @@ impl Environment {
             number,
             pid,
             api,
-            invocations: tx,
             exited: exited_rx,
-            server,
             log,
         });
         if let Ok(mut current) = self.current.lock() {
@@ -479,12 +298,7 @@ impl Environment {
             }
         }
         // An invocation whose answer is already posted is not interrupted by this signal.
-        let answered = generation
-            .api
-            .last_answered
-            .lock()
-            .ok()
-            .and_then(|l| l.clone());
+        let answered = generation.api.last_answered();
         let interrupted = self
             .in_flight()
             .filter(|f| answered.as_deref() != Some(f.request_id.as_str()));
@@ -526,7 +340,7 @@ impl Environment {
     /// Init errors the current process posted (`/runtime/init/error`).
     pub fn init_errors(&self) -> Vec<String> {
         self.generation()
-            .and_then(|g| g.api.init_errors.lock().ok().map(|e| e.clone()))
+            .map(|g| g.api.init_errors())
             .unwrap_or_default()
     }
 
@@ -557,29 +371,10 @@ impl Environment {
             }
             tokio::time::sleep(Duration::from_millis(5)).await;
         };
-        let request_id = format!(
-            "chaos-{}-{}",
-            std::process::id(),
-            REQUESTS.fetch_add(1, Ordering::Relaxed)
-        );
-        let deadline_ms = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .unwrap_or_default()
-            .as_millis()
-            + timeout.as_millis();
-        let (reply_tx, reply_rx) = oneshot::channel();
-        let sent = generation.invocations.send(Invocation {
-            request_id: request_id.clone(),
-            payload,
-            deadline_ms,
-            reply: reply_tx,
-        });
-        if sent.is_err() {
-            return Outcome::Died;
-        }
+        let pending = generation.api.queue(payload, timeout);
         if let Ok(mut f) = self.in_flight.lock() {
             *f = Some(InFlight {
-                request_id,
+                request_id: pending.request_id().to_owned(),
                 tag,
                 started: Instant::now(),
                 generation: generation.number,
@@ -588,9 +383,9 @@ impl Environment {
         let mut exited = generation.exited.clone();
         let outcome = tokio::select! {
             biased;
-            answer = reply_rx => match answer {
-                Ok(Answer::Response(body)) => Outcome::Response(body),
-                Ok(Answer::Error(body)) => {
+            answer = pending.answer() => match answer.map(|a| a.reply) {
+                Ok(Reply::Response(body)) => Outcome::Response(body),
+                Ok(Reply::Error(body)) => {
                     Outcome::FunctionError(String::from_utf8_lossy(&body).into_owned())
                 }
                 Err(_) => Outcome::Died,
@@ -788,45 +583,6 @@ impl Drop for Fleet {
             env.shutdown();
         }
     }
-}
-
-/// An API Gateway HTTP API (payload v2) event: `POST /webhooks/{source}` with `headers`
-/// (lower-case names) and the raw `body` (UTF-8 text; `is_base64` when it is base64).
-pub fn http_v2_event(
-    source: &str,
-    headers: &[(&str, String)],
-    body: &str,
-    is_base64: bool,
-) -> Bytes {
-    let path = format!("/webhooks/{source}");
-    let headers: serde_json::Map<String, Value> = headers
-        .iter()
-        .map(|(k, v)| ((*k).to_owned(), Value::String(v.clone())))
-        .collect();
-    let event = serde_json::json!({
-        "version": "2.0",
-        "routeKey": "POST /webhooks/{source}",
-        "rawPath": path,
-        "rawQueryString": "",
-        "headers": headers,
-        "pathParameters": {"source": source},
-        "requestContext": {
-            "accountId": "123456789012",
-            "apiId": "chaos",
-            "domainName": "chaos.execute-api.us-east-1.amazonaws.com",
-            "domainPrefix": "chaos",
-            "http": {"method": "POST", "path": path, "protocol": "HTTP/1.1",
-                     "sourceIp": "54.187.174.169", "userAgent": "Stripe/1.0 (+https://stripe.com/docs/webhooks)"},
-            "requestId": "chaos",
-            "routeKey": "POST /webhooks/{source}",
-            "stage": "$default",
-            "time": "01/Dec/2026:00:00:00 +0000",
-            "timeEpoch": 0
-        },
-        "body": body,
-        "isBase64Encoded": is_base64
-    });
-    Bytes::from(event.to_string())
 }
 
 /// An EventBridge scheduled event, as the worker's schedule sends it.

@@ -18,7 +18,9 @@
 //!   [`lambda::Environment::kill`] / `freeze` / `thaw` return the invocation they interrupted
 //!   ([`lambda::InFlight`], with its [`lambda::Tag`] = source and event id). A process that
 //!   exits is restarted by itself (a fresh environment); [`lambda::Fleet::panics`] and
-//!   [`lambda::Fleet::unexpected_exits`] are what the pass rule reads.
+//!   [`lambda::Fleet::unexpected_exits`] are what the pass rule reads. The Runtime API server
+//!   and the API Gateway events ([`lambda_sim::HttpApiEvent`]) are the dev-only `lambda_sim`
+//!   crate's, shared with `bench-cold`.
 //! - [`cluster`]: the durable throwaway PostgreSQL (`scripts/postgres.sh`), its data dir and
 //!   `pg_ctl` (for restarts: [`cluster::Cluster::as_owner`] runs it as the owner), and one
 //!   migrated database per scenario ([`cluster::Cluster::database`]) with `chaos_effects`.

@@ -17,9 +17,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures_util::stream::{self, StreamExt};
+use lambda_sim::HttpApiEvent;
 use tokio::sync::Mutex;
 
-use crate::lambda::{http_v2_event, Fleet, Tag};
+use crate::lambda::{Fleet, Tag};
 use crate::rng::Rng;
 
 /// One event the provider sends: the same body on every attempt (only the signature changes).
@@ -185,19 +186,15 @@ impl Simulator {
             .map(String::as_str)
             .unwrap_or("");
         let signature = bench::stripe_signature(secret, bench::unix_now(), event.body.as_bytes());
-        let payload = http_v2_event(
-            &event.source,
-            &[
-                ("content-type", "application/json; charset=utf-8".to_owned()),
-                ("stripe-signature", signature),
-                (
-                    "user-agent",
-                    "Stripe/1.0 (+https://stripe.com/docs/webhooks)".to_owned(),
-                ),
-            ],
-            &event.body,
-            false,
-        );
+        let payload = HttpApiEvent::webhook("chaos", &event.source)
+            .header("content-type", "application/json; charset=utf-8")
+            .header("stripe-signature", signature)
+            .header(
+                "user-agent",
+                "Stripe/1.0 (+https://stripe.com/docs/webhooks)",
+            )
+            .body(event.body.as_str())
+            .to_bytes();
         let tag = Tag {
             source: event.source.clone(),
             event_id: event.id.clone(),

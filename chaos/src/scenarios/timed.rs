@@ -10,8 +10,9 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use futures_util::{stream, StreamExt};
+use lambda_sim::HttpApiEvent;
 
-use crate::lambda::{http_v2_event, scheduled_event, Environment, Fleet, Outcome, Tag};
+use crate::lambda::{scheduled_event, Environment, Fleet, Outcome, Tag};
 use crate::rng::Rng;
 use crate::simulator::{EventRecord, SimEvent, Simulator};
 
@@ -144,15 +145,11 @@ pub async fn deliver_timed(
 /// `event` as API Gateway would hand it to the receiver, signed now with `secret`.
 pub fn signed_payload(event: &SimEvent, secret: &str) -> Bytes {
     let signature = bench::stripe_signature(secret, bench::unix_now(), event.body.as_bytes());
-    http_v2_event(
-        &event.source,
-        &[
-            ("content-type", "application/json; charset=utf-8".to_owned()),
-            ("stripe-signature", signature),
-        ],
-        &event.body,
-        false,
-    )
+    HttpApiEvent::webhook("chaos", &event.source)
+        .header("content-type", "application/json; charset=utf-8")
+        .header("stripe-signature", signature)
+        .body(event.body.as_str())
+        .to_bytes()
 }
 
 /// One attempt of `event` on environment `env` (not through the fleet's idle queue): the
