@@ -1,10 +1,20 @@
-//! The claim itself, on two real connections: the primary key is the concurrency control.
+//! The claim itself, on two real connections: the primary key is the concurrency control, and a
+//! duplicate dropped while it waits on another delivery's claim strands nothing.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
 
 use serde_json::json;
-use shared::ledger::{self, Claim, Expiry, NewEvent};
+use shared::ledger::{self, Claim, Expiry, NewEvent, Tx};
 use shared::retention::Retention;
+use shared::{
+    effect::{Effect, Event, HandlerError},
+    handler::Handler,
+};
+use tokio::sync::Notify;
 
-use crate::helpers::{spawn_app_with, wait_for_lock_waiter};
+use crate::helpers::{spawn_app_with, stripe_payment, wait_for_lock_waiter, NOW};
 
 const DIGEST: [u8; 32] = [7; 32];
 
@@ -290,4 +300,80 @@ async fn a_replayed_event_never_retakes_a_dead_letter() {
         .await
         .unwrap();
     assert_eq!(accepted, ledger::Accept::Duplicate(ledger::Status::Dead));
+}
+
+/// While `failing` is set: signals `entered` (the claim is taken, its transaction open), waits
+/// for `release`, then fails. Records the order as usual otherwise.
+struct GatedThenMaybeFail {
+    entered: Notify,
+    release: Notify,
+    failing: AtomicBool,
+}
+
+#[async_trait::async_trait]
+impl Handler for GatedThenMaybeFail {
+    async fn handle(&self, tx: &mut Tx<'_>, event: &Event<'_>) -> Result<Effect, HandlerError> {
+        if self.failing.load(Ordering::SeqCst) {
+            self.entered.notify_one();
+            self.release.notified().await;
+            return Err(HandlerError::retryable("downstream is down".to_owned()));
+        }
+        handlers::examples::stripe_orders::PaymentIntentSucceeded
+            .handle(tx, event)
+            .await
+    }
+}
+
+#[tokio::test]
+async fn a_cancelled_duplicate_does_not_strand_the_event_as_claimed() {
+    let mut app = spawn_app_with(2, 10_000).await;
+    let handler = Arc::new(GatedThenMaybeFail {
+        entered: Notify::new(),
+        release: Notify::new(),
+        failing: AtomicBool::new(true),
+    });
+    app.state.receiver.handlers.register(
+        "stripe",
+        "payment_intent.succeeded",
+        handler.clone() as Arc<dyn Handler>,
+    );
+    let delivery = stripe_payment("evt_cancel", "ord_cancel", 100, NOW);
+    let first = {
+        let (receiver, d) = (app.receiver().clone(), delivery.clone());
+        tokio::spawn(async move { receiver.receive("stripe", &d.headers, &d.body, NOW).await })
+    };
+    // The first delivery holds the claim (its handler is running) before the duplicate starts.
+    tokio::time::timeout(Duration::from_secs(20), handler.entered.notified())
+        .await
+        .expect("the first delivery reaches its handler");
+    let second = {
+        let (receiver, d) = (app.receiver().clone(), delivery.clone());
+        tokio::spawn(async move { receiver.receive("stripe", &d.headers, &d.body, NOW).await })
+    };
+    // The duplicate's INSERT is blocked in PostgreSQL on the first's uncommitted row.
+    wait_for_lock_waiter(&app).await;
+    assert!(!second.is_finished(), "the duplicate waits on the claim");
+    // A timeout or a hung-up caller drops the waiting duplicate.
+    second.abort();
+    assert!(second.await.unwrap_err().is_cancelled());
+    // The first rolls back; the orphaned INSERT would now win if nothing rolled it back.
+    handler.release.notify_one();
+    assert_eq!(first.await.unwrap().status, 500);
+    handler.failing.store(false, Ordering::SeqCst);
+    let (a, b) = (
+        stripe_payment("evt_other_a", "ord_a", 1, NOW),
+        stripe_payment("evt_other_b", "ord_b", 1, NOW),
+    );
+    // Use both pooled connections again.
+    let _ = tokio::join!(app.receive("stripe", &a), app.receive("stripe", &b));
+    let retry = app.receive("stripe", &delivery).await;
+    assert_eq!(
+        retry.status, 200,
+        "the retry must process the event: {retry:?}"
+    );
+    assert_eq!(
+        app.count("SELECT count(*) FROM orders WHERE order_id = 'ord_cancel'")
+            .await,
+        1
+    );
 }

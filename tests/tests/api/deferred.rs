@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
+use http::{HeaderMap, HeaderValue};
 use shared::ledger::{self, NewEvent, Tx};
 use shared::work::Summary;
 use shared::Sources;
@@ -637,4 +638,29 @@ async fn shadow_mode_processes_duplicates_and_counts_them() {
             assert_eq!(counted[0]["event_id"], "evt_shadow");
         }
     }
+}
+
+#[test]
+fn the_workers_document_is_the_receivers_document() {
+    let mut headers = HeaderMap::new();
+    headers.insert("x-github-delivery", HeaderValue::from_static("d-1"));
+    headers.insert("x-github-event", HeaderValue::from_static("ping"));
+    headers.insert(
+        "content-type",
+        HeaderValue::from_static("application/x-www-form-urlencoded"),
+    );
+    let body: &[u8] = b"{=1&payload=%7B%22a%22%3A1%7D";
+    let receiver_doc = match hookledger_verify::extract::extract(
+        hookledger_verify::Scheme::Github,
+        None,
+        &headers,
+        body,
+    ) {
+        Ok(hookledger_verify::extract::Extracted::Event(meta)) => meta.document.into_owned(),
+        other => panic!("{other:?}"),
+    };
+    let worker_doc = hookledger_verify::extract::document_of(body)
+        .unwrap()
+        .into_owned();
+    assert_eq!(worker_doc, receiver_doc);
 }

@@ -1,6 +1,7 @@
 //! The per-delivery metrics (`deliveries`, `delivery_latency` by `source` and `outcome`):
 //! exactly one per delivery, whatever the outcome, observed through the `emf_metric` debug
-//! events that mirror every EMF line.
+//! events that mirror every EMF line; and `signature_failed`, one per delivery whose signature
+//! fails, by `source`.
 
 use std::collections::BTreeMap;
 
@@ -238,4 +239,22 @@ async fn a_filtered_out_delivery_line_leaves_the_metrics_on_their_own_line() {
     assert_eq!(counted.len(), 1, "{lines:?}");
     assert_eq!(counted[0]["in_log_line"], false);
     assert_eq!(counted[0]["emf_outcome"], "processed");
+}
+
+#[tokio::test]
+async fn a_bad_signature_is_counted_as_signature_failed_per_source() {
+    let app = spawn_app().await;
+    let (logs, _guard) = capture_logs();
+    let mut forged = stripe_payment("evt_forged", "ord_forged", 5, NOW);
+    forged.body = payment_intent_body("evt_forged", "ord_forged", 6);
+    for _ in 0..3 {
+        assert_eq!(app.receive("stripe", &forged).await.status, 401);
+    }
+    let good = stripe_payment("evt_good", "ord_good", 5, NOW);
+    assert_eq!(app.receive("stripe", &good).await.status, 200);
+    let counted = logs.with("emf_metric", "signature_failed");
+    assert_eq!(counted.len(), 3, "{}", logs.text());
+    assert!(counted
+        .iter()
+        .all(|line| line["source"] == "stripe" && line["value"] == 1));
 }

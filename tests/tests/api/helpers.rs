@@ -1,9 +1,12 @@
 //! `spawn_app`: a receiver over a fresh database with the local development sources, plus
-//! builders for signed deliveries at an injected time.
+//! builders for signed deliveries at an injected time, and sources whose `forward` targets are a
+//! local HTTP target that records what it receives.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::time::{Duration, SystemTime};
 
+use hookledger_tests::fake_providers::{Answer as FakeAnswer, FakeServer};
 use hookledger_tests::{local_sources_json, TestDb};
 use hookledger_verify::{Scheme, SigningKey};
 use http::{HeaderMap, HeaderName, HeaderValue};
@@ -437,4 +440,84 @@ pub async fn row(app: &TestApp, event_id: &str) -> (String, i32, Option<String>)
         .await
         .unwrap();
     (row.get(0), row.get(1), row.get(2))
+}
+
+/// The Standard Webhooks secret the forward targets re-sign with.
+pub const FORWARD_SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+
+/// A local HTTP target (the test crate's `FakeServer`) that answers 200 after `delay`.
+pub struct RecordingTarget {
+    pub base_url: String,
+    server: FakeServer,
+}
+
+impl RecordingTarget {
+    pub async fn start(delay: Duration) -> Self {
+        let server = FakeServer::start(move |_| FakeAnswer::raw(200, "ok").after(delay))
+            .await
+            .unwrap();
+        Self {
+            base_url: server.base_url.clone(),
+            server,
+        }
+    }
+
+    /// `(path, webhook-id)` of every request, as they arrived.
+    pub fn seen(&self) -> Vec<(String, String)> {
+        self.server
+            .requests()
+            .iter()
+            .map(|r| {
+                let id = r.header("webhook-id").unwrap_or("").to_owned();
+                (r.path.clone(), id)
+            })
+            .collect()
+    }
+}
+
+/// A `forward` target `name` posting to `url`, re-signed with [`FORWARD_SECRET`].
+pub fn forward_target(
+    name: &str,
+    url: &str,
+    timeout_ms: u64,
+    event_types: serde_json::Value,
+) -> serde_json::Value {
+    serde_json::json!({"name": name, "type": "forward", "url": url, "secret": FORWARD_SECRET,
+                       "timeout_ms": timeout_ms, "event_types": event_types})
+}
+
+/// A Standard Webhooks source `name` (the local `acme` secret, 5 attempts) in `mode` with `targets`.
+pub fn standard_source(name: &str, mode: &str, targets: serde_json::Value) -> serde_json::Value {
+    serde_json::json!({"name": name, "scheme": "standard-webhooks", "secrets": [ACME_SECRET],
+                       "mode": mode, "tolerance_secs": 300, "max_attempts": 5,
+                       "targets": targets})
+}
+
+/// A Standard Webhooks event body of type `kind`.
+pub fn typed_body(kind: &str) -> String {
+    serde_json::json!({"type": kind, "data": {"order": 1}}).to_string()
+}
+
+/// One second from now: a clock just past the commit of what was received.
+pub fn soon() -> SystemTime {
+    SystemTime::now() + Duration::from_secs(1)
+}
+
+/// `(n, target, status, attempts, last_error)` of every message of `event_id`.
+pub async fn outbox_messages(
+    app: &TestApp,
+    event_id: &str,
+) -> Vec<(i32, String, String, i32, Option<String>)> {
+    let client = app.db.connect().await.unwrap();
+    client
+        .query(
+            "SELECT n, target, status::text, attempts, last_error FROM outbox
+             WHERE event_id = $1 ORDER BY n",
+            &[&event_id],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), r.get(1), r.get(2), r.get(3), r.get(4)))
+        .collect()
 }

@@ -650,3 +650,148 @@ async fn unreadable_admin_settings_answer_failed_on_create_and_success_on_delete
     invoke(&state, delete.clone(), 60).await.unwrap();
     assert_eq!(answer(&server, &delete)["Status"], "SUCCESS");
 }
+
+/// The body of the one PUT `server` received (its shape is checked by `answer`).
+pub(crate) fn answer_body(server: &FakeServer) -> Value {
+    let puts: Vec<Request> = server.requests_with("PUT");
+    assert_eq!(puts.len(), 1, "one answer: {puts:?}");
+    serde_json::from_slice(&puts[0].body).unwrap()
+}
+
+async fn verifier_of(db: &TestDb, role: &str) -> String {
+    db.connect()
+        .await
+        .unwrap()
+        .query_one(
+            "SELECT rolpassword FROM pg_authid WHERE rolname = $1",
+            &[&role],
+        )
+        .await
+        .unwrap()
+        .get(0)
+}
+
+/// Roles are cluster-wide and the template's default login names are the same for every stack
+/// (`DatabaseLoginPrefix` = `hookledger_app` -> `hookledger_app_receiver`, ...). A second stack
+/// on another database of the same cluster (staging beside production, two teams) generates
+/// its own secret with the same username: its deploy silently ALTERs the first stack's login
+/// to its own password, and the first stack's functions can no longer log in (the next cold
+/// start fails authentication: an outage of the first stack, caused by deploying the second).
+#[tokio::test]
+async fn a_second_stack_on_the_same_cluster_does_not_take_over_the_first_stacks_login() {
+    let aws = crate::aws::emulator().await;
+    let production = TestDb::empty().await.unwrap();
+    let staging = TestDb::empty().await.unwrap();
+    // Both stacks generated `<prefix>_receiver` with the default prefix.
+    let username = unique("app_receiver");
+    let production_secret = login_secret(
+        &aws,
+        &json!({"username": username, "password": "production-password"}),
+    )
+    .await;
+    let staging_secret = login_secret(
+        &aws,
+        &json!({"username": username, "password": "staging-password"}),
+    )
+    .await;
+    let props = |arn: &str| json!({"Logins": [{"Role": "receiver", "SecretArn": arn}]});
+
+    let server = s3(200).await;
+    let production_state = state(production.settings(1), Vec::new()).await;
+    invoke(
+        &production_state,
+        request(&server, "Create", props(&production_secret)),
+        60,
+    )
+    .await
+    .unwrap();
+    assert_eq!(answer_body(&server)["Status"], "SUCCESS");
+    assert!(scram_matches(
+        &verifier_of(&production, &username).await,
+        "production-password"
+    ));
+
+    let server = s3(200).await;
+    let staging_state = state(staging.settings(1), Vec::new()).await;
+    invoke(
+        &staging_state,
+        {
+            // Another stack: CloudFormation gives each its own stack id.
+            let mut staging = request(&server, "Create", props(&staging_secret));
+            staging["StackId"] =
+                json!("arn:aws:cloudformation:us-east-1:123456789012:stack/staging/2");
+            staging
+        },
+        60,
+    )
+    .await
+    .unwrap();
+    let staging_answer = answer_body(&server);
+    let production_still_logs_in = scram_matches(
+        &verifier_of(&production, &username).await,
+        "production-password",
+    );
+    assert!(
+        production_still_logs_in || staging_answer["Status"] == "FAILED",
+        "the staging deploy answered {} and replaced production's login password: \
+         production's receiver can no longer authenticate",
+        staging_answer
+    );
+}
+
+/// The only guard against taking over an existing role is `rolsuper`, which no role but
+/// `rdsadmin` has on RDS. A login whose username names an existing role keeps every attribute
+/// and membership that role had (only `hookledger_` groups are revoked): here a role with
+/// CREATEROLE and `pg_write_all_data` becomes "the receiver's login", which then can DELETE
+/// from the ledger (the receiver must not) and create roles.
+#[tokio::test]
+async fn a_login_that_names_an_existing_privileged_role_is_refused_or_stripped() {
+    let aws = crate::aws::emulator().await;
+    let db = TestDb::new(&[]).await.unwrap();
+    let username = unique("legacy_ops");
+    db.connect()
+        .await
+        .unwrap()
+        .batch_execute(&format!(
+            "CREATE ROLE {username} LOGIN CREATEROLE PASSWORD 'old';
+             GRANT pg_write_all_data TO {username};"
+        ))
+        .await
+        .unwrap();
+    let arn = login_secret(
+        &aws,
+        &json!({"username": username, "password": "receiver-password"}),
+    )
+    .await;
+    let state = state(db.settings(1), Vec::new()).await;
+    let server = s3(200).await;
+    invoke(
+        &state,
+        request(
+            &server,
+            "Create",
+            json!({"Logins": [{"Role": "receiver", "SecretArn": arn}]}),
+        ),
+        60,
+    )
+    .await
+    .unwrap();
+    let body = answer_body(&server);
+    let row = db
+        .connect()
+        .await
+        .unwrap()
+        .query_one(
+            "SELECT has_table_privilege(rolname, 'webhook_event', 'DELETE'), rolcreaterole
+             FROM pg_roles WHERE rolname = $1",
+            &[&username],
+        )
+        .await
+        .unwrap();
+    let (can_delete, can_create_roles): (bool, bool) = (row.get(0), row.get(1));
+    assert!(
+        body["Status"] == "FAILED" || (!can_delete && !can_create_roles),
+        "answered {body}; the receiver's login can DELETE from webhook_event: {can_delete}, \
+         has CREATEROLE: {can_create_roles}"
+    );
+}

@@ -359,3 +359,132 @@ async fn sources_that_keep_the_digest_only_store_no_payload() {
         1
     );
 }
+
+/// A Stripe payment event as Stripe renders it at one delivery attempt.
+fn rendered(pending_webhooks: u32, amount: i64) -> Vec<u8> {
+    serde_json::to_vec(&serde_json::json!({
+        "id": "evt_rendered",
+        "object": "event",
+        "created": NOW - 1,
+        "type": "payment_intent.succeeded",
+        "pending_webhooks": pending_webhooks,
+        "data": {"object": {
+            "id": "pi_rendered", "object": "payment_intent", "amount": amount,
+            "amount_received": amount, "currency": "usd",
+            "metadata": {"order_id": "ord_rendered"}
+        }}
+    }))
+    .unwrap()
+}
+
+#[tokio::test]
+async fn a_stripe_retry_that_differs_only_in_pending_webhooks_gets_the_cached_response() {
+    let app = spawn_app().await;
+    let first = app
+        .receive("stripe", &stripe_body(rendered(2, 700), NOW))
+        .await;
+    assert_eq!(first.status, 200, "{first:?}");
+    // The second endpoint acknowledged meanwhile: Stripe renders the retry with 1.
+    let retry = app
+        .receive("stripe", &stripe_body(rendered(1, 700), NOW))
+        .await;
+    assert_eq!(
+        (retry.status, retry.outcome),
+        (200, "replayed"),
+        "{retry:?}"
+    );
+    assert_eq!(retry.body, first.body);
+    assert_eq!(app.order_rows().await, 1);
+
+    // Deferred mode compares the same way.
+    let accepted = app
+        .receive("stripe-deferred", &deferred(rendered(2, 700)))
+        .await;
+    let again = app
+        .receive("stripe-deferred", &deferred(rendered(1, 700)))
+        .await;
+    assert_eq!((accepted.status, again.status), (202, 202), "{again:?}");
+    assert!(again.replayed);
+}
+
+#[tokio::test]
+async fn a_stripe_retry_that_differs_in_data_object_is_a_409_and_leaves_the_original_untouched() {
+    let app = spawn_app().await;
+    let first = app
+        .receive("stripe", &stripe_body(rendered(2, 700), NOW))
+        .await;
+    assert_eq!(first.status, 200);
+    let client = app.db.connect().await.unwrap();
+    let before: (Vec<u8>, Option<Vec<u8>>, String) = {
+        let row = client
+            .query_one(
+                "SELECT payload_digest, payload_identity, response_body::text \
+                 FROM webhook_event WHERE event_id = 'evt_rendered'",
+                &[],
+            )
+            .await
+            .unwrap();
+        (row.get(0), row.get(1), row.get(2))
+    };
+    assert!(before.1.is_some(), "the identity is recorded");
+    let other = app
+        .receive("stripe", &stripe_body(rendered(2, 701), NOW))
+        .await;
+    assert_eq!((other.status, other.outcome), (409, "digest_mismatch"));
+    let after: (Vec<u8>, Option<Vec<u8>>, String) = {
+        let row = client
+            .query_one(
+                "SELECT payload_digest, payload_identity, response_body::text \
+                 FROM webhook_event WHERE event_id = 'evt_rendered'",
+                &[],
+            )
+            .await
+            .unwrap();
+        (row.get(0), row.get(1), row.get(2))
+    };
+    assert_eq!(before, after, "the original row is untouched");
+    let total: i64 = client
+        .query_one("SELECT total_minor FROM orders", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(total, 700);
+}
+
+#[tokio::test]
+async fn a_nul_in_the_event_id_or_type_is_the_senders_error() {
+    let app = spawn_app().await;
+    let cases = [
+        (
+            "stripe",
+            stripe_body(br#"{"id":"evt_nul\u0000","type":"x"}"#.to_vec(), NOW),
+        ),
+        (
+            "stripe",
+            stripe_body(br#"{"id":"evt_nul2","type":"x\u0000"}"#.to_vec(), NOW),
+        ),
+        ("acme", standard("msg_nul", r#"{"type":"a\u0000"}"#, NOW)),
+    ];
+    for (source, delivery) in cases {
+        let reply = app.receive(source, &delivery).await;
+        assert_eq!(reply.status, 400, "{source}: {reply:?}");
+    }
+    assert_eq!(app.ledger_rows().await, 0);
+}
+
+#[tokio::test]
+async fn a_json_array_body_is_not_an_object() {
+    let app = spawn_app().await;
+    let stripe = app
+        .receive("stripe", &stripe_body(br#"["evt_arr","x"]"#.to_vec(), NOW))
+        .await;
+    let github = app.receive("github", &github("d-arr", "push", "[]")).await;
+    let acme = app
+        .receive(
+            "acme",
+            &standard("msg_arr", r#"[null,"invoice.paid"]"#, NOW),
+        )
+        .await;
+    assert_eq!((stripe.status, github.status, acme.status), (400, 400, 400));
+    assert_eq!(app.ledger_rows().await, 0);
+}

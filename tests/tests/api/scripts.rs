@@ -640,3 +640,37 @@ fn the_log_scan_catches_a_planted_secret_or_signature_and_passes_a_clean_log() {
     assert_eq!(scan_logs(&[&empty], 100_000, None).0, 2);
     assert_eq!(scan_logs(&[&scratch.0.join("missing")], 100_000, None).0, 2);
 }
+
+/// glibc 2.36 added the symbol version `GLIBC_ABI_DT_RELR`, which a binary linked with
+/// `-z pack-relative-relocs` (DT_RELR; the default of newer toolchains and distributions)
+/// requires. al2023's glibc is 2.34: the loader refuses such a bootstrap ("version
+/// `GLIBC_ABI_DT_RELR' not found"). `scripts/check-bootstrap.py` only weighs `GLIBC_<digits>`
+/// versions (its regex) and drops every other `GLIBC_*` name from the report, so it passes the
+/// bootstrap as fit for al2023. The fixture: Debian 12's own `/usr/bin/getconf`, which needs
+/// GLIBC_2.34 at most, and GLIBC_ABI_DT_RELR.
+#[test]
+fn the_bootstrap_check_refuses_a_binary_needing_glibc_abi_dt_relr() {
+    let fixture = "/usr/bin/getconf";
+    let bytes = std::fs::read(fixture).unwrap();
+    assert!(
+        bytes
+            .windows(b"GLIBC_ABI_DT_RELR".len())
+            .any(|w| w == b"GLIBC_ABI_DT_RELR"),
+        "the fixture {fixture} needs GLIBC_ABI_DT_RELR on this machine (Debian 12)"
+    );
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let arch = match std::env::consts::ARCH {
+        "aarch64" => "arm64",
+        _ => "x86_64",
+    };
+    let output = std::process::Command::new("python3")
+        .arg(root.join("scripts/check-bootstrap.py"))
+        .args(["--arch", arch, "--max-glibc", "2.34", fixture])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(
+        !output.status.success(),
+        "accepted for al2023 (glibc 2.34) a binary that needs GLIBC_ABI_DT_RELR (glibc 2.36+): {text}"
+    );
+}

@@ -1,10 +1,12 @@
-//! The worker under hostile conditions found by review: each failed before its fix.
+//! A worker's drain, event by event: a handler's failure, panic or timeout (even with its
+//! statement still running, even on a pool of one connection) fails that event's attempt only
+//! and the drain goes on; an event is started only when its full timeout fits the time left, and
+//! an outbox message without time for its target is given back without stopping the events.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
-use http::{HeaderMap, HeaderValue};
 use shared::ledger::Tx;
 use shared::Sources;
 use shared::{
@@ -15,7 +17,7 @@ use worker::handler::AppState as WorkerState;
 
 use crate::helpers::*;
 
-fn deferred_only(max_attempts: u32, shadow: bool) -> String {
+pub(crate) fn deferred_only(max_attempts: u32, shadow: bool) -> String {
     format!(
         r#"[{{"name": "stripe-deferred", "scheme": "stripe", "mode": "deferred",
              "max_attempts": {max_attempts}, "shadow": {shadow},
@@ -23,7 +25,7 @@ fn deferred_only(max_attempts: u32, shadow: bool) -> String {
     )
 }
 
-fn with_sources(app: &mut TestApp, json: &str) {
+pub(crate) fn with_sources(app: &mut TestApp, json: &str) {
     app.settings.sources = Sources::from_json(json).unwrap();
     app.state = receiver::handler::AppState::new(
         &app.settings,
@@ -32,7 +34,7 @@ fn with_sources(app: &mut TestApp, json: &str) {
     );
 }
 
-async fn accept(app: &TestApp, id: &str) {
+pub(crate) async fn accept(app: &TestApp, id: &str) {
     let reply = app
         .receive("stripe-deferred", &deferred(payment_intent_body(id, id, 1)))
         .await;
@@ -41,15 +43,15 @@ async fn accept(app: &TestApp, id: &str) {
 
 /// What to do per event id; everything else records the order.
 #[derive(Default)]
-struct Scripted {
-    fail: Vec<&'static str>,
-    panic: Vec<&'static str>,
-    sleep_sql: Vec<(&'static str, f64)>,
-    calls: Mutex<HashMap<String, usize>>,
+pub(crate) struct Scripted {
+    pub(crate) fail: Vec<&'static str>,
+    pub(crate) panic: Vec<&'static str>,
+    pub(crate) sleep_sql: Vec<(&'static str, f64)>,
+    pub(crate) calls: Mutex<HashMap<String, usize>>,
 }
 
 impl Scripted {
-    fn calls_for(&self, id: &str) -> usize {
+    pub(crate) fn calls_for(&self, id: &str) -> usize {
         self.calls.lock().unwrap().get(id).copied().unwrap_or(0)
     }
 }
@@ -107,36 +109,6 @@ async fn a_handler_failure_is_recorded_with_a_pool_of_one_connection() {
     assert_eq!((summary.failed, summary.completed), (1, 1), "{summary:?}");
     assert_eq!(row(&app, "evt_p1_bad").await.0, "failed");
     assert_eq!(row(&app, "evt_p1_good").await.0, "completed");
-}
-
-#[tokio::test]
-async fn a_source_unknown_to_a_warm_worker_is_released_not_dead_lettered() {
-    let app = spawn_app().await;
-    accept(&app, "evt_new_source").await;
-    let mut stale = app.settings.clone();
-    stale.sources =
-        Sources::from_json(r#"[{"name": "stripe", "scheme": "stripe", "secrets": ["whsec_x"]}]"#)
-            .unwrap();
-    let old_worker = WorkerState::new(
-        &stale,
-        app.receiver().pool.clone(),
-        handlers::registry(&stale.sources),
-    );
-    let summary = old_worker
-        .worker
-        .drain(SystemTime::now, plenty)
-        .await
-        .unwrap();
-    assert_eq!((summary.released, summary.dead), (1, 0), "{summary:?}");
-    assert_eq!(row(&app, "evt_new_source").await.1, 0, "no attempt charged");
-    let later = SystemTime::now() + Duration::from_secs(120);
-    let summary = worker_for(&app)
-        .worker
-        .drain(move || later, plenty)
-        .await
-        .unwrap();
-    assert_eq!(summary.completed, 1, "{summary:?}");
-    assert_eq!(row(&app, "evt_new_source").await.0, "completed");
 }
 
 #[tokio::test]
@@ -208,113 +180,63 @@ async fn an_event_is_not_started_when_its_full_timeout_no_longer_fits() {
     );
 }
 
-fn subscription(event_id: &str, created: i64, plan: &str) -> Vec<u8> {
-    serde_json::to_vec(&serde_json::json!({
-        "id": event_id, "object": "event", "type": "customer.subscription.updated",
-        "created": created,
-        "data": {"object": {"id": "sub_x", "customer": "cus_x", "status": "active",
-                            "items": {"data": [{"price": {"id": plan}}]}}}
-    }))
-    .unwrap()
+/// Sources: `slowshop` (inline) whose only target has the longest timeout allowed (60 s), and
+/// `lazyshop` (deferred, no target).
+async fn slow_target_app(server: &RecordingTarget) -> TestApp {
+    let extra = serde_json::json!([
+        standard_source(
+            "slowshop",
+            "inline",
+            serde_json::json!([forward_target(
+                "slow",
+                &format!("{}/slow", server.base_url),
+                60_000,
+                serde_json::json!(["*"])
+            )])
+        ),
+        standard_source("lazyshop", "deferred", serde_json::json!([])),
+    ]);
+    spawn_app_with_sources(extra).await.0
 }
 
+/// A message whose target's timeout does not fit the invocation's remaining time is given back,
+/// and that stopped the whole drain, events included: one such message at the head of the
+/// outbox starved every deferred event of every source (3 events per invocation instead of
+/// all). The outbox and the events now run out of time separately.
 #[tokio::test]
-async fn a_stale_event_through_another_stripe_source_does_not_overwrite_newer_state() {
-    let app = spawn_app().await;
-    let worker = worker_for(&app);
-    let v3 = subscription("evt_src_v3", 3_000, "price_new");
-    let v1 = subscription("evt_src_v1", 1_000, "price_old");
+async fn a_message_whose_target_does_not_fit_the_time_left_does_not_stop_the_events() {
+    let server = RecordingTarget::start(Duration::ZERO).await;
+    let app = slow_target_app(&server).await;
     assert_eq!(
-        app.receive("stripe", &stripe_body(v3, NOW)).await.status,
+        app.receive(
+            "slowshop",
+            &standard("msg_poison", &typed_body("order.paid"), NOW)
+        )
+        .await
+        .status,
         200
     );
-    assert_eq!(
-        app.receive("stripe-deferred", &deferred(v1)).await.status,
-        202
-    );
-    worker.worker.drain(SystemTime::now, plenty).await.unwrap();
-    let client = app.db.connect().await.unwrap();
-    let state = client
-        .query_one(
-            "SELECT plan, version FROM subscriptions WHERE subscription_id = 'sub_x'",
-            &[],
-        )
+    for i in 0..9 {
+        let id = format!("msg_lazy_{i}");
+        let reply = app
+            .receive("lazyshop", &standard(&id, &typed_body("order.paid"), NOW))
+            .await;
+        assert_eq!(reply.status, 202, "{reply:?}");
+    }
+    let worker = worker_for(&app);
+    // 65 s left: enough for the events (30 s handler timeout + 10 s margin), not for the
+    // message (60 s + 10 s).
+    let summary = worker
+        .worker
+        .drain(soon, || Duration::from_secs(65))
         .await
         .unwrap();
     assert_eq!(
-        (state.get::<_, String>(0), state.get::<_, i64>(1)),
-        ("price_new".to_owned(), 3_000)
+        summary.completed, 9,
+        "one undispatchable message stopped the drain after one batch of events: {summary:?}"
     );
-}
-
-#[tokio::test]
-async fn a_shadow_duplicate_of_a_deferred_event_is_still_a_202() {
-    let mut app = spawn_app().await;
-    with_sources(&mut app, &deferred_only(8, true));
-    let handler = Arc::new(Scripted {
-        fail: vec!["evt_shadow_fail"],
-        ..Default::default()
-    });
-    app.state.receiver.handlers.register(
-        "stripe-deferred",
-        "payment_intent.succeeded",
-        handler.clone() as Arc<dyn Handler>,
-    );
-    let delivery = deferred(payment_intent_body("evt_shadow_fail", "ord_sf", 1));
-    let first = app.receive("stripe-deferred", &delivery).await;
-    let second = app.receive("stripe-deferred", &delivery).await;
-    assert_eq!((first.status, second.status), (202, 202), "{second:?}");
-    assert_eq!(
-        handler.calls_for("evt_shadow_fail"),
-        1,
-        "the shadow run happened"
-    );
-}
-
-#[test]
-fn the_workers_document_is_the_receivers_document() {
-    let mut headers = HeaderMap::new();
-    headers.insert("x-github-delivery", HeaderValue::from_static("d-1"));
-    headers.insert("x-github-event", HeaderValue::from_static("ping"));
-    headers.insert(
-        "content-type",
-        HeaderValue::from_static("application/x-www-form-urlencoded"),
-    );
-    let body: &[u8] = b"{=1&payload=%7B%22a%22%3A1%7D";
-    let receiver_doc = match hookledger_verify::extract::extract(
-        hookledger_verify::Scheme::Github,
-        None,
-        &headers,
-        body,
-    ) {
-        Ok(hookledger_verify::extract::Extracted::Event(meta)) => meta.document.into_owned(),
-        other => panic!("{other:?}"),
-    };
-    let worker_doc = hookledger_verify::extract::document_of(body)
-        .unwrap()
-        .into_owned();
-    assert_eq!(worker_doc, receiver_doc);
-}
-
-#[test]
-fn out_of_range_worker_settings_are_configuration_errors_not_panics() {
-    for (var, value) in [
-        ("HOOKLEDGER_LEASE_SECS", u64::MAX.to_string()),
-        ("HOOKLEDGER_BACKOFF_CAP_SECS", u64::MAX.to_string()),
-        ("HOOKLEDGER_HANDLER_TIMEOUT_MS", "100000".to_owned()),
-    ] {
-        let outcome = std::panic::catch_unwind(|| {
-            shared::Settings::from_lookup(|name| match name {
-                "DATABASE_URL" => Some("postgres://u@localhost/db".to_owned()),
-                "HOOKLEDGER_SOURCES" => {
-                    Some(r#"[{"name":"s","scheme":"stripe","secrets":["whsec_x"]}]"#.to_owned())
-                }
-                name if name == var => Some(value.clone()),
-                _ => None,
-            })
-            .map(|_| ())
-            .map_err(|e| e.to_string())
-        });
-        assert!(matches!(outcome, Ok(Err(_))), "{var}={value}: {outcome:?}");
-    }
+    assert_eq!((summary.outbox.released, summary.outbox.dispatched), (1, 0));
+    assert!(summary.out_of_time);
+    let rows = outbox_messages(&app, "msg_poison").await;
+    assert_eq!((rows[0].2.as_str(), rows[0].3), ("pending", 0), "{rows:?}");
 }

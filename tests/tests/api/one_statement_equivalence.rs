@@ -1,9 +1,9 @@
-//! Hostile review of the one-statement shape (`shared::ledger::one_statement`, the scanner in
-//! `shared::ledger::gate`): each test runs the same handler through the transaction shape
-//! (`plain_sql` false, always correct) and through the one statement (`plain_sql` true), and
-//! asserts both leave the same effect and answer. A failing test is a defect of the one
-//! statement: it writes something the handler did not mean, or refuses a handler the
-//! transaction shape runs.
+//! The one-statement shape (`shared::ledger::one_statement`, the scanner in
+//! `shared::ledger::gate`) applies exactly what the transaction shape applies: each test runs the
+//! same handler through the transaction shape (`plain_sql` false, always correct) and through the
+//! one statement (`plain_sql` true), and asserts both leave the same effect and answer. A failing
+//! test is a defect of the one statement: it writes something the handler did not mean, or
+//! refuses a handler the transaction shape runs.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -104,6 +104,7 @@ type Shape = ((u16, &'static str), String, (u16, &'static str, bool));
 
 /// A new event's answer, then a redelivery's: `processed`, then `replayed` changing nothing.
 const APPLIED: (u16, &str) = (200, "processed");
+
 const REPLAYED: (u16, &str, bool) = (200, "replayed", true);
 
 static COUNTER_UPSERT: Sql = Sql {
@@ -116,7 +117,7 @@ static COUNTER_UPSERT: Sql = Sql {
 /// transaction shape runs them one after the other (n = 2). In one statement both are CTEs of
 /// one command, and the second cannot update the row the first inserted.
 #[tokio::test]
-async fn one_statement_hostile_the_same_upsert_deferred_twice_counts_twice() {
+async fn the_same_upsert_deferred_twice_counts_twice() {
     let [tx, one] = both_shapes(
         "CREATE TABLE counters (k text PRIMARY KEY, n int NOT NULL)",
         vec![&COUNTER_UPSERT, &COUNTER_UPSERT],
@@ -145,7 +146,7 @@ static CHILD: Sql = Sql {
 /// A second write that finds the first's row by a subquery: sequential statements see it; the
 /// CTEs of one statement share one snapshot and do not.
 #[tokio::test]
-async fn one_statement_hostile_a_write_that_finds_an_earlier_writes_row_links_to_it() {
+async fn a_write_that_finds_an_earlier_writes_row_links_to_it() {
     let [tx, one] = both_shapes(
         "CREATE TABLE parents (id bigserial PRIMARY KEY, ext text UNIQUE NOT NULL); \
          CREATE TABLE children (parent_id bigint REFERENCES parents (id), note text)",
@@ -166,7 +167,7 @@ static LEDGER_PEEK: Sql = Sql {
 
 /// A write whose subquery reads the ledger row of its own event.
 #[tokio::test]
-async fn one_statement_hostile_a_write_reading_its_own_ledger_row_sees_it() {
+async fn a_write_reading_its_own_ledger_row_sees_it() {
     let [tx, one] = both_shapes(
         "CREATE TABLE seen (event_id text, status text)",
         vec![&LEDGER_PEEK],
@@ -190,7 +191,7 @@ static UNICODE_DOLLAR_TAG: Sql = Sql {
 
 /// A `$1` inside a dollar quote whose tag is not ASCII must stay as written.
 #[tokio::test]
-async fn one_statement_hostile_a_dollar_quote_with_a_non_ascii_tag_is_stored_as_written() {
+async fn a_dollar_quote_with_a_non_ascii_tag_is_stored_as_written() {
     let [tx, one] = both_shapes(
         "CREATE TABLE notes (note text)",
         vec![&UNICODE_DOLLAR_TAG],
@@ -212,7 +213,7 @@ static UNICODE_COLUMN: Sql = Sql {
 };
 
 #[tokio::test]
-async fn one_statement_hostile_an_identifier_with_a_non_ascii_letter_and_a_dollar_is_kept() {
+async fn an_identifier_with_a_non_ascii_letter_and_a_dollar_is_kept() {
     let [tx, one] = both_shapes(
         "CREATE TABLE prices (id text, prié$1 int)",
         vec![&UNICODE_COLUMN],
@@ -231,7 +232,7 @@ static FROM_A_TABLE_NAMED_CLAIMED: Sql = Sql {
 
 /// A business table named `claimed` (or `w1`): the composed statement's CTE names shadow it.
 #[tokio::test]
-async fn one_statement_hostile_a_business_table_named_claimed_is_read_as_itself() {
+async fn a_business_table_named_claimed_is_read_as_itself() {
     let [tx, one] = both_shapes(
         "CREATE TABLE claimed (code text, label text); \
          INSERT INTO claimed VALUES ('vip', 'gold'); \
@@ -267,7 +268,7 @@ static NO_PARAMETERS: Sql = Sql {
 /// Held: the same DO NOTHING insert twice, a parameter declared and unused, trailing `;`,
 /// comments, an E'' string with backslashes and `$1` in it.
 #[tokio::test]
-async fn one_statement_hostile_duplicate_do_nothing_unused_parameters_and_comments_hold() {
+async fn duplicate_do_nothing_unused_parameters_and_comments_hold() {
     let [tx, one] = both_shapes(
         "CREATE TABLE once (k text PRIMARY KEY); CREATE TABLE once_log (k text)",
         vec![
@@ -291,7 +292,7 @@ async fn one_statement_hostile_duplicate_do_nothing_unused_parameters_and_commen
 /// Held: an expired key and a dead key redelivered to a plain-SQL handler apply its write once
 /// more, exactly once, in the transaction shape the one statement hands them to.
 #[tokio::test]
-async fn one_statement_hostile_expired_and_dead_keys_redelivered_apply_once() {
+async fn expired_and_dead_keys_redelivered_apply_once() {
     let (app, handler) = app_with(
         "CREATE TABLE once (k text PRIMARY KEY); \
          CREATE TABLE once_log (k text CHECK (k <> 'evt_dead'))",
@@ -356,7 +357,7 @@ async fn one_statement_hostile_expired_and_dead_keys_redelivered_apply_once() {
 /// Held: a storm of two events racing through one statement each (duplicates waiting on the
 /// winner's uncommitted claim, then taking the transaction shape's lookup): each write once.
 #[tokio::test]
-async fn one_statement_hostile_a_storm_over_two_keys_applies_each_write_once() {
+async fn a_storm_over_two_keys_applies_each_write_once() {
     let (app, _) = app_with(
         "CREATE TABLE once (k text PRIMARY KEY); CREATE TABLE once_log (k text)",
         vec![&ORDERS_TWICE, &UNUSED_PARAMETER],
@@ -385,7 +386,7 @@ async fn one_statement_hostile_a_storm_over_two_keys_applies_each_write_once() {
 /// off, limits per transaction and on the database: the one statement answers as the
 /// transaction shape does.
 #[tokio::test]
-async fn one_statement_hostile_behind_pgbouncer_with_and_without_the_statement_cache() {
+async fn behind_pgbouncer_with_and_without_the_statement_cache() {
     for statement_cache in [false, true] {
         let app = spawn_app_behind_pooler(2, 2_000, statement_cache).await;
         let delivery = stripe_payment("evt_pgb", "ord_pgb", 2000, NOW);
@@ -415,7 +416,7 @@ static LOG: Sql = Sql {
 /// Held: a shadow source (inline) answers a duplicate as enforcement would and re-runs the
 /// handler as a naive receiver would, in both shapes alike.
 #[tokio::test]
-async fn one_statement_hostile_a_shadow_source_reprocesses_duplicates_in_both_shapes() {
+async fn a_shadow_source_reprocesses_duplicates_in_both_shapes() {
     let mut seen = Vec::new();
     for plain in [false, true] {
         let (mut app, _) = app_with("CREATE TABLE shadow_log (k text)", vec![&LOG], plain).await;
@@ -455,7 +456,7 @@ static REFUSED: Sql = Sql {
 /// back and the next waiter wins; the event ends `dead` once, nothing is applied, and every
 /// answer is the dead answer or 409.
 #[tokio::test]
-async fn one_statement_hostile_a_storm_of_an_event_whose_write_is_refused_ends_dead_once() {
+async fn a_storm_of_an_event_whose_write_is_refused_ends_dead_once() {
     let (app, _) = app_with(
         "CREATE TABLE refused (k text CHECK (k = 'never'))",
         vec![&REFUSED],
@@ -494,7 +495,7 @@ fn wide() -> &'static Sql {
 /// each of the transaction shape's statements is small; the one statement would carry 66,008
 /// parameters, past the protocol's 65,535.
 #[tokio::test]
-async fn one_statement_hostile_many_writes_past_the_parameter_limit_still_apply() {
+async fn many_writes_past_the_parameter_limit_still_apply() {
     let writes = vec![wide(); 660];
     let [tx, one] = both_shapes(
         "CREATE TABLE wide (v text)",
@@ -515,7 +516,7 @@ async fn one_statement_hostile_many_writes_past_the_parameter_limit_still_apply(
 /// shape's 503), not 409 `in_flight` ("another delivery of this event is
 /// being processed").
 #[tokio::test]
-async fn one_statement_hostile_a_business_lock_timeout_is_not_answered_as_in_flight() {
+async fn a_business_lock_timeout_is_not_answered_as_in_flight() {
     let mut seen = Vec::new();
     for plain in [false, true] {
         let (app, _) = app_with(
