@@ -2,7 +2,7 @@
 //! ([`registry()`], in `src/registry.rs`, the file you edit) and their tables
 //! ([`migrations()`], from `migrations/`).
 //!
-//! The contract (the README's "Write your own handler" has it in full): a handler implements
+//! The contract (the book's `docs/guide/handlers.md` has it in full): a handler implements
 //! [`Handler`] for one `(source, event_type)`; it runs inside the claim's transaction (inline
 //! mode) or the worker's (deferred mode) through a [`Tx`] that can run statements but cannot
 //! end the transaction; it returns an [`Effect`] (always a 2xx) or a [`HandlerError`]

@@ -1,5 +1,5 @@
-//! Stripe `charge.refunded` records one `refunds` row: the README's "Write your own handler"
-//! example, line for line.
+//! Stripe `charge.refunded` records one `refunds` row: the example handler of README.md and of
+//! the book's "Writing handlers" (`docs/guide/handlers.md`), line for line.
 
 use shared::db::Sql;
 use shared::handlers::{Effect, Event, Handler, HandlerError};
