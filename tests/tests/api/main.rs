@@ -9,6 +9,7 @@ mod console;
 mod deferred;
 mod delivery_metrics;
 mod deploy_regressions;
+mod docs;
 mod events;
 mod half_open;
 mod handlers_crate;
