@@ -1,10 +1,11 @@
-# hookledger: the two README commands are `make demo` and `make test`.
+# hookledger: the two README commands are `make demo` and `make test`; `make docs` builds the
+# book in docs/ (target/book).
 SHELL := /bin/bash
 VENV := .venv-tools
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export SAM_CLI_TELEMETRY := 0
 
-.PHONY: demo run test chaos fuzz package migrate replay redrive inspect stuck sweep audit bench bench-sweep bench-load tools postgres chromium build clean
+.PHONY: demo run test docs chaos fuzz package migrate replay redrive inspect stuck sweep audit bench bench-sweep bench-load tools postgres chromium build clean
 
 ## demo: set up, run the receiver under cargo-lambda on a throwaway PostgreSQL, deliver events/, print;
 ## CONSOLE=1 then serves the ledger console on the demo's ledger until interrupted
@@ -21,6 +22,12 @@ run: tools postgres
 ## tests/minimum-e2e-tests)
 test: tools postgres chromium
 	HOOKLEDGER_TOOLS_PYTHON=$(CURDIR)/$(VENV)/bin/python scripts/test.sh
+
+## docs: the book in docs/ built with mdBook into target/book/ (open target/book/index.html);
+## mdBook (pinned) is installed from crates.io into .tools/ when missing. Not part of make test,
+## which checks the book's links, its summary and the configuration reference without mdBook
+docs:
+	scripts/docs.sh
 
 ## chaos: the receiver and the worker as real processes under faults (retry storm, receivers
 ## killed, ...), driven by a provider simulator on a throwaway durable PostgreSQL; writes
@@ -139,7 +146,7 @@ bench: postgres .venv-bench/.installed
 	touch $@
 
 ## bench-sweep: claim latency while the retention sweep deletes a 1M-row ledger (no sweep, the
-## default sweep, the variants 5000:10, 1000:25, 5000:25:lz4 as batch_size:duty_percent, one
+## default sweep, the variants 5000:25, 500:25, 1000:25:lz4 as batch_size:duty_percent, one
 ## unbatched DELETE, a control), then the auditor's query times on 1M and 10M rows (release build,
 ## own throwaway PostgreSQL with fsync on, about 17 GB of disk; about 14 minutes); writes
 ## bench/SWEEP.md, prints a summary. BENCH_ARGS passes options (bench-sweep --help), e.g.

@@ -108,7 +108,7 @@ forward_log="$scratch/forward.log"
 read -r forward_port forward_secret < <(demo_forward_target "$sources_file") || true
 if [ -n "${forward_port:-}" ]; then
   if (exec 3<>"/dev/tcp/127.0.0.1/$forward_port") 2>/dev/null; then
-    # Something listens there already: your own receiver (the README's forward_receiver.py,
+    # Something listens there already: your own receiver (the book's forward_receiver.py,
     # say). Forwards go to it; the demo starts no endpoint of its own.
     echo "== port $forward_port (the first local forward target in $sources_file) is in use: forwards go to what listens there; no demo endpoint started"
   else
@@ -184,7 +184,7 @@ for name, s in report["sources"].items():
 print("  sessions idle in a transaction: %d" % report["idle_in_transaction"]["sessions"])
 '
 echo
-echo "== the operator's view of one event (hookledger inspect; the runbook in the README has the rest)"
+echo "== the operator's view of one event (hookledger inspect; the runbook, docs/operations/runbook.md, has the rest)"
 HOOKLEDGER_SOURCES_FILE="$sources_file" "$hookledger" inspect --source stripe evt_1QhookledgerDemo0001 |
   sed 's/^/  /'
 echo

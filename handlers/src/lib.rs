@@ -9,7 +9,7 @@
 //! transaction; it returns an `Effect` (always a 2xx) or a `HandlerError` (`Retryable` or
 //! `Fatal`); state goes through the ordering guard (`advance`); anything that cannot roll back
 //! (an email, a third-party call) goes through the outbox (`tx.outbox(target, payload)`),
-//! dispatched after commit. The book's "Write your own handler" has the contract in full.
+//! dispatched after commit. The book's `docs/guide/handlers.md` has the contract in full.
 //!
 //! The example Stripe handlers and their tables are behind the cargo feature `examples` (off
 //! by default; the demo and the tests turn it on).

@@ -1,43 +1,9 @@
 //! Settings and source configuration: the only reader of the process environment.
 //!
-//! Environment variables (all read once, at cold start):
-//!
-//! | variable | meaning | default |
-//! |---|---|---|
-//! | `DATABASE_URL` | PostgreSQL URL (`postgres://user:pass@host:port/db?sslmode=require`) | one of the two |
-//! | `HOOKLEDGER_DB_SECRET_ARN` | an RDS-style Secrets Manager secret instead (AWS): `username`, `password`, optionally `host`, `port`, `dbname`; always `sslmode=require` with chain and host name verification | one of the two |
-//! | `HOOKLEDGER_DB_HOST` | with `HOOKLEDGER_DB_SECRET_ARN` only: the host to connect to (and that the certificate must name), in place of the secret's `host` (e.g. an RDS Proxy endpoint; required when the secret has none); no blanks, commas or quotes | the secret's `host` |
-//! | `HOOKLEDGER_DB_PORT` | with `HOOKLEDGER_DB_SECRET_ARN` only: the port, 1 to 65535 | the secret's `port`, else 5432 |
-//! | `HOOKLEDGER_DB_NAME` | with `HOOKLEDGER_DB_SECRET_ARN` only: the database name | the secret's `dbname`, else `postgres` |
-//! | `HOOKLEDGER_SOURCES` | the sources, as a JSON array (see [`SourceSpec`]) | one of the three |
-//! | `HOOKLEDGER_SOURCES_FILE` | a path to a file holding the same JSON | one of the three |
-//! | `HOOKLEDGER_SOURCES_SECRET_ARN` | a Secrets Manager secret holding the same JSON (AWS) | one of the three |
-//! | `HOOKLEDGER_DB_CA_FILE` | PEM CA certificates trusted besides the system roots to verify the server's certificate | with `HOOKLEDGER_DB_SECRET_ARN`: the RDS CAs compiled in (`shared::rds_ca::RDS_CA_BUNDLE`); with `DATABASE_URL`: none |
-//! | `HOOKLEDGER_DB_POOL_SIZE` | connections per execution environment | 4 |
-//! | `HOOKLEDGER_STATEMENT_TIMEOUT_MS` | `statement_timeout`, milliseconds (at most 2147483647, PostgreSQL's limit, as for the next two) | 5000 |
-//! | `HOOKLEDGER_LOCK_TIMEOUT_MS` | `lock_timeout`, milliseconds: how long a duplicate waits on an in-flight claim | 2000 |
-//! | `HOOKLEDGER_IDLE_IN_TRANSACTION_TIMEOUT_MS` | `idle_in_transaction_session_timeout`, milliseconds | 10000 |
-//! | `HOOKLEDGER_DB_CLIENT_DEADLINE_MS` | receiver and worker: the client-side deadline on database work, milliseconds. Receiver: a delivery's (a connection from the pool, the claim, the handler's statements, the commit); past it the delivery answers 503 with `Retry-After`. Worker: each step (a connection, leasing a batch, starting an attempt, recording a failure or dead letter, giving a lease back, the outbox's lease and record; the handler's own run has `HOOKLEDGER_HANDLER_TIMEOUT_MS`); past it nothing is marked (the lease expires and the row comes back), the summary counts it in `deadlines` and the drain stops. Either way the connection is closed, never reused. The server's limits cannot end a wait on a network that stopped answering (a failover, a dead NAT entry); this does. Must exceed the lock timeout | the statement timeout + 1000 |
-//! | `HOOKLEDGER_DB_TRANSACTION_LIMITS` | `true`: the three limits are `SET LOCAL` with every `BEGIN`; `false`: bare `BEGIN`, limits set on the database role (RDS Proxy pins sessions on `SET`) | true |
-//! | `HOOKLEDGER_DB_STATEMENT_CACHE` | `true`: named statements prepared once per connection; `false`: unnamed statements (pgbouncer transaction mode, RDS Proxy) | true |
-//! | `HOOKLEDGER_WORKER_FUNCTION` | the worker function's name or ARN: the receiver rings it after a deferred accept | unset: doorbell off |
-//! | `HOOKLEDGER_LEASE_SECS` | how long a worker owns a leased event, seconds | 120 |
-//! | `HOOKLEDGER_WORKER_BATCH` | events leased per statement (batch x handler timeout must fit in the lease) | 3 |
-//! | `HOOKLEDGER_WORKER_MARGIN_MS` | the worker starts no event with less than this plus the handler timeout left, milliseconds | 10000 |
-//! | `HOOKLEDGER_HANDLER_TIMEOUT_MS` | a deferred handler's deadline, milliseconds | 30000 |
-//! | `HOOKLEDGER_OUTBOX_CONCURRENCY` | outbox messages the worker leases per statement and dispatches at once, 1 to 1000 | 16 |
-//! | `HOOKLEDGER_BACKOFF_BASE_SECS` | first retry delay, seconds (doubles per attempt) | 30 |
-//! | `HOOKLEDGER_BACKOFF_CAP_SECS` | longest retry delay, seconds | 3600 |
-//! | `HOOKLEDGER_SOURCES_REFRESH_SECS` | receiver: least time between two re-reads of the sources secret or file, seconds (1 to 86400) | 60 |
-//! | `HOOKLEDGER_SWEEP_BATCH_SIZE` | sweeper: rows deleted per batch (one transaction each), 1 to 100000 | 1000 |
-//! | `HOOKLEDGER_SWEEP_MAX_BATCHES` | sweeper: batches per run at most | 1000 |
-//! | `HOOKLEDGER_SWEEP_PAUSE_MS` | sweeper: least pause between batches, milliseconds | 100 |
-//! | `HOOKLEDGER_SWEEP_DUTY_PERCENT` | sweeper: most of its time spent inside batches, percent (1 to 100): the pause after a batch of `t` is at least `t * (100 - duty) / duty` | 25 |
-//! | `HOOKLEDGER_SWEEP_MARGIN_MS` | sweeper: start no batch with less invocation time left, milliseconds | 10000 |
-//! | `HOOKLEDGER_AUDIT_STUCK_AFTER_SECS` | auditor: a `claimed` row older than this is stuck, seconds | 300 |
-//! | `HOOKLEDGER_AUDIT_IDLE_IN_TRANSACTION_SECS` | auditor: count sessions idle in a transaction longer than this, seconds | 30 |
-//! | `HOOKLEDGER_CONSOLE_CSRF_SECRET_ARN` | console function ([`ConsoleSettings`]): the secret whose text keys its CSRF tokens | required there |
-//! | `HOOKLEDGER_CONSOLE_REDRIVE` | console function: `true` allows re-drive | false (read-only) |
+//! Environment variables (all read once, at cold start): every variable, what it means, its
+//! default and which functions use it is in one place, the book's configuration reference
+//! (`docs/reference/configuration.md`; a test in `tests/tests/api/docs.rs` keeps that page and
+//! the variables this crate and the others read the same set).
 //!
 //! `HOOKLEDGER_DB_HOST`, `HOOKLEDGER_DB_PORT` and `HOOKLEDGER_DB_NAME` are refused together with
 //! `DATABASE_URL` (rather than ignored): a URL already names its host, port and database, and a
@@ -554,7 +520,7 @@ pub struct DatabaseSettings {
     /// Send the three limits as `SET LOCAL` with every `BEGIN` (`true`, the default). `false`
     /// sends a bare `BEGIN`: for RDS Proxy, which pins a PostgreSQL session on any `SET`; the
     /// limits must then be set on the database role instead (`ALTER ROLE .. SET lock_timeout
-    /// = ..`), see the README.
+    /// = ..`), see the book's `docs/operations/pooler.md`.
     pub transaction_limits: bool,
     /// The receiver's client-side deadline on a delivery's database work, milliseconds
     /// (`HOOKLEDGER_DB_CLIENT_DEADLINE_MS`); `None`: [`DatabaseSettings::client_deadline`]'s

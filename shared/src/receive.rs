@@ -1,7 +1,7 @@
 //! The receive path (docs/architecture.md, "The receive path"): from a delivery's source name,
 //! headers and raw body to the reply, with every outcome decided here and logged once. Bodies
-//! are byte for byte what is sent (the README's table "What the receiver answers" lists the
-//! same):
+//! are byte for byte what is sent (the book's table in `docs/reference/answers.md`, "What the
+//! receiver answers", lists the same):
 //!
 //! | case | status | body |
 //! |---|---|---|

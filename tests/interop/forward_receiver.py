@@ -1,5 +1,5 @@
 # A service receiving hookledger's `forward` deliveries, verified with the official Standard
-# Webhooks library (pip install standardwebhooks). Quoted in the README; run by the tests.
+# Webhooks library (pip install standardwebhooks). Quoted in the book; run by the tests.
 import os
 from http.server import BaseHTTPRequestHandler, HTTPServer
 

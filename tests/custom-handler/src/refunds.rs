@@ -1,8 +1,7 @@
 //! Stripe `charge.refunded` records one `refunds` row: a plain `async fn` written with the
-//! prelude alone. The README's handler example is this file from the marker on (a test in
-//! `tests/readme_example.rs` checks it).
+//! prelude alone. The README and the book show this file without its doc comments
+//! (`tests/book_example.rs` checks).
 
-// README handler:
 use shared::prelude::*;
 
 static RECORD: Sql = Sql {

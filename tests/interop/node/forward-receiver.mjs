@@ -1,5 +1,5 @@
 // A service receiving hookledger's `forward` deliveries, verified with the official Standard
-// Webhooks library (npm install standardwebhooks). Quoted in the README; run by the tests.
+// Webhooks library (npm install standardwebhooks). Quoted in the book; run by the tests.
 import { createServer } from "node:http";
 import { Webhook } from "standardwebhooks";
 

@@ -1,4 +1,4 @@
-//! The receiver's answers as HTTP responses: the README's table of statuses, exact bodies and
+//! The receiver's answers as HTTP responses: the book's table of statuses, exact bodies and
 //! headers (`Retry-After`, `Idempotent-Replayed`, `Allow`), through lambda_http `Request`s built
 //! from the `events/` files and the receiver function's `handle_at`.
 

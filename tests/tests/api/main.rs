@@ -8,6 +8,7 @@ mod claim;
 mod console;
 mod deferred;
 mod delivery_metrics;
+mod docs;
 mod events;
 mod half_open;
 mod handler_outcomes;

@@ -16,9 +16,9 @@ use crate::helpers::*;
 
 static NEXT: AtomicUsize = AtomicUsize::new(0);
 
-/// A fresh LOGIN role that is a member of `group` (as a DBA would create it: README, "Database
-/// roles"), and settings for `db` connecting as it. Roles are cluster-wide: the name is unique
-/// per test process and call.
+/// A fresh LOGIN role that is a member of `group` (as a DBA would create it: the book's
+/// `docs/reference/database-roles.md`), and settings for `db` connecting as it. Roles are
+/// cluster-wide: the name is unique per test process and call.
 pub async fn login_as(db: &TestDb, group: &str, pool_size: usize) -> (String, DatabaseSettings) {
     let name = format!(
         "{}_login_{}_{}",

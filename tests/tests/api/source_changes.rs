@@ -61,7 +61,7 @@ impl Handler for Shipped {
 
 /// Message numbers were positions, not identities. An ignored event forwarded to `service` as
 /// message 1; the operator then adds an `audit` target (listed first) and a handler, and
-/// re-drives the ignored events, as the README says to. The re-run numbered `audit` 1 (dropped
+/// re-drives the ignored events, as the book says to. The re-run numbered `audit` 1 (dropped
 /// by ON CONFLICT: `audit` never got the event) and `service` 2 (a second copy of the same body
 /// under a NEW idempotency key, which `service` cannot deduplicate). Now `audit` gets message 2
 /// and `service` nothing more.

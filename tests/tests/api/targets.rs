@@ -1,7 +1,7 @@
 //! The built-in targets' senders through `Dispatcher::dispatch`: `forward` against local
 //! endpoints that verify every request with the official Standard Webhooks libraries (Python,
-//! `tests/interop/forward_server.py` and the README's `tests/interop/forward_receiver.py`; Node,
-//! the README's `tests/interop/node/forward-receiver.mjs`), and `sqs` (FIFO and standard) and
+//! `tests/interop/forward_server.py` and the book's `tests/interop/forward_receiver.py`; Node,
+//! the book's `tests/interop/node/forward-receiver.mjs`), and `sqs` (FIFO and standard) and
 //! `eventbridge` against the local AWS emulator (moto), all started by `make test`.
 
 use std::collections::{BTreeMap, HashSet};
@@ -85,7 +85,7 @@ fn free_port() -> u16 {
         .port()
 }
 
-/// A README snippet server (`FORWARD_SECRET`, `PORT`), once it accepts connections.
+/// A snippet server quoted in the book (`FORWARD_SECRET`, `PORT`), once it accepts connections.
 fn snippet_server(mut command: Command) -> Server {
     let port = free_port();
     let child = command
@@ -409,7 +409,7 @@ async fn a_refused_connection_is_retryable() {
     );
 }
 
-/// Sends the README snippet server three messages, one of them twice, and one signed with
+/// Sends the book's snippet server three messages, one of them twice, and one signed with
 /// another secret; returns what it printed.
 async fn drive_snippet(server: Server) -> String {
     let good = forward_target(server.port, "/", SECRET, 5_000);
@@ -986,18 +986,20 @@ async fn the_demo_forward_source_and_endpoint_work_as_make_demo_runs_them() {
     assert_eq!(report.lines().count(), 1, "{report}");
 }
 
+/// The book's forwarding chapter quotes both receivers whole, as the tests run them.
 #[test]
-fn the_readme_quotes_the_tested_receivers_verbatim() {
+fn the_book_quotes_the_tested_receivers_verbatim() {
     let root = hookledger_tests::repo_root();
-    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let page = "docs/guide/forwarding.md";
+    let book = std::fs::read_to_string(root.join(page)).unwrap();
     for (file, fence) in [
         ("tests/interop/forward_receiver.py", "```python\n"),
         ("tests/interop/node/forward-receiver.mjs", "```js\n"),
     ] {
         let snippet = std::fs::read_to_string(root.join(file)).unwrap();
         assert!(
-            readme.contains(&format!("{fence}{snippet}```\n")),
-            "README.md must quote {file} whole, as the tests run it"
+            book.contains(&format!("{fence}{snippet}```\n")),
+            "{page} must quote {file} whole, as the tests run it"
         );
     }
 }
