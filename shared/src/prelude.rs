@@ -2,8 +2,8 @@
 //! trait (or a plain `async fn` through [`handler_fn!`]), the [`Event`] it sees, the
 //! [`Effect`] and [`Success`] it returns, [`HandlerError`], the transaction handle [`Tx`], the
 //! statement type [`Sql`] with its parameter [`Type`]s, the ordering guard ([`advance`],
-//! [`Advance`], [`Entity`]), and [`Registry`], [`Sources`] and
-//! [`MigrationSet`] for the registry and migrations functions.
+//! [`Advance`], [`Entity`]), [`json!`] and [`Value`] for JSON bodies, and [`Registry`],
+//! [`Sources`] and [`MigrationSet`] for the registry and migrations functions.
 //!
 //! This is the user's surface: a change to it is a changelog entry. Nothing of the engine is
 //! here.
@@ -17,5 +17,8 @@ pub use crate::ordering::{advance, Advance, Entity};
 pub use crate::Sources;
 /// The `#[async_trait]` attribute a [`Handler`] implementation needs.
 pub use async_trait::async_trait;
+/// JSON: `json!({...})` builds an [`Effect`]'s body; [`Value`] is what [`Event::json`] reads
+/// when no type of your own is needed.
+pub use serde_json::{json, Value};
 /// PostgreSQL parameter types, for [`Sql::types`].
 pub use tokio_postgres::types::Type;

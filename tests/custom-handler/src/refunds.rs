@@ -11,7 +11,7 @@ static RECORD: Sql = Sql {
 
 /// Stripe `charge.refunded`: one `refunds` row for the charge in `data.object`.
 pub async fn charge_refunded(tx: &mut Tx<'_>, event: &Event<'_>) -> Result<Effect, HandlerError> {
-    let doc: serde_json::Value = event.json()?;
+    let doc: Value = event.json()?;
     let charge = &doc["data"]["object"];
     let (Some(id), Some(amount)) = (charge["id"].as_str(), charge["amount_refunded"].as_i64())
     else {
@@ -19,7 +19,5 @@ pub async fn charge_refunded(tx: &mut Tx<'_>, event: &Event<'_>) -> Result<Effec
     };
     tx.execute(&RECORD, &[&event.event_id, &id, &amount])
         .await?;
-    Ok(Effect::ok(
-        serde_json::json!({ "status": "refunded", "charge_id": id }),
-    ))
+    Ok(Effect::ok(json!({ "status": "refunded", "charge_id": id })))
 }
