@@ -23,7 +23,13 @@ const ENV_HEADING: &str = "## Environment variables";
 /// workspace (`Cargo.toml`'s `members`) counts as the product: the functions, `shared`, the
 /// CLI, the console, the handlers, `testing` (what users test their handlers with). A new
 /// development-only crate that reads variables of its own belongs here.
-const DEV_ONLY_CRATES: &[&str] = &["tests", "tests/custom-handler", "bench", "chaos", "fuzzing"];
+const DEV_ONLY_CRATES: &[&str] = &[
+    "tests",
+    "tests/custom-handler",
+    "dev/bench",
+    "chaos",
+    "fuzzing",
+];
 
 fn root() -> PathBuf {
     hookledger_tests::repo_root()

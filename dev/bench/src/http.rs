@@ -1,6 +1,6 @@
 //! `bench-http`: the HTTP figures of issue 12 (parts 1 and 3). Migrates `DATABASE_URL`, then
 //! for each target, the receiver (`bench-serve`, a child process) and the peer (FastAPI +
-//! asyncpg under uvicorn, 2 workers, `bench/peers/fastapi`), runs the scenarios with a closed
+//! asyncpg under uvicorn, 2 workers, `dev/bench/peers/fastapi`), runs the scenarios with a closed
 //! loop of C keep-alive HTTP/1.1 connections (each sends its next delivery when the previous
 //! answer has arrived) and records every latency:
 //!
@@ -13,7 +13,7 @@
 //! target's CPU (user and system apart, /proc/<pid>/stat of the server and, for the peer,
 //! every process of its tree) is read before and after the measured run and divided by the
 //! deliveries answered. Any answer other than 2xx is an error (the first few are printed).
-//! Writes `bench/results/http.json`, `http.md` and `machine.json`.
+//! Writes `dev/bench/results/http.json`, `http.md` and `machine.json`.
 
 use std::path::PathBuf;
 use std::process::Stdio;
@@ -59,7 +59,7 @@ struct Args {
     #[arg(long)]
     serve_bin: Option<PathBuf>,
     /// The peer's directory (app.py).
-    #[arg(long, default_value = "bench/peers/fastapi")]
+    #[arg(long, default_value = "dev/bench/peers/fastapi")]
     peer_dir: PathBuf,
     /// The uvicorn executable (of the venv that has the peer's requirements).
     #[arg(long, default_value = ".venv-bench/bin/uvicorn")]
@@ -68,7 +68,7 @@ struct Args {
     #[arg(long, value_delimiter = ',', default_value = "receiver,peer")]
     targets: Vec<String>,
     /// Where http.json, http.md and machine.json go.
-    #[arg(long, default_value = "bench/results")]
+    #[arg(long, default_value = "dev/bench/results")]
     out_dir: PathBuf,
 }
 
@@ -601,7 +601,7 @@ fn markdown(args: &Args, results: &Value, machine: &Value) -> String {
          tree (uvicorn master + 2 workers). Receiver: `bench-serve` serves \
          `receiver::handler::function_handler` (unchanged) with hyper 1 on a multi-thread \
          tokio runtime, pool of {} connections, one JSON log line per delivery to /dev/null. \
-         Peer: `bench/peers/fastapi/app.py` under `uvicorn --workers 2`, asyncpg pool of {} \
+         Peer: `dev/bench/peers/fastapi/app.py` under `uvicorn --workers 2`, asyncpg pool of {} \
          per worker. Ledger and orders truncated before each target. PostgreSQL {}.\n\n",
         args.warmup_secs,
         args.duration_secs,

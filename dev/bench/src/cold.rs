@@ -52,7 +52,7 @@ struct Args {
     #[arg(long)]
     baseline: Option<PathBuf>,
     /// Where cold.json and cold.md go.
-    #[arg(long, default_value = "bench/results")]
+    #[arg(long, default_value = "dev/bench/results")]
     out: PathBuf,
     /// Where the functions' stdout/stderr go.
     #[arg(long, default_value = "/tmp/bench-cold-logs")]

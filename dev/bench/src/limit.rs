@@ -1,17 +1,17 @@
 //! `bench-limit` (issue 12, parts 2 and 6): what PostgreSQL itself allows, next to what the
 //! receiver asks of it.
 //!
-//! - `bench-limit limit`: pgbench custom scripts `bench/pgbench/{a-receiver,b-seeds,
+//! - `bench-limit limit`: pgbench custom scripts `dev/bench/pgbench/{a-receiver,b-seeds,
 //!   c-one-statement}.sql` at 1, 8, 32, 64 clients (`-M prepared`, `-j 2`, `--duration` s
 //!   each), and the database work per event (statements from `pg_stat_statements`, round trips
 //!   through a turn-counting proxy, WAL bytes from `pg_stat_wal`, heap and index tuples from
 //!   `pg_stat_user_tables`) for the real receive path (`shared::Receiver::receive`
 //!   in-process: new events, then duplicates of them) and for each script. Checks that (a)
-//!   issues the statements the receiver issues. Writes `bench/results/limit.{json,md}`.
+//!   issues the statements the receiver issues. Writes `dev/bench/results/limit.{json,md}`.
 //! - `bench-limit scale`: new-event receive latency (p50/p99 of `Receiver::receive`, at
 //!   concurrency 1 and 8) with the ledger holding 10k, 1M and 10M rows (grown in place with
 //!   `INSERT ... SELECT generate_series`), plus the sweeper's and auditor's figures quoted from
-//!   `bench/SWEEP.md`. Writes `bench/results/scale.{json,md}`.
+//!   `dev/bench/SWEEP.md`. Writes `dev/bench/results/scale.{json,md}`.
 //!
 //! Needs `DATABASE_URL` (a throwaway server: the schema is migrated, tables are filled, stats
 //! reset) started with `pg_stat_statements` preloaded and `track_utility` on (see
@@ -40,7 +40,7 @@ struct Args {
     #[arg(long, env = "DATABASE_URL", hide_env_values = true, global = true)]
     database_url: Option<String>,
     /// Where limit/scale .json and .md go.
-    #[arg(long, default_value = "bench/results", global = true)]
+    #[arg(long, default_value = "dev/bench/results", global = true)]
     out_dir: String,
     #[command(subcommand)]
     command: Command,
@@ -60,7 +60,7 @@ enum Command {
         #[arg(long, default_value_t = 2000)]
         events: u64,
         /// The pgbench scripts' directory.
-        #[arg(long, default_value = "bench/pgbench")]
+        #[arg(long, default_value = "dev/bench/pgbench")]
         scripts: String,
     },
     /// Claim latency with the ledger at each size.
@@ -74,8 +74,8 @@ enum Command {
         /// Concurrencies measured at each size.
         #[arg(long, value_delimiter = ',', default_value = "1,8")]
         concurrency: Vec<usize>,
-        /// bench/SWEEP.md, quoted.
-        #[arg(long, default_value = "bench/SWEEP.md")]
+        /// dev/bench/SWEEP.md, quoted.
+        #[arg(long, default_value = "dev/bench/SWEEP.md")]
         sweep_md: String,
     },
 }
@@ -792,7 +792,7 @@ async fn limit(
     if !matches {
         let _ = writeln!(
             md,
-            "> **MISMATCH: `bench/pgbench/a-receiver.sql` no longer issues what the receiver issues for a new event** \
+            "> **MISMATCH: `dev/bench/pgbench/a-receiver.sql` no longer issues what the receiver issues for a new event** \
              (table below). Its throughput figures describe the script, not the receiver: update the script to the receive path's statements.\n"
         );
     }
@@ -800,7 +800,7 @@ async fn limit(
     let _ = writeln!(md, "\n### Throughput\n");
     let _ = writeln!(
         md,
-        "Each run: `pgbench -n -M prepared -c C -j min(C,2) -T {duration} -D n=0 -D run=<unique> -D ... -f bench/pgbench/<script> \"$DATABASE_URL\"`, \
+        "Each run: `pgbench -n -M prepared -c C -j min(C,2) -T {duration} -D n=0 -D run=<unique> -D ... -f dev/bench/pgbench/<script> \"$DATABASE_URL\"`, \
          the scripts' values (-D) taken from one real delivery (body {} bytes stored as the payload, 32-byte digests, the handler's response); \
          `CHECKPOINT` before each run; for each client count (a), (b), (c) in turn. Event ids are unique: \
          `run x 10^12 + client_id x 10^9 + n`, `n` a per-client counter (pgbench keeps a client's variables across transactions).\n",
@@ -1116,7 +1116,7 @@ async fn scale(
     let _ = writeln!(md, "\n{ratio}\n");
     let _ = writeln!(
         md,
-        "### The sweeper and the auditor (quoted from `bench/SWEEP.md`, not re-run)\n"
+        "### The sweeper and the auditor (quoted from `dev/bench/SWEEP.md`, not re-run)\n"
     );
     md.push_str(&sweep_quote(sweep_md));
     std::fs::write(format!("{out_dir}/scale.md"), md)?;

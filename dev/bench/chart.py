@@ -1,6 +1,6 @@
-"""Draws bench/throughput.png: throughput vs concurrency for the receiver over HTTP, pgbench's
-(a), (b), (c) and the peer, from bench/results/http.json and limit.json (a part that did not run
-is left out). Usage: python bench/chart.py [results_dir] [out.png]"""
+"""Draws dev/bench/throughput.png: throughput vs concurrency for the receiver over HTTP, pgbench's
+(a), (b), (c) and the peer, from dev/bench/results/http.json and limit.json (a part that did not run
+is left out). Usage: python dev/bench/chart.py [results_dir] [out.png]"""
 
 import json
 import os
@@ -11,8 +11,8 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-results = sys.argv[1] if len(sys.argv) > 1 else "bench/results"
-out = sys.argv[2] if len(sys.argv) > 2 else "bench/throughput.png"
+results = sys.argv[1] if len(sys.argv) > 1 else "dev/bench/results"
+out = sys.argv[2] if len(sys.argv) > 2 else "dev/bench/throughput.png"
 
 
 def load(name):
