@@ -27,7 +27,7 @@ const DEV_ONLY_CRATES: &[&str] = &[
     "tests",
     "tests/custom-handler",
     "dev/bench",
-    "chaos",
+    "dev/chaos",
     "fuzzing",
 ];
 
