@@ -35,7 +35,7 @@ TARGETS = [
 
 
 def delivery(headers, body: bytes) -> bytes:
-    """fuzzing/src/delivery.rs's text form."""
+    """dev/fuzz-entry/src/delivery.rs's text form."""
     head = "".join(f"{name}: {value}\n" for name, value in headers)
     return head.encode() + b"\n" + body
 

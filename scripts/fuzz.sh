@@ -123,7 +123,7 @@ if [ -n "$FUZZ_RESULTS" ]; then
     echo "whole run ${elapsed} s."
     echo
     echo "Every input that ever crashed a target is kept in \`fuzz/regressions/<target>/\` and"
-    echo "replayed, with the seeds, by the stable test \`fuzzing/tests/replay.rs\` in \`make test\`."
+    echo "replayed, with the seeds, by the stable test \`dev/fuzz-entry/tests/replay.rs\` in \`make test\`."
   } >"$FUZZ_RESULTS"
   echo "== wrote $FUZZ_RESULTS"
 fi

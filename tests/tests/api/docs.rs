@@ -28,7 +28,7 @@ const DEV_ONLY_CRATES: &[&str] = &[
     "tests/custom-handler",
     "dev/bench",
     "dev/chaos",
-    "fuzzing",
+    "dev/fuzz-entry",
 ];
 
 fn root() -> PathBuf {

@@ -6,10 +6,10 @@
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 
-use hookledger_fuzzing::TARGETS;
+use hookledger_fuzz_entry::TARGETS;
 
 fn fuzz_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz")
 }
 
 /// The files of `dir` (none when it does not exist), sorted.
@@ -77,8 +77,8 @@ fn every_target_has_a_fuzz_target_file() {
         let text =
             std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
         assert!(
-            text.contains(&format!("hookledger_fuzzing::{}(", target.name)),
-            "{} does not call hookledger_fuzzing::{}",
+            text.contains(&format!("hookledger_fuzz_entry::{}(", target.name)),
+            "{} does not call hookledger_fuzz_entry::{}",
             file.display(),
             target.name
         );
@@ -86,17 +86,17 @@ fn every_target_has_a_fuzz_target_file() {
 }
 
 /// The seeds start where the interesting code is: every signed Lambda event of
-/// `events/receiver/` verifies at [`hookledger_fuzzing::NOW`] against the fixed sources and
+/// `events/receiver/` verifies at [`hookledger_fuzz_entry::NOW`] against the fixed sources and
 /// reaches the claim, and the deliberately broken ones stop where they should.
 #[test]
 fn the_signed_seed_events_reach_the_claim() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../events/receiver");
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../events/receiver");
     let mut reached = 0;
     for path in files(&dir) {
         let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
         let name = name.unwrap_or_default();
         let data = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-        let stopped = hookledger_fuzzing::lambda_event_status(&data);
+        let stopped = hookledger_fuzz_entry::lambda_event_status(&data);
         // Past the signature and the extraction, the claim cannot reach the database: 503.
         let expected = if name.contains("bad-signature") {
             401

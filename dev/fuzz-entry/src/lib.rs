@@ -32,7 +32,7 @@ pub const NOW: i64 = 1_732_870_000;
 
 /// The sources every target uses: `events/sources.local.json`, compiled in.
 static SOURCES: LazyLock<Sources> = LazyLock::new(|| {
-    Sources::from_json(include_str!("../../events/sources.local.json"))
+    Sources::from_json(include_str!("../../../events/sources.local.json"))
         .unwrap_or_else(|error| panic!("events/sources.local.json does not parse: {error}"))
 });
 
@@ -252,7 +252,7 @@ pub const UNREACHABLE_DATABASE_URL: &str = "postgres://fuzz@127.0.0.1:9/fuzz?ssl
 /// handlers, no doorbell, [`UNREACHABLE_DATABASE_URL`]; and the current-thread runtime the
 /// function runs on (functions/receiver/src/main.rs).
 static RECEIVER: LazyLock<(tokio::runtime::Runtime, &'static AppState)> = LazyLock::new(|| {
-    let sources = include_str!("../../events/sources.local.json");
+    let sources = include_str!("../../../events/sources.local.json");
     let lookup = |name: &str| match name {
         "DATABASE_URL" => Some(UNREACHABLE_DATABASE_URL.to_owned()),
         "HOOKLEDGER_SOURCES" => Some(sources.to_owned()),
