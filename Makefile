@@ -163,10 +163,10 @@ bench-load: postgres
 	cargo build --release -p bench --bin bench-load
 	scripts/with-postgres.sh cargo run --release --quiet -p bench --bin bench-load -- $(BENCH_ARGS) >/dev/null
 
-## fuzz: every cargo-fuzz target of fuzz/ (nightly; cargo-fuzz installed into .tools/ when
+## fuzz: every cargo-fuzz target of dev/fuzz/ (nightly; cargo-fuzz installed into .tools/ when
 ## missing) for FUZZ_SECS seconds each (default 60; 11 targets), one libFuzzer process at a time;
-## prints executions, exec/s, corpus and crashes per target and writes fuzz/RESULTS.md; fails when
-## a target crashed. FUZZ_TARGETS="verify_stripe extract" selects targets
+## prints executions, exec/s, corpus and crashes per target and writes dev/fuzz/RESULTS.md; fails
+## when a target crashed. FUZZ_TARGETS="verify_stripe extract" selects targets
 FUZZ_SECS ?= 60
 fuzz:
 	FUZZ_SECS=$(FUZZ_SECS) FUZZ_TARGETS="$(FUZZ_TARGETS)" scripts/fuzz.sh

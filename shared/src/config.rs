@@ -1425,7 +1425,7 @@ mod tests {
         );
     }
 
-    /// Found by `make fuzz` (target `settings_env`, fuzz/regressions/settings_env/): a timeout
+    /// Found by `make fuzz` (target `settings_env`, dev/fuzz/regressions/settings_env/): a timeout
     /// past what PostgreSQL takes overflowed the client deadline's sum (a panic in a debug
     /// build, a deadline of 999 ms in a release build); PostgreSQL refuses such a
     /// `statement_timeout` anyway (`SET` fails for every delivery).

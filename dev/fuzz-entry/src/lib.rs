@@ -1,5 +1,5 @@
-//! The fuzzing entry points: one function per `cargo fuzz` target in `fuzz/`, each taking the
-//! fuzzer's raw bytes. The nightly fuzz crate (`fuzz/fuzz_targets/*.rs`) and the stable replay
+//! The fuzzing entry points: one function per `cargo fuzz` target in `dev/fuzz/`, each taking the
+//! fuzzer's raw bytes. The nightly fuzz crate (`dev/fuzz/fuzz_targets/*.rs`) and the stable replay
 //! test (`tests/replay.rs`, run by `make test`) both call these functions, so an input that
 //! crashed a target is replayed through exactly the code that crashed.
 //!
@@ -41,12 +41,12 @@ pub fn sources() -> &'static Sources {
     &SOURCES
 }
 
-/// One fuzz target: its name (the file `fuzz/fuzz_targets/<name>.rs`, the folders
-/// `fuzz/corpus/<name>/` and `fuzz/regressions/<name>/`) and its entry function.
+/// One fuzz target: its name (the file `dev/fuzz/fuzz_targets/<name>.rs`, the folders
+/// `dev/fuzz/corpus/<name>/` and `dev/fuzz/regressions/<name>/`) and its entry function.
 pub struct Target {
     /// The target's name.
     pub name: &'static str,
-    /// What it exercises, for `fuzz/RESULTS.md`.
+    /// What it exercises, for `dev/fuzz/RESULTS.md`.
     pub covers: &'static str,
     /// The entry function: must return normally for every input.
     pub run: fn(&[u8]),

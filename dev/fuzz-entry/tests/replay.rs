@@ -1,6 +1,6 @@
 //! Replays every committed fuzz input through its target's entry function: the crashes the
-//! fuzzer found (`fuzz/regressions/<target>/`, each a regression test of its fix) and the seed
-//! corpus (`fuzz/corpus/<target>/`), so this test never replays nothing. Runs in `make test`
+//! fuzzer found (`dev/fuzz/regressions/<target>/`, each a regression test of its fix) and the seed
+//! corpus (`dev/fuzz/corpus/<target>/`), so this test never replays nothing. Runs in `make test`
 //! on stable; `make fuzz` runs the same entry functions under libFuzzer.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use hookledger_fuzz_entry::TARGETS;
 
 fn fuzz_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz")
 }
 
 /// The files of `dir` (none when it does not exist), sorted.
@@ -62,7 +62,7 @@ fn every_fuzz_seed_input_is_handled_without_a_panic() {
     for target in TARGETS {
         assert!(
             !files(&fuzz_dir().join("corpus").join(target.name)).is_empty(),
-            "fuzz/corpus/{} has no seed",
+            "dev/fuzz/corpus/{} has no seed",
             target.name
         );
     }
