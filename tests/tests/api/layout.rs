@@ -33,7 +33,7 @@ const PRODUCT_CRATES: &[&str] = &[
     "verify",
     "shared",
     "handlers",
-    "testing",
+    "handler-testing",
     "cli",
     "console",
     "functions/receiver",
