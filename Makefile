@@ -134,22 +134,22 @@ audit:
 ## HTTP and a FastAPI + asyncpg peer under the same load (bench-http), pgbench's limit and the
 ## per-event database work (bench-limit), the ledger at 10k/1M/10M rows, cold start and footprint
 ## (bench-cold), the Lambda cost model; each part on its own throwaway PostgreSQL with fsync on.
-## Writes bench/RESULTS.md and bench/throughput.png. PARTS="http limit scale cold" selects parts;
-## BENCH_HTTP_ARGS passes options to bench-http (bench-http --help)
+## Writes dev/bench/RESULTS.md and dev/bench/throughput.png. PARTS="http limit scale cold"
+## selects parts; BENCH_HTTP_ARGS passes options to bench-http (bench-http --help)
 PARTS ?= http limit scale cold
 bench: postgres .venv-bench/.installed
 	PARTS="$(PARTS)" BENCH_VENV=.venv-bench scripts/bench.sh
 
-.venv-bench/.installed: bench/requirements.txt bench/peers/fastapi/requirements.txt
+.venv-bench/.installed: dev/bench/requirements.txt dev/bench/peers/fastapi/requirements.txt
 	python3 -m venv .venv-bench
-	.venv-bench/bin/pip install --quiet --disable-pip-version-check -r bench/requirements.txt
+	.venv-bench/bin/pip install --quiet --disable-pip-version-check -r dev/bench/requirements.txt
 	touch $@
 
 ## bench-sweep: claim latency while the retention sweep deletes a 1M-row ledger (no sweep, the
 ## default sweep, the variants 5000:25, 500:25, 1000:25:lz4 as batch_size:duty_percent, one
 ## unbatched DELETE, a control), then the auditor's query times on 1M and 10M rows (release build,
 ## own throwaway PostgreSQL with fsync on, about 17 GB of disk; about 14 minutes); writes
-## bench/SWEEP.md, prints a summary. BENCH_ARGS passes options (bench-sweep --help), e.g.
+## dev/bench/SWEEP.md, prints a summary. BENCH_ARGS passes options (bench-sweep --help), e.g.
 ## BENCH_ARGS="--ten-million false" (no 10M ledger: 6 minutes less) or "--sweep-variants 1000:10"
 bench-sweep: postgres
 	cargo build --release -p bench
@@ -163,10 +163,10 @@ bench-load: postgres
 	cargo build --release -p bench --bin bench-load
 	scripts/with-postgres.sh cargo run --release --quiet -p bench --bin bench-load -- $(BENCH_ARGS) >/dev/null
 
-## fuzz: every cargo-fuzz target of fuzz/ (nightly; cargo-fuzz installed into .tools/ when
+## fuzz: every cargo-fuzz target of dev/fuzz/ (nightly; cargo-fuzz installed into .tools/ when
 ## missing) for FUZZ_SECS seconds each (default 60; 11 targets), one libFuzzer process at a time;
-## prints executions, exec/s, corpus and crashes per target and writes fuzz/RESULTS.md; fails when
-## a target crashed. FUZZ_TARGETS="verify_stripe extract" selects targets
+## prints executions, exec/s, corpus and crashes per target and writes dev/fuzz/RESULTS.md; fails
+## when a target crashed. FUZZ_TARGETS="verify_stripe extract" selects targets
 FUZZ_SECS ?= 60
 fuzz:
 	FUZZ_SECS=$(FUZZ_SECS) FUZZ_TARGETS="$(FUZZ_TARGETS)" scripts/fuzz.sh

@@ -2,7 +2,7 @@
 # make bench: one release build of the benchmark binaries and the receiver, then each part in
 # turn (PARTS="http limit scale cold", default all; a part whose binary does not exist is
 # skipped), each on its own throwaway PostgreSQL with durability on, then bench-report writes
-# bench/RESULTS.md (and bench/chart.py bench/throughput.png).
+# dev/bench/RESULTS.md (and dev/bench/chart.py dev/bench/throughput.png).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -10,7 +10,7 @@ parts=${PARTS:-http limit scale cold}
 venv=${BENCH_VENV:-.venv-bench}
 target_dir=${CARGO_TARGET_DIR:-$root/target}
 bin="$target_dir/release"
-mkdir -p bench/results
+mkdir -p dev/bench/results
 
 echo "make bench: release build (cargo build --release -p bench -p receiver)" >&2
 nice -n 5 cargo build --release -p bench -p receiver
@@ -49,8 +49,8 @@ if want cold; then
 fi
 
 if [ -x "$venv/bin/python" ]; then
-  "$venv/bin/python" bench/chart.py bench/results bench/throughput.png || \
+  "$venv/bin/python" dev/bench/chart.py dev/bench/results dev/bench/throughput.png || \
     echo "make bench: chart.py failed; RESULTS.md says so" >&2
 fi
-"$bin/bench-report" --results bench/results --out bench/RESULTS.md
-echo "make bench: results in bench/RESULTS.md (parts: bench/results/*.json, *.md; chart: bench/throughput.png)"
+"$bin/bench-report" --results dev/bench/results --out dev/bench/RESULTS.md
+echo "make bench: results in dev/bench/RESULTS.md (parts: dev/bench/results/*.json, *.md; chart: dev/bench/throughput.png)"

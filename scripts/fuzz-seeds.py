@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes the seed corpora of the fuzz targets (fuzz/corpus/<target>/, committed) from the
+"""Writes the seed corpora of the fuzz targets (dev/fuzz/corpus/<target>/, committed) from the
 repository's own test vectors: the signed Lambda events of events/receiver/ (signed at
 1732870000 with the secrets of events/sources.local.json, the clock and sources the targets use),
 the sources configuration, and a few hostile variants. Deterministic; `make fuzz` does not need
@@ -11,7 +11,7 @@ import pathlib
 import shutil
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-CORPUS = ROOT / "fuzz" / "corpus"
+CORPUS = ROOT / "dev" / "fuzz" / "corpus"
 EVENTS = ROOT / "events" / "receiver"
 
 # Source (the path's last segment) -> the verify target of its scheme.
@@ -35,7 +35,7 @@ TARGETS = [
 
 
 def delivery(headers, body: bytes) -> bytes:
-    """fuzzing/src/delivery.rs's text form."""
+    """dev/fuzz-entry/src/delivery.rs's text form."""
     head = "".join(f"{name}: {value}\n" for name, value in headers)
     return head.encode() + b"\n" + body
 

@@ -605,7 +605,7 @@ impl Default for WorkerSettings {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SweepSettings {
     /// Rows deleted per batch, each batch its own transaction (default 1,000: in
-    /// bench/SWEEP.md, 5,000-row batches raised the claims' p99 by several times, through the
+    /// dev/bench/SWEEP.md, 5,000-row batches raised the claims' p99 by several times, through the
     /// WAL each batch writes at once; 1,000-row batches left it unchanged).
     pub batch_size: i64,
     /// Batches per run at most (default 1,000: up to a million rows a run, about two minutes
@@ -618,7 +618,7 @@ pub struct SweepSettings {
     /// that took `t`, the sweep pauses at least `t * (100 - duty) / duty`. Deleting writes a
     /// full page image per heap page first touched after a checkpoint, and every claim's COMMIT
     /// waits behind that WAL; bounding the duty cycle bounds the sweep's WAL rate (see
-    /// bench/SWEEP.md).
+    /// dev/bench/SWEEP.md).
     pub duty_percent: u64,
     /// Start no batch with less invocation time left than this, milliseconds (default 10,000).
     pub margin_ms: u64,
@@ -1425,7 +1425,7 @@ mod tests {
         );
     }
 
-    /// Found by `make fuzz` (target `settings_env`, fuzz/regressions/settings_env/): a timeout
+    /// Found by `make fuzz` (target `settings_env`, dev/fuzz/regressions/settings_env/): a timeout
     /// past what PostgreSQL takes overflowed the client deadline's sum (a panic in a debug
     /// build, a deadline of 999 ms in a release build); PostgreSQL refuses such a
     /// `statement_timeout` anyway (`SET` fails for every delivery).

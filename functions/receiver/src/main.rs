@@ -17,7 +17,7 @@ use receiver::stack::stack;
 use shared::Settings;
 
 // One invocation at a time (the Lambda runtime polls, handles, answers): a current-thread
-// runtime starts no worker threads and keeps one allocator arena (bench/results/cold.md).
+// runtime starts no worker threads and keeps one allocator arena (dev/bench/results/cold.md).
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Error> {
     shared::telemetry::init();

@@ -7,7 +7,7 @@
 //! first delivery needs it only when it opens the pool's first connection, so
 //! [`BackgroundTls::start`] begins the build on its own thread while the runtime starts and
 //! polls for the first event, and the first connect waits for it (or builds it itself if the
-//! thread could not start). Measured by `bench-cold` (bench/results/cold.md).
+//! thread could not start). Measured by `bench-cold` (dev/bench/results/cold.md).
 
 use std::sync::{Arc, OnceLock};
 

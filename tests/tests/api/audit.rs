@@ -957,7 +957,7 @@ async fn audit_queries_are_served_by_indexes() {
         "{stuck_plan}"
     );
     // Stuck claims come from the claims' own index (V11), not from one that also holds every
-    // dead letter, failure and lease (at 10M rows that walk took 10 ms: bench/SWEEP.md).
+    // dead letter, failure and lease (at 10M rows that walk took 10 ms: dev/bench/SWEEP.md).
     for (name, plan) in &plans[..2] {
         let text = plan.join("\n");
         assert!(

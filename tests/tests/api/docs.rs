@@ -21,9 +21,15 @@ const ENV_HEADING: &str = "## Environment variables";
 /// Workspace members that are not part of the product: the tests, their harness crates, the
 /// benchmarks, the chaos runs and the fuzzing entry points. Every other member of the
 /// workspace (`Cargo.toml`'s `members`) counts as the product: the functions, `shared`, the
-/// CLI, the console, the handlers, `testing` (what users test their handlers with). A new
-/// development-only crate that reads variables of its own belongs here.
-const DEV_ONLY_CRATES: &[&str] = &["tests", "tests/custom-handler", "bench", "chaos", "fuzzing"];
+/// CLI, the console, the handlers, `handler-testing` (what users test their handlers with). A
+/// new development-only crate that reads variables of its own belongs here.
+const DEV_ONLY_CRATES: &[&str] = &[
+    "tests",
+    "tests/custom-handler",
+    "dev/bench",
+    "dev/chaos",
+    "dev/fuzz-entry",
+];
 
 fn root() -> PathBuf {
     hookledger_tests::repo_root()

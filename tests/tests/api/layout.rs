@@ -33,7 +33,7 @@ const PRODUCT_CRATES: &[&str] = &[
     "verify",
     "shared",
     "handlers",
-    "testing",
+    "handler-testing",
     "cli",
     "console",
     "functions/receiver",
@@ -106,6 +106,8 @@ fn no_product_crate_has_a_module_dependency_cycle() {
     let mut found = BTreeMap::new();
     for krate in PRODUCT_CRATES {
         let src = workspace().join(krate).join("src");
+        // A crate moved or renamed without this list would otherwise go unchecked, silently.
+        assert!(src.is_dir(), "{krate}: no {} (moved?)", src.display());
         for (line, witnesses) in module_cycles(krate, &src) {
             found.insert(line, witnesses);
         }

@@ -357,7 +357,7 @@ fn sources_under(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
 
 /// The deployed code (shared, the functions, the CLI, the handlers crate and the migrations) is
 /// scanned for SQL inserting into `webhook_event` and for calls of the ledger functions that run
-/// it. The benchmark's seeding (bench/) and the tests are not deployed and not scanned.
+/// it. The benchmark's seeding (dev/bench/) and the tests are not deployed and not scanned.
 #[test]
 fn only_the_reviewed_sites_insert_into_the_ledger() {
     let root = hookledger_tests::repo_root();
