@@ -1,11 +1,11 @@
-//! The in-process receiver, the signed Stripe deliveries it is timed on, and delivering them
-//! at a concurrency.
+//! The in-process receiver configured as deployed, and the signed deliveries
+//! ([`bench::signed_deliveries`]) delivered to it at a concurrency, each timed.
 
 use std::sync::Arc;
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::Instant;
 
 use anyhow::Result;
-use serde_json::json;
+use bench::Delivery;
 use shared::config::DatabaseSettings;
 
 /// One inline Stripe source, as bench-load's.
@@ -33,48 +33,6 @@ pub fn receiver(url: &str, pool_size: usize) -> Result<Bench> {
     database.transaction_limits = false;
     let (receiver, stripe) = bench::in_process_receiver(database, SOURCES_JSON, "stripe")?;
     Ok(Bench { receiver, stripe })
-}
-
-/// Unix seconds now.
-pub fn now_secs() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs() as i64)
-}
-
-/// A new `payment_intent.succeeded` event body (the shape bench-load sends).
-pub fn body(tag: &str, i: usize, now: i64) -> Vec<u8> {
-    serde_json::to_vec(&json!({
-        "id": format!("evt_{tag}_{i}"), "object": "event", "created": now,
-        "type": "payment_intent.succeeded",
-        "data": {"object": {"id": format!("pi_{tag}_{i}"), "amount": 1000 + i,
-            "amount_received": 1000 + i, "currency": "usd",
-            "metadata": {"order_id": format!("ord_{tag}_{i}")}}}
-    }))
-    .unwrap_or_default()
-}
-
-/// One signed delivery: its headers and body.
-pub type Delivery = (http::HeaderMap, Vec<u8>);
-
-/// `n` new events tagged `tag` (bodies as [`body`]), each signed at `now` with the bench's
-/// Stripe secret.
-pub fn deliveries(bench: &Bench, tag: &str, n: usize, now: i64) -> Vec<Delivery> {
-    (0..n)
-        .map(|i| {
-            let body = body(tag, i, now);
-            let mut headers = http::HeaderMap::new();
-            for (name, value) in bench.stripe.verifier.sign(0, "", now, &body) {
-                if let (Ok(name), Ok(value)) = (
-                    http::HeaderName::from_bytes(name.as_bytes()),
-                    http::HeaderValue::from_str(&value),
-                ) {
-                    headers.insert(name, value);
-                }
-            }
-            (headers, body)
-        })
-        .collect()
 }
 
 /// Delivers `list` at `concurrency`; returns each delivery's latency (ms) and how many were

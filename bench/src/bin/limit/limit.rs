@@ -9,11 +9,13 @@ use anyhow::{bail, Context, Result};
 use serde_json::{json, Value};
 
 use crate::database::{admin, migrate};
-use crate::deliveries::{body, deliver, deliveries, now_secs, receiver, Delivery};
+use bench::{order_event_body, round3, signed_deliveries, unix_now, Delivery};
+
+use crate::deliveries::{deliver, receiver};
 use crate::machine::{machine_md, show};
 use crate::pgbench::{pgbench, PgbenchRun, SCRIPTS};
 use crate::turns::{self, proxied};
-use crate::work::{compare, measure, round3, settle, work_json, work_md};
+use crate::work::{compare, measure, settle, work_json, work_md};
 
 /// `bench-limit limit`: see the module's docs.
 ///
@@ -59,20 +61,21 @@ pub async fn limit(
     let proxy = turns::TurnProxy::start(upstream).await?;
     let (proxy_url, _) = proxied(url, proxy.port)?;
     let bench = receiver(&proxy_url, 1)?;
-    let now = now_secs();
+    let now = unix_now();
     let tag = format!("limit_{now}");
     // Warm up: the pool's connection and its prepared statements.
-    let warm_list = deliveries(&bench, &format!("{tag}_warm"), 20, now);
+    let warm_list = signed_deliveries(&bench.stripe, &format!("{tag}_warm"), 20, now);
     let (_, warm_ok) = deliver(bench.receiver.clone(), warm_list.clone(), 1, now).await?;
     anyhow::ensure!(
         warm_ok == 20,
         "warm-up deliveries were not all answered 200 ({warm_ok}/20)"
     );
     settle(&bench, &warm_list, now).await?;
-    let new_events: Vec<Delivery> = deliveries(&bench, &tag, events as usize + 1000, now)
-        .into_iter()
-        .skip(1000)
-        .collect();
+    let new_events: Vec<Delivery> =
+        signed_deliveries(&bench.stripe, &tag, events as usize + 1000, now)
+            .into_iter()
+            .skip(1000)
+            .collect();
     let (receiver_new, (_, new_ok)) = measure(
         &admin,
         &proxy,
@@ -83,7 +86,7 @@ pub async fn limit(
     .await?;
     // A new pool for the duplicates, warmed up on the duplicate path too.
     let bench = receiver(&proxy_url, 1)?;
-    let warm2 = deliveries(&bench, &format!("{tag}_warm2"), 20, now);
+    let warm2 = signed_deliveries(&bench.stripe, &format!("{tag}_warm2"), 20, now);
     deliver(bench.receiver.clone(), warm2.clone(), 1, now).await?;
     deliver(bench.receiver.clone(), warm2.clone(), 1, now).await?;
     settle(&bench, &warm2, now).await?;
@@ -213,7 +216,7 @@ pub async fn limit(
          the scripts' values (-D) taken from one real delivery (body {} bytes stored as the payload, 32-byte digests, the handler's response); \
          `CHECKPOINT` before each run; for each client count (a), (b), (c) in turn. Event ids are unique: \
          `run x 10^12 + client_id x 10^9 + n`, `n` a per-client counter (pgbench keeps a client's variables across transactions).\n",
-        body("limit_0000000000", 1000, now_secs()).len()
+        order_event_body("limit_0000000000", 1000, unix_now()).len()
     );
     let _ = writeln!(md, "| script | clients | tps | latency avg ms | transactions | failed |\n|---|---:|---:|---:|---:|---:|");
     for (name, c, run) in &tput {

@@ -14,16 +14,9 @@ pub async fn show(client: &tokio_postgres::Client, name: &str) -> String {
 /// The Markdown table of the build, CPU, load average, PostgreSQL and pgbench versions and the
 /// server settings that decide write cost.
 pub async fn machine_md(client: &tokio_postgres::Client) -> String {
-    let cpu = std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("model name"))
-                .and_then(|l| l.split_once(':').map(|(_, v)| v.trim().to_owned()))
-        })
-        .unwrap_or_default();
+    let cpu = bench::cpu_model().unwrap_or_default();
     let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
-    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    let load = bench::load_average();
     let version: String = client
         .query_one("SELECT version()", &[])
         .await
@@ -42,10 +35,7 @@ pub async fn machine_md(client: &tokio_postgres::Client) -> String {
     let mut md = format!(
         "| | |\n|---|---|\n| bench-limit build | {build} |\n| CPU | {cores} cores, {cpu} |\n| Load average at start | {} |\n\
          | PostgreSQL | {version} |\n| pgbench | {pgbench} |\n",
-        load.split_whitespace()
-            .take(3)
-            .collect::<Vec<_>>()
-            .join(", ")
+        load
     );
     for name in [
         "fsync",

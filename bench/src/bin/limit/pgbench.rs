@@ -4,10 +4,9 @@
 use std::fmt::Write as _;
 
 use anyhow::{bail, Context, Result};
+use bench::{order_event_body, unix_now};
 use serde_json::json;
 use sha2::Digest;
-
-use crate::deliveries::{body, now_secs};
 
 /// The scripts by their letter, in `--scripts`.
 pub const SCRIPTS: [(&str, &str); 3] = [
@@ -19,7 +18,7 @@ pub const SCRIPTS: [(&str, &str); 3] = [
 /// The pgbench variables every script uses, from one real delivery's values.
 fn pgbench_vars(run: u64) -> Vec<String> {
     // The same length as the receiver's per-event bodies (tag `limit_<10 digits>`, i >= 1000).
-    let body = body("limit_0000000000", 1000, now_secs());
+    let body = order_event_body("limit_0000000000", 1000, unix_now());
     let digest = sha2::Sha256::digest(&body);
     let identity = sha2::Sha256::digest(digest);
     let response = json!({"order_id": "ord_pgbench_000000000000", "status": "recorded"});
@@ -74,7 +73,7 @@ pub async fn pgbench(
     limit: (&str, u64),
 ) -> Result<PgbenchRun> {
     let run =
-        RUN.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + now_secs() as u64 % 1000 * 100;
+        RUN.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + unix_now() as u64 % 1000 * 100;
     let threads = clients.clamp(1, 2);
     let mut args: Vec<String> = vec![
         "-n".into(),

@@ -9,9 +9,10 @@ use anyhow::{Context, Result};
 use serde_json::{json, Value};
 
 use crate::database::{admin, migrate};
-use crate::deliveries::{deliver, deliveries, now_secs, receiver};
+use bench::{round3, signed_deliveries, unix_now};
+
+use crate::deliveries::{deliver, receiver};
 use crate::machine::machine_md;
-use crate::work::round3;
 
 /// The bulk load: rows `from..=to`, sources alternating `stripe`/`github`, Stripe-shaped
 /// random keys (`evt_` + 24 hex), completed with a small response, no payload, claimed 100 ms
@@ -46,7 +47,7 @@ pub async fn scale(
     let machine = machine_md(&admin).await;
     let max_c = concurrency.iter().copied().max().unwrap_or(1);
     let bench = receiver(url, max_c)?;
-    let now = now_secs();
+    let now = unix_now();
     let existing: i64 = admin
         .query_one("SELECT count(*) FROM webhook_event", &[])
         .await?
@@ -151,14 +152,14 @@ pub async fn scale(
             // Warm-up: connections and prepared statements, and the pages the claims touch.
             deliver(
                 bench.receiver.clone(),
-                deliveries(&bench, &format!("{tag}_warm"), 50.max(c * 4), now),
+                signed_deliveries(&bench.stripe, &format!("{tag}_warm"), 50.max(c * 4), now),
                 c,
                 now,
             )
             .await?;
             let (mut times, ok) = deliver(
                 bench.receiver.clone(),
-                deliveries(&bench, &tag, claims, now),
+                signed_deliveries(&bench.stripe, &tag, claims, now),
                 c,
                 now,
             )

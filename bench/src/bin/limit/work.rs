@@ -7,7 +7,9 @@ use std::time::Duration;
 use anyhow::Result;
 use serde_json::{json, Value};
 
-use crate::deliveries::{deliver, Bench, Delivery};
+use bench::{round3, Delivery};
+
+use crate::deliveries::{deliver, Bench};
 use crate::pgstat::{self, Work};
 use crate::turns;
 
@@ -69,11 +71,6 @@ pub fn work_json(w: &Work) -> Value {
             "hot_updates": round3(*hot), "indexes": idx
         })).collect::<Vec<_>>(),
     })
-}
-
-/// `v` rounded to 3 decimals.
-pub fn round3(v: f64) -> f64 {
-    (v * 1000.0).round() / 1000.0
 }
 
 fn short(text: &str, max: usize) -> String {
