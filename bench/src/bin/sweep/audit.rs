@@ -8,21 +8,10 @@ use shared::config::AuditSettings;
 use shared::db::{Connection, Sql};
 use tokio_postgres::types::ToSql;
 
-use crate::run::Bench;
+use crate::plan::plan_text;
+use crate::setup::Bench;
+use crate::sources::AUDIT_SOURCE_NAMES;
 use crate::traffic::pct;
-
-/// The auditor's sources: the bench's two and two more (one deferred), as a deployment with a
-/// few providers has.
-pub const AUDIT_SOURCES_JSON: &str = r#"[
-  {"name": "stripe", "scheme": "stripe", "secrets": ["whsec_bench_placeholder"], "mode": "inline"},
-  {"name": "github", "scheme": "github", "secrets": ["bench-placeholder"], "mode": "inline"},
-  {"name": "shopify", "scheme": "shopify", "secrets": ["bench-placeholder"], "mode": "inline"},
-  {"name": "stripe-deferred", "scheme": "stripe", "secrets": ["whsec_bench_placeholder"], "mode": "deferred"}
-]"#;
-
-/// The sources the per-source statements are timed for (the audit runs them once per source);
-/// the table shows the slowest.
-const AUDIT_SOURCE_NAMES: [&str; 4] = ["stripe", "github", "shopify", "stripe-deferred"];
 
 /// Timed runs of each auditor statement (after 3 warm-up runs).
 pub const AUDIT_RUNS: usize = 20;
@@ -297,11 +286,6 @@ impl Bench {
             .await?;
         let rows = self.admin.query(&statement, params).await;
         self.admin.batch_execute("ROLLBACK").await?;
-        let mut plan = String::new();
-        for row in rows? {
-            plan.push_str(row.get::<_, &str>(0));
-            plan.push('\n');
-        }
-        Ok(plan)
+        Ok(plan_text(&rows?))
     }
 }

@@ -2,20 +2,14 @@
 
 use anyhow::Result;
 
-use crate::run::Bench;
+use crate::setup::Bench;
 
 impl Bench {
     /// The machine (CPU, memory, load average) and the server's version and the settings that
     /// decide write cost, as the report's "Machine" rows.
     pub async fn machine_facts(&self) -> Result<Vec<(String, String)>> {
         let mut facts = Vec::new();
-        let cpu = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
-        let model = cpu
-            .lines()
-            .find(|l| l.starts_with("model name"))
-            .and_then(|l| l.split_once(':'))
-            .map(|(_, m)| m.trim().to_owned())
-            .unwrap_or_else(|| "unknown".to_owned());
+        let model = bench::cpu_model().unwrap_or_else(|| "unknown".to_owned());
         let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
         facts.push(("CPU".to_owned(), format!("{cores} cores, {model}")));
         let mem = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
@@ -27,13 +21,9 @@ impl Bench {
                 .unwrap_or(0.0);
             facts.push(("Memory".to_owned(), format!("{:.0} GiB", kb / 1048576.0)));
         }
-        let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
         facts.push((
             "Load average at start (1, 5, 15 min)".to_owned(),
-            load.split_whitespace()
-                .take(3)
-                .collect::<Vec<_>>()
-                .join(", "),
+            bench::load_average(),
         ));
         let version: String = self.admin.query_one("SELECT version()", &[]).await?.get(0);
         facts.push(("PostgreSQL".to_owned(), version));

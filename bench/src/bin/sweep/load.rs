@@ -5,7 +5,7 @@ use std::time::Instant;
 
 use anyhow::{Context, Result};
 
-use crate::run::Bench;
+use crate::setup::Bench;
 
 impl Bench {
     /// Loads the expired rows (`refill`: only those missing, after batches deleted some).

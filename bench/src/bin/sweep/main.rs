@@ -38,6 +38,7 @@ macro_rules! step {
 mod args;
 mod audit;
 mod baseline;
+mod claims;
 mod facts;
 mod findings;
 mod load;
@@ -45,10 +46,12 @@ mod phases;
 mod plan;
 mod report;
 mod run;
+mod setup;
+mod sources;
 mod traffic;
 
 use args::Args;
-use run::Bench;
+use setup::Bench;
 
 #[tokio::main]
 async fn main() -> Result<()> {

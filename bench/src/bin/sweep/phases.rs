@@ -10,7 +10,7 @@ use anyhow::Result;
 use shared::config::SweepSettings;
 use shared::retention::Retention;
 
-use crate::run::Bench;
+use crate::setup::Bench;
 use crate::traffic::Samples;
 
 /// What runs beside the claim traffic in a phase.

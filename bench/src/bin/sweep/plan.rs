@@ -1,5 +1,5 @@
 //! The batch statement's plan: `EXPLAIN (ANALYZE, BUFFERS)` of the sweep's `DELETE` after a
-//! few batches, and one sentence on what it shows.
+//! few batches, the text of an `EXPLAIN`, and one sentence on what a plan shows.
 
 use std::time::SystemTime;
 
@@ -7,8 +7,10 @@ use anyhow::Result;
 use shared::config::SweepSettings;
 use shared::ledger;
 use tokio_postgres::types::Type;
+use tokio_postgres::Row;
 
-use crate::run::{Bench, SOURCES};
+use crate::setup::Bench;
+use crate::sources::SOURCES;
 
 impl Bench {
     /// Runs `n` batches of the first source's expired keys as the sweep does, then the
@@ -50,13 +52,18 @@ impl Bench {
             .query(&statement, &[&SOURCES[0], &after, &cutoff, &limit])
             .await;
         self.admin.batch_execute("ROLLBACK").await?;
-        let mut plan = String::new();
-        for row in rows? {
-            plan.push_str(row.get::<_, &str>(0));
-            plan.push('\n');
-        }
-        Ok(plan)
+        Ok(plan_text(&rows?))
     }
+}
+
+/// The text of an `EXPLAIN`'s rows, one line each.
+pub fn plan_text(rows: &[Row]) -> String {
+    let mut plan = String::new();
+    for row in rows {
+        plan.push_str(row.get::<_, &str>(0));
+        plan.push('\n');
+    }
+    plan
 }
 
 /// One sentence on what the plan shows, from its text.

@@ -9,7 +9,8 @@ use crate::audit::{AuditTimes, StatementTime, AUDIT_RUNS};
 use crate::findings::{findings_section, verdict_line, verdict_section};
 use crate::phases::Phase;
 use crate::plan::plan_sentence;
-use crate::run::{Bench, SOURCES};
+use crate::setup::Bench;
+use crate::sources::SOURCES;
 use crate::traffic::pct;
 
 /// What a run produces.

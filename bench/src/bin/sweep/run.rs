@@ -1,73 +1,16 @@
-//! The run: the bench's connections and shared state ([`Bench`]), and the order of what it
-//! measures (the ledger, the batch statement's plan, the phases, the auditor), ending in the
-//! report.
+//! The run: the order of what it measures (the ledger, the batch statement's plan, the phases,
+//! the auditor), ending in the report.
 
-use std::sync::atomic::AtomicU64;
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Result};
-use shared::config::{DatabaseSettings, SweepSettings};
-use shared::db::Pool;
-use shared::Sources;
+use shared::config::SweepSettings;
 
-use crate::args::Args;
-use crate::audit::AUDIT_SOURCES_JSON;
 use crate::phases::Background;
 use crate::report::Report;
-use crate::traffic::LiveEvent;
-
-/// The sources of the sweep phases' ledger and claim traffic (`github` first: the plan is of
-/// its batches).
-pub const SOURCES: [&str; 2] = ["github", "stripe"];
-
-/// Two inline sources; the bench never verifies a signature, so the secrets are placeholders.
-const SOURCES_JSON: &str = r#"[
-  {"name": "stripe", "scheme": "stripe", "secrets": ["whsec_bench_placeholder"], "mode": "inline"},
-  {"name": "github", "scheme": "github", "secrets": ["bench-placeholder"], "mode": "inline"}
-]"#;
-
-/// One run: its options, its connections, and the completed events the claim traffic draws
-/// its duplicates from.
-pub struct Bench {
-    pub args: Args,
-    /// The throwaway database (`--database-url`), pool size `--connections`.
-    pub settings: DatabaseSettings,
-    /// The bench's two sources ([`SOURCES_JSON`]).
-    pub sources: Sources,
-    /// The auditor's sources ([`AUDIT_SOURCES_JSON`]).
-    pub audit_sources: Sources,
-    /// Claim traffic.
-    pub pool: Pool,
-    /// Setup, statistics, the unbatched DELETE: no per-transaction limits.
-    pub admin: tokio_postgres::Client,
-    /// The run's start, for the progress lines (`step!`).
-    pub t0: Instant,
-    /// Completed live events the duplicates are drawn from.
-    pub completed: Arc<Mutex<Vec<LiveEvent>>>,
-    /// The next new live event's number.
-    pub next_id: Arc<AtomicU64>,
-}
+use crate::setup::Bench;
 
 impl Bench {
-    /// Connects to the database (the admin session and the claim pool) and parses the sources.
-    pub async fn new(args: Args) -> Result<Self> {
-        let mut settings = DatabaseSettings::with_url(args.database_url.clone());
-        settings.pool_size = args.connections;
-        let admin = shared::db::connect(&settings).await?;
-        Ok(Self {
-            sources: Sources::from_json(SOURCES_JSON)?,
-            audit_sources: Sources::from_json(AUDIT_SOURCES_JSON)?,
-            pool: shared::db::pool(&settings)?,
-            settings,
-            admin,
-            args,
-            t0: Instant::now(),
-            completed: Arc::new(Mutex::new(Vec::new())),
-            next_id: Arc::new(AtomicU64::new(0)),
-        })
-    }
-
     /// The whole run, in the order of the crate's docs; returns the report.
     pub async fn run(&self) -> Result<Report> {
         shared::db::migrate(&self.settings).await?;
