@@ -19,6 +19,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{bail, Context, Result};
+use bench::round3;
 use bytes::Bytes;
 use clap::Parser;
 use lambda_sim::{Answer, HttpApiEvent, RuntimeApi};
@@ -171,10 +172,6 @@ fn percentile(values: &[f64], p: f64) -> f64 {
 
 fn stats_json(s: &Stats) -> Value {
     json!({"median": round3(s.median), "min": round3(s.min), "max": round3(s.max)})
-}
-
-fn round3(x: f64) -> f64 {
-    (x * 1000.0).round() / 1000.0
 }
 
 /// The measured figures for one binary.

@@ -1,4 +1,4 @@
-//! Measurement helpers: /proc CPU, percentiles, Stripe signing, machine facts.
+//! Measurement helpers: /proc CPU, percentiles and rounding, Stripe signing, machine facts.
 
 use std::path::Path;
 use std::process::Command;
@@ -120,6 +120,11 @@ pub fn percentile(sorted: &[f64], q: f64) -> f64 {
     sorted[rank.clamp(1, sorted.len()) - 1]
 }
 
+/// `v` rounded to 3 decimals (the JSON reports' figures).
+pub fn round3(v: f64) -> f64 {
+    (v * 1000.0).round() / 1000.0
+}
+
 /// The `Stripe-Signature` header value for `body` signed with `secret` at `t` (unix seconds):
 /// `t=<t>,v1=<hex HMAC-SHA256(secret, "{t}.{body}")>` (Stripe's "Verify webhook signatures
 /// manually": the signed payload is the timestamp, a dot, and the raw body).
@@ -164,16 +169,32 @@ fn read_trimmed(path: impl AsRef<Path>) -> Option<String> {
         .map(|s| s.trim().to_owned())
 }
 
-/// Facts about this machine (no database): CPU model, logical cores, memory, load average,
-/// kernel, rustc. A JSON object of strings and numbers.
-pub fn machine_facts() -> serde_json::Value {
-    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
-    let cpu_model = cpuinfo
+/// The CPU's model, from the first `model name` line of /proc/cpuinfo; `None` when there is
+/// none (or no /proc/cpuinfo).
+pub fn cpu_model() -> Option<String> {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .unwrap_or_default()
         .lines()
         .find(|l| l.starts_with("model name"))
         .and_then(|l| l.split_once(':'))
         .map(|(_, v)| v.trim().to_owned())
-        .unwrap_or_else(|| "unknown".into());
+}
+
+/// The load averages over 1, 5 and 15 minutes from /proc/loadavg, as `0.52, 0.58, 0.59`
+/// (empty when unreadable).
+pub fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .unwrap_or_default()
+        .split_whitespace()
+        .take(3)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Facts about this machine (no database): CPU model, logical cores, memory, load average,
+/// kernel, rustc. A JSON object of strings and numbers.
+pub fn machine_facts() -> serde_json::Value {
+    let cpu_model = cpu_model().unwrap_or_else(|| "unknown".into());
     let mem_kib = std::fs::read_to_string("/proc/meminfo")
         .unwrap_or_default()
         .lines()
@@ -233,44 +254,6 @@ pub const DEPLOYED_LIMITS: &str = "DO $$ BEGIN \
     EXECUTE format('ALTER DATABASE %I SET lock_timeout = 2000', current_database()); \
     EXECUTE format('ALTER DATABASE %I SET idle_in_transaction_session_timeout = 10000', current_database()); \
     END $$";
-
-/// The in-process receive path over `database` with the sources `sources_json` (a JSON array,
-/// as `HOOKLEDGER_SOURCES`), running the user's handlers (`handlers::registry`), and the
-/// configuration of its source `source` (to sign deliveries with).
-///
-/// # Errors
-/// When the sources do not parse, the pool cannot be built, or `source` is not among them.
-pub fn in_process_receiver(
-    database: shared::config::DatabaseSettings,
-    sources_json: &str,
-    source: &str,
-) -> anyhow::Result<(
-    std::sync::Arc<shared::Receiver>,
-    std::sync::Arc<shared::SourceConfig>,
-)> {
-    use anyhow::Context;
-    let settings = shared::Settings {
-        database,
-        sources: shared::Sources::from_json(sources_json)?,
-        sources_reload: Default::default(),
-        worker: Default::default(),
-        worker_function: None,
-        sweep: Default::default(),
-        audit: Default::default(),
-    };
-    let pool = shared::db::pool(&settings.database)?;
-    let receiver = std::sync::Arc::new(shared::Receiver::new(
-        &settings,
-        pool,
-        handlers::registry(&settings.sources),
-    ));
-    let config = settings
-        .sources
-        .get(source)
-        .cloned()
-        .with_context(|| format!("the bench's {source} source"))?;
-    Ok((receiver, config))
-}
 
 #[cfg(test)]
 mod tests {

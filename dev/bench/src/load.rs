@@ -76,28 +76,7 @@ async fn load(database: DatabaseSettings, n: usize, concurrency: usize) -> Resul
     shared::telemetry::init();
     let now = SystemTime::now().duration_since(UNIX_EPOCH)?.as_secs() as i64;
     let run = format!("{now}");
-    let deliveries: Vec<(http::HeaderMap, Vec<u8>)> = (0..n)
-        .map(|i| {
-            let body = serde_json::to_vec(&serde_json::json!({
-                "id": format!("evt_load_{run}_{i}"), "object": "event", "created": now,
-                "type": "payment_intent.succeeded",
-                "data": {"object": {"id": format!("pi_load_{run}_{i}"), "amount": 1000 + i,
-                    "amount_received": 1000 + i, "currency": "usd",
-                    "metadata": {"order_id": format!("ord_load_{run}_{i}")}}}
-            }))
-            .unwrap_or_default();
-            let mut headers = http::HeaderMap::new();
-            for (name, value) in stripe.verifier.sign(0, "", now, &body) {
-                if let (Ok(name), Ok(value)) = (
-                    http::HeaderName::from_bytes(name.as_bytes()),
-                    http::HeaderValue::from_str(&value),
-                ) {
-                    headers.insert(name, value);
-                }
-            }
-            (headers, body)
-        })
-        .collect();
+    let deliveries = bench::signed_deliveries(&stripe, &format!("load_{run}"), n, now);
     // Warm up the pool's connections and their prepared statements.
     let warm: Vec<_> = deliveries.iter().take(concurrency).cloned().collect();
     let deliveries = std::sync::Arc::new(deliveries);

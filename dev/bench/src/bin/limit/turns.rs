@@ -2,12 +2,13 @@
 //! counts round trips as client "turns": on each connection, a client write that comes after
 //! the server last wrote (or the connection's first client write) starts a new turn. A
 //! pipelined batch (several messages written before any reply) is one turn; a statement that
-//! waits for the previous one's reply is another. Bytes are forwarded unchanged.
+//! waits for the previous one's reply is another. Bytes are forwarded unchanged. [`proxied`]
+//! points a `DATABASE_URL` at the proxy.
 
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
@@ -89,4 +90,28 @@ async fn relay(client: TcpStream, server: TcpStream, turns: Arc<AtomicU64>) -> R
     };
     let _ = tokio::join!(up, down);
     Ok(())
+}
+
+/// `url` with its host and port replaced by 127.0.0.1:`port` (the proxy), and the upstream
+/// `host:port`.
+///
+/// # Errors
+/// When `url` does not parse or names no TCP host.
+pub fn proxied(url: &str, port: u16) -> Result<(String, String)> {
+    let config: tokio_postgres::Config = url.parse().context("parsing DATABASE_URL")?;
+    let host = match config.get_hosts().first() {
+        Some(tokio_postgres::config::Host::Tcp(h)) => h.clone(),
+        _ => bail!("DATABASE_URL must name a TCP host"),
+    };
+    let upstream_port = config.get_ports().first().copied().unwrap_or(5432);
+    let user = config.get_user().unwrap_or("postgres");
+    let db = config.get_dbname().unwrap_or("postgres");
+    let password = config
+        .get_password()
+        .map(|p| format!(":{}", String::from_utf8_lossy(p)))
+        .unwrap_or_default();
+    Ok((
+        format!("postgres://{user}{password}@127.0.0.1:{port}/{db}?sslmode=disable"),
+        format!("{host}:{upstream_port}"),
+    ))
 }
