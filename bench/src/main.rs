@@ -15,7 +15,7 @@
 //!    only while the sweep runs (it ends the phase when it finishes early);
 //! 4. the hot duplicate through `claim` (with the expiry check) interleaved with the lookup as
 //!    it was before retention (BASELINE below);
-//! 5. the auditor: every statement of `shared::ledger::audit` (and the sweep's two it reuses)
+//! 5. the auditor: every statement of `shared::audit::sql` (and the sweep's two it reuses)
 //!    and the whole `shared::audit::peek`, timed warm on a ledger of `--audit-rows` rows in a
 //!    realistic mix, then on 10,000,000 rows (`--ten-million false` skips that), with each plan;
 //! 6. writes the Markdown report (`--out`, default `bench/SWEEP.md`), with findings computed
@@ -549,10 +549,10 @@ impl Bench {
         let mut after = SystemTime::UNIX_EPOCH;
         for _ in 0..n {
             conn.begin().await?;
-            let deleted = ledger::sweep::delete_expired(
+            let deleted = shared::sweep::sql::delete_expired(
                 &conn,
                 SOURCES[0],
-                ledger::sweep::Expired::Completed,
+                shared::sweep::sql::Expired::Completed,
                 after,
                 cutoff,
                 limit,
@@ -563,7 +563,7 @@ impl Bench {
         }
         let text = format!(
             "EXPLAIN (ANALYZE, BUFFERS) {}",
-            ledger::sweep::DELETE_COMPLETED.text
+            shared::sweep::sql::DELETE_COMPLETED.text
         );
         let statement = self
             .admin
@@ -883,7 +883,7 @@ impl Bench {
         let idle_after = settings.idle_in_transaction_after_secs as i64;
         let claimed_before = now - Duration::from_secs(settings.stuck_after_secs);
         let since = now - shared::audit::FIRST_RUN_WINDOW;
-        use shared::ledger::audit as q;
+        use shared::audit::sql as q;
         let global: Vec<(&str, &'static Sql, Vec<&(dyn ToSql + Sync)>)> = vec![
             ("LOCK_RUN", &q::LOCK_RUN, vec![]),
             (
@@ -905,7 +905,7 @@ impl Bench {
             ),
             (
                 "sweep SOURCES_PRESENT",
-                &shared::ledger::sweep::SOURCES_PRESENT,
+                &shared::sweep::sql::SOURCES_PRESENT,
                 vec![],
             ),
             ("RECORD_RUN", &q::RECORD_RUN, vec![&now]),
@@ -923,7 +923,7 @@ impl Bench {
         }
         // Per source: every source timed, the slowest (by median) reported.
         let per_source: [(&str, &'static Sql); 4] = [
-            ("sweep OLDEST_KEY", &shared::ledger::sweep::OLDEST_KEY),
+            ("sweep OLDEST_KEY", &shared::sweep::sql::OLDEST_KEY),
             ("NEWEST_KEY", &q::NEWEST_KEY),
             ("PAST_RETENTION", &q::PAST_RETENTION),
             ("DEAD_LETTERS", &q::DEAD_LETTERS),
@@ -1200,7 +1200,7 @@ impl Bench {
         let _ = writeln!(
             md,
             "\n## The batch statement's plan\n\n`EXPLAIN (ANALYZE, BUFFERS)` of \
-             `shared::ledger::sweep::DELETE_COMPLETED` (source `{}`, batch {}) after 10 batches \
+             `shared::sweep::sql::DELETE_COMPLETED` (source `{}`, batch {}) after 10 batches \
              of it have run on the {}-row ledger, the keyset `$2` = the 10th batch's last \
              `claimed_at` (rolled back):\n\n```\n{}```\n",
             SOURCES[0],
