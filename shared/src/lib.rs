@@ -9,7 +9,6 @@
 pub mod apply;
 pub mod audit;
 pub mod config;
-pub mod custom_resource;
 pub mod db;
 pub mod doorbell;
 pub mod effect;
@@ -26,7 +25,6 @@ pub mod redrive;
 pub mod replay;
 pub mod retention;
 pub mod retry_after;
-pub mod schema;
 pub mod secrets;
 pub mod sources_refresh;
 pub mod status;

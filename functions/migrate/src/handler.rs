@@ -1,4 +1,4 @@
-//! Translates an invocation into one answer to CloudFormation (`shared::schema::resource`),
+//! Translates an invocation into one answer to CloudFormation ([`crate::resource`]),
 //! with the invocation's deadline as the time budget.
 
 use std::time::SystemTime;
@@ -6,7 +6,8 @@ use std::time::SystemTime;
 use lambda_runtime::{Error, LambdaEvent};
 use serde_json::Value;
 use shared::invocation::deadline;
-use shared::schema::resource::SchemaResource;
+
+use crate::resource::SchemaResource;
 
 /// Built once per execution environment.
 #[derive(Debug, Clone)]

@@ -3,7 +3,7 @@
 //!
 //! - Trigger: CloudFormation, on Create, Update (a changed `Version`, `Logins` or
 //!   `ConnectionBudget`, and on a rollback with the old properties) and Delete of the resource.
-//! - Input: a custom resource request; `ResourceProperties` as in `shared::schema`.
+//! - Input: a custom resource request; `ResourceProperties` as in `migrate::schema`.
 //! - Output: the answer `PUT` to the request's `ResponseURL` (SUCCESS with `Data`, or FAILED
 //!   with a short `Reason`, which makes CloudFormation roll back), also returned.
 //! - Environment: the database variables (`HOOKLEDGER_DB_SECRET_ARN` = the admin (owner)
@@ -14,7 +14,7 @@
 
 use lambda_runtime::{run, service_fn, Error, LambdaEvent};
 use migrate::handler::{function_handler, AppState};
-use shared::schema::resource::{database_settings_from_env, SchemaResource};
+use migrate::resource::{database_settings_from_env, SchemaResource};
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {

@@ -121,7 +121,7 @@ pub async fn migrate_with(
 /// session ends): one migration run at a time per database, whether from a deploy (the migrate
 /// function), the operator CLI's `hookledger migrate`, or both at once. Concurrent runs on a
 /// fresh database otherwise collide on the catalog's unique indexes (`CREATE TYPE`, ...).
-pub(crate) const SCHEMA_LOCK: &str = "SELECT pg_advisory_lock(hashtext('hookledger.schema'))";
+pub const SCHEMA_LOCK: &str = "SELECT pg_advisory_lock(hashtext('hookledger.schema'))";
 
 /// [`migrate_with`] over an open connection, with the full report. Waits for the
 /// [`SCHEMA_LOCK`] first (under the session's `lock_timeout`, if any).

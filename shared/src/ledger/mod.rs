@@ -1,10 +1,12 @@
-//! Every statement on `webhook_event`: the claim and its lookup ([`claim`]), the transaction a
-//! handler runs in and its completion ([`tx`]), deferred mode's accept ([`deferred`]), the
-//! worker's lease, start, failure and release ([`lease`]), the sweep ([`sweep`]), the auditor's
-//! reads ([`audit`]), the operator's re-drive and re-run ([`redrive`]) and full read
-//! ([`inspect`]), with pipelining from `crate::db`; and every statement on `outbox`: queue an
-//! event's messages with its completion, lease due messages, record their outcome
-//! ([`outbox`]).
+//! The statements of the delivery path on `webhook_event`: the claim and its lookup ([`claim`]),
+//! the transaction a handler runs in and its completion ([`tx`]), deferred mode's accept
+//! ([`deferred`]), the worker's lease, start, failure and release ([`lease`]) and one event's
+//! full read ([`inspect`]), with pipelining from `crate::db`; and the statements on `outbox`
+//! that the ledger's transaction and the worker run: queue an event's messages with its
+//! completion, lease due messages, record their outcome ([`outbox`]). The scheduled and
+//! operator jobs keep their statements beside their logic: the sweep's in
+//! [`crate::sweep::sql`], the auditor's in [`crate::audit::sql`], the re-drive's in
+//! [`crate::redrive::sql`] and [`crate::redrive::outbox_sql`].
 //!
 //! The claim is one `INSERT ... ON CONFLICT (source, event_id) DO NOTHING RETURNING` and nothing
 //! is read before it: the primary key is the concurrency control. A second claim of the same key
@@ -21,7 +23,6 @@
 //!   then the handler's deferred writes + its outbox messages (one statement) + completion +
 //!   `COMMIT` pipelined.
 
-pub mod audit;
 pub mod claim;
 pub mod deferred;
 mod gate;
@@ -29,9 +30,6 @@ pub mod inspect;
 pub mod lease;
 pub mod one_statement;
 pub mod outbox;
-pub mod redrive;
-pub mod redrive_outbox;
-pub mod sweep;
 pub mod tx;
 
 pub use crate::status::Status;

@@ -857,7 +857,7 @@ async fn explain(
 
 #[tokio::test]
 async fn audit_queries_are_served_by_indexes() {
-    use shared::ledger::audit as q;
+    use shared::audit::sql as q;
     let app = spawn_app().await;
     let client = app.db.connect().await.unwrap();
     let started = Instant::now();
@@ -901,7 +901,7 @@ async fn audit_queries_are_served_by_indexes() {
         ),
         (
             "oldest_key",
-            explain(&client, &shared::ledger::sweep::OLDEST_KEY, &[&source]).await,
+            explain(&client, &shared::sweep::sql::OLDEST_KEY, &[&source]).await,
         ),
         (
             "past_retention",

@@ -12,11 +12,11 @@ use hookledger_tests::fake_providers::{Answer, FakeServer, Request};
 use hookledger_tests::TestDb;
 use lambda_runtime::{Context, LambdaEvent};
 use migrate::handler::{function_handler, AppState};
+use migrate::resource::SchemaResource;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 use shared::config::DatabaseSettings;
 use shared::db::MigrationSet;
-use shared::schema::resource::SchemaResource;
 
 use crate::roles::user_url;
 
@@ -340,7 +340,7 @@ async fn an_answer_s3_refuses_is_retried_then_the_invocation_fails() {
     assert!(error.contains("403"), "{error}");
     assert_eq!(
         server.requests_with("PUT").len(),
-        shared::custom_resource::SEND_ATTEMPTS as usize
+        migrate::custom_resource::SEND_ATTEMPTS as usize
     );
     // No ResponseURL: nothing to answer, the invocation fails.
     assert!(invoke(&state, json!({"RequestType": "Create"}), 60)
@@ -621,7 +621,7 @@ async fn unreadable_admin_settings_answer_failed_on_create_and_success_on_delete
     // What main.rs does when the admin secret cannot be read at cold start: the function
     // still starts and answers, so the deploy fails at once (not after ServiceTimeout) and
     // the rollback's Delete completes.
-    let settings = shared::schema::resource::database_settings_from(|name| match name {
+    let settings = migrate::resource::database_settings_from(|name| match name {
         "HOOKLEDGER_DB_SECRET_ARN" => Some("not-an-arn".to_owned()),
         "AWS_ENDPOINT_URL_SECRETS_MANAGER" => Some("http://127.0.0.1:1".to_owned()),
         _ => None,

@@ -92,7 +92,7 @@ async fn each_role_has_exactly_its_privileges_on_every_table() {
         ("orders", handlers_table),
         ("subscriptions", handlers_table),
     ]);
-    let roles = shared::schema::GROUP_ROLES;
+    let roles = migrate::schema::GROUP_ROLES;
     let mut actual: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for role in roles {
         for row in client.query(PRIVILEGES, &[&role]).await.unwrap() {

@@ -1,4 +1,4 @@
-//! The auditor timed: every statement of `shared::ledger::audit` (and the sweep's two it
+//! The auditor timed: every statement of `shared::audit::sql` (and the sweep's two it
 //! reuses) and the whole `shared::audit::peek`, warm, on the auditor's ledger, with each plan.
 
 use std::time::{Duration, Instant, SystemTime};
@@ -190,7 +190,7 @@ impl Bench {
         let idle_after = settings.idle_in_transaction_after_secs as i64;
         let claimed_before = now - Duration::from_secs(settings.stuck_after_secs);
         let since = now - shared::audit::FIRST_RUN_WINDOW;
-        use shared::ledger::audit as q;
+        use shared::audit::sql as q;
         let global: Vec<(&str, &'static Sql, Vec<&(dyn ToSql + Sync)>)> = vec![
             ("LOCK_RUN", &q::LOCK_RUN, vec![]),
             (
@@ -212,7 +212,7 @@ impl Bench {
             ),
             (
                 "sweep SOURCES_PRESENT",
-                &shared::ledger::sweep::SOURCES_PRESENT,
+                &shared::sweep::sql::SOURCES_PRESENT,
                 vec![],
             ),
             ("RECORD_RUN", &q::RECORD_RUN, vec![&now]),
@@ -230,7 +230,7 @@ impl Bench {
         }
         // Per source: every source timed, the slowest (by median) reported.
         let per_source: [(&str, &'static Sql); 4] = [
-            ("sweep OLDEST_KEY", &shared::ledger::sweep::OLDEST_KEY),
+            ("sweep OLDEST_KEY", &shared::sweep::sql::OLDEST_KEY),
             ("NEWEST_KEY", &q::NEWEST_KEY),
             ("PAST_RETENTION", &q::PAST_RETENTION),
             ("DEAD_LETTERS", &q::DEAD_LETTERS),

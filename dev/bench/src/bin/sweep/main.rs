@@ -15,7 +15,7 @@
 //!    only while the sweep runs (it ends the phase when it finishes early);
 //! 4. the hot duplicate through `claim` (with the expiry check) interleaved with the lookup as
 //!    it was before retention (BASELINE, `baseline.rs`);
-//! 5. the auditor: every statement of `shared::ledger::audit` (and the sweep's two it reuses)
+//! 5. the auditor: every statement of `shared::audit::sql` (and the sweep's two it reuses)
 //!    and the whole `shared::audit::peek`, timed warm on a ledger of `--audit-rows` rows in a
 //!    realistic mix, then on 10,000,000 rows (`--ten-million false` skips that), with each plan;
 //! 6. writes the Markdown report (`--out`, default `dev/bench/SWEEP.md`), with findings computed

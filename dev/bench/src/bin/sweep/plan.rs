@@ -5,7 +5,6 @@ use std::time::SystemTime;
 
 use anyhow::Result;
 use shared::config::SweepSettings;
-use shared::ledger;
 use tokio_postgres::types::Type;
 use tokio_postgres::Row;
 
@@ -23,10 +22,10 @@ impl Bench {
         let mut after = SystemTime::UNIX_EPOCH;
         for _ in 0..n {
             conn.begin().await?;
-            let deleted = ledger::sweep::delete_expired(
+            let deleted = shared::sweep::sql::delete_expired(
                 &conn,
                 SOURCES[0],
-                ledger::sweep::Expired::Completed,
+                shared::sweep::sql::Expired::Completed,
                 after,
                 cutoff,
                 limit,
@@ -37,7 +36,7 @@ impl Bench {
         }
         let text = format!(
             "EXPLAIN (ANALYZE, BUFFERS) {}",
-            ledger::sweep::DELETE_COMPLETED.text
+            shared::sweep::sql::DELETE_COMPLETED.text
         );
         let statement = self
             .admin

@@ -238,7 +238,7 @@ impl Bench {
         let _ = writeln!(
             md,
             "\n## The batch statement's plan\n\n`EXPLAIN (ANALYZE, BUFFERS)` of \
-             `shared::ledger::sweep::DELETE_COMPLETED` (source `{}`, batch {}) after 10 batches \
+             `shared::sweep::sql::DELETE_COMPLETED` (source `{}`, batch {}) after 10 batches \
              of it have run on the {}-row ledger, the keyset `$2` = the 10th batch's last \
              `claimed_at` (rolled back):\n\n```\n{}```\n",
             SOURCES[0],

@@ -16,8 +16,8 @@ use std::time::SystemTime;
 
 use tokio_postgres::types::Type;
 
-use super::{Connection, LedgerError};
 use crate::db::Sql;
+use crate::ledger::{Connection, LedgerError};
 
 /// What a batch deletes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

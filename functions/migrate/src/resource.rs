@@ -2,7 +2,7 @@
 //! (`Custom::HookledgerSchema`, the `Schema` resource of template.yaml).
 //!
 //! - Create / Update: read the properties, the login secrets, connect with the admin (owner)
-//!   settings, [`super::apply`]; SUCCESS with `Data`, or FAILED with a short `Reason`.
+//!   settings, [`crate::schema::apply`]; SUCCESS with `Data`, or FAILED with a short `Reason`.
 //!   A database ahead of this build (a rollback runs the old binary on the new schema) is
 //!   SUCCESS, with `Data.DatabaseAhead = "true"`.
 //! - Delete: SUCCESS without connecting: the database and its data are kept.
@@ -16,12 +16,13 @@ use std::time::{Duration, SystemTime};
 use secrecy::{ExposeSecret, SecretString};
 use serde_json::{Map, Value};
 
-use super::{
+use shared::config::DatabaseSettings;
+use shared::db::MigrationSet;
+
+use crate::custom_resource::{self, Request, RequestType, Response, Status};
+use crate::schema::{
     credentials, LoginCredentials, LoginSpec, SchemaError, SchemaProperties, SchemaReport,
 };
-use crate::config::DatabaseSettings;
-use crate::custom_resource::{self, Request, RequestType, Response, Status};
-use crate::db::MigrationSet;
 
 /// The physical id of the schema resource: the same on every answer, so an Update never makes
 /// CloudFormation delete "the old" schema.
@@ -39,7 +40,7 @@ pub struct SchemaResource {
     /// a wrong admin secret fails the deploy at once instead of leaving CloudFormation waiting.
     pub database: Result<DatabaseSettings, String>,
     /// Where the login secrets are read (`None`: a request with logins fails).
-    pub secrets: Option<crate::secrets::Secrets>,
+    pub secrets: Option<shared::secrets::Secrets>,
     /// The migration sets after the ledger's (`handlers::migrations()`).
     pub sets: Vec<MigrationSet>,
     /// The client that `PUT`s the answer.
@@ -55,7 +56,7 @@ impl SchemaResource {
     /// When the HTTP client cannot be built (its TLS back end).
     pub fn new(
         database: Result<DatabaseSettings, String>,
-        secrets: Option<crate::secrets::Secrets>,
+        secrets: Option<shared::secrets::Secrets>,
         sets: Vec<MigrationSet>,
     ) -> Result<Self, String> {
         let http = reqwest::Client::builder()
@@ -127,7 +128,7 @@ impl SchemaResource {
                 Map::new(),
             ));
         }
-        let budget = crate::invocation::remaining(deadline).saturating_sub(self.margin);
+        let budget = shared::invocation::remaining(deadline).saturating_sub(self.margin);
         let this = self.clone();
         let properties = request.resource_properties.clone();
         let owner = request.stack_id.clone();
@@ -178,7 +179,7 @@ impl SchemaResource {
             .map(|(_, c)| Some(c.password.clone()))
             .collect();
         let result = async {
-            let mut client = crate::db::connect(database).await?;
+            let mut client = shared::db::connect(database).await?;
             // A direct session of its own (never pooled): the limits are the session's, so a
             // migration blocked behind a lock gives up after lock_timeout instead of queueing
             // the receivers' statements behind it until the deadline. The advisory lock that
@@ -192,7 +193,7 @@ impl SchemaResource {
                 ))
                 .await
                 .map_err(|e| SchemaError::Db(e.to_string()))?;
-            super::apply(&mut client, &properties, &self.sets, &logins, owner, database.lock_timeout_ms).await
+            crate::schema::apply(&mut client, &properties, &self.sets, &logins, owner, database.lock_timeout_ms).await
         }
         .await;
         match result {
@@ -311,8 +312,8 @@ fn data(report: &SchemaReport) -> Map<String, Value> {
 /// it (its role may not), so the sources variables are hidden and a stand-in given.
 ///
 /// # Errors
-/// As [`crate::Settings::from_env`] for the database variables.
-pub async fn database_settings_from_env() -> Result<DatabaseSettings, crate::config::ConfigError> {
+/// As [`shared::Settings::from_env`] for the database variables.
+pub async fn database_settings_from_env() -> Result<DatabaseSettings, shared::config::ConfigError> {
     database_settings_from(|name| std::env::var(name).ok()).await
 }
 
@@ -322,10 +323,10 @@ pub async fn database_settings_from_env() -> Result<DatabaseSettings, crate::con
 /// As [`database_settings_from_env`].
 pub async fn database_settings_from(
     lookup: impl Fn(&str) -> Option<String>,
-) -> Result<DatabaseSettings, crate::config::ConfigError> {
+) -> Result<DatabaseSettings, shared::config::ConfigError> {
     /// Signs nothing: the stand-in for the sources migrating never reads.
     const NO_SOURCES: &str = r#"[{"name": "migrate", "scheme": "github", "secrets": ["unused"]}]"#;
-    let settings = crate::Settings::from_lookup_with_secrets(|name| match name {
+    let settings = shared::Settings::from_lookup_with_secrets(|name| match name {
         "HOOKLEDGER_SOURCES" => Some(NO_SOURCES.to_owned()),
         "HOOKLEDGER_SOURCES_FILE" | "HOOKLEDGER_SOURCES_SECRET_ARN" => None,
         other => lookup(other),

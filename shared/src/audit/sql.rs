@@ -24,8 +24,8 @@ use std::time::SystemTime;
 
 use tokio_postgres::types::Type;
 
-use super::{Connection, LedgerError};
 use crate::db::Sql;
+use crate::ledger::{Connection, LedgerError};
 
 /// Locks the single `audit_run` row and reads `last_run_at` (NULL before the first recorded
 /// run). A second audit at the same time waits here (bounded by `lock_timeout`).

@@ -21,15 +21,13 @@
 //! (milliseconds) as role settings (`ALTER ROLE .. SET`: what RDS Proxy needs, since a
 //! session `SET` pins its connection; absent ones are `RESET`).
 
-pub mod resource;
-
 use std::fmt::Write as _;
 
 use secrecy::{ExposeSecret, SecretString};
 use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 
-use crate::db::{MigrationReport, MigrationSet};
+use shared::db::{MigrationReport, MigrationSet};
 
 /// Why the schema could not be brought to the requested state. Every message is short and
 /// names settings, roles and ARNs, never a password or a connection string.
@@ -60,7 +58,7 @@ pub enum SchemaError {
     },
     /// The migrations failed (a broken migration, a divergent history, no privilege).
     #[error("{}", describe_db_error(.0))]
-    Migrate(#[from] crate::db::DbError),
+    Migrate(#[from] shared::db::DbError),
     /// A provisioning or budget statement failed.
     #[error("{0}")]
     Db(String),
@@ -78,14 +76,14 @@ pub enum SchemaError {
     },
 }
 
-/// `error` with its causes, PostgreSQL's own as SQLSTATE and message ([`crate::db::describe`]:
+/// `error` with its causes, PostgreSQL's own as SQLSTATE and message ([`shared::db::describe`]:
 /// refinery's and tokio-postgres' `Display` alone say only "db error").
-fn describe_db_error(error: &crate::db::DbError) -> String {
+fn describe_db_error(error: &shared::db::DbError) -> String {
     let mut text = error.to_string();
     let mut source = std::error::Error::source(error);
     while let Some(cause) = source {
         let line = match cause.downcast_ref::<tokio_postgres::Error>() {
-            Some(pg) => crate::db::describe(pg),
+            Some(pg) => shared::db::describe(pg),
             None => cause.to_string(),
         };
         if !text.contains(&line) {
@@ -99,7 +97,7 @@ fn describe_db_error(error: &crate::db::DbError) -> String {
 
 impl From<tokio_postgres::Error> for SchemaError {
     fn from(error: tokio_postgres::Error) -> Self {
-        Self::Db(crate::db::describe(&error))
+        Self::Db(shared::db::describe(&error))
     }
 }
 
@@ -577,7 +575,7 @@ pub async fn apply(
     // One apply at a time per database (waiting under the session's lock_timeout as it is);
     // the lock is the session's and ends with it. Then the migrations' own lock limit.
     client
-        .batch_execute(crate::db::migrations::SCHEMA_LOCK)
+        .batch_execute(shared::db::migrations::SCHEMA_LOCK)
         .await
         .map_err(|e| SchemaError::Db(format!("waiting for another deploy's migration: {e}")))?;
     client
@@ -588,7 +586,7 @@ pub async fn apply(
         Some(budget) => Some(check_budget(budget, usable_connections(client).await?)?),
         None => None,
     };
-    let migrations = crate::db::migrate_client(client, sets).await?;
+    let migrations = shared::db::migrate_client(client, sets).await?;
     let logins = provision_logins(client, logins, owner).await?;
     Ok(SchemaReport {
         migrations,

@@ -1,7 +1,7 @@
 //! The operator's statements on dead outbox messages: back to `pending`, due now, for the
 //! worker's next dispatch, keeping what the message was in `history`.
 //!
-//! As for events (`super::redrive`), rows are taken with `FOR UPDATE SKIP LOCKED` and the status
+//! As for events (`super::sql`), rows are taken with `FOR UPDATE SKIP LOCKED` and the status
 //! is re-checked on the locked row, so each message moves at most once per run (once `pending`
 //! it no longer matches). A moved message keeps its idempotency key: the target sees the same
 //! `{source}:{event_id}:{n}` it may already have seen, and deduplicates.
@@ -10,8 +10,8 @@ use std::time::SystemTime;
 
 use tokio_postgres::types::Type;
 
-use super::{Connection, LedgerError};
 use crate::db::Sql;
+use crate::ledger::{Connection, LedgerError};
 use crate::outbox::idempotency_key;
 
 /// What [`classify_ids`] found for the event ids an operator named.

@@ -192,12 +192,12 @@ pub async fn send(
     for attempt in 0..SEND_ATTEMPTS {
         if attempt > 0 {
             let pause = Duration::from_millis(500 << (attempt - 1));
-            if crate::invocation::remaining(deadline) <= pause {
+            if shared::invocation::remaining(deadline) <= pause {
                 break;
             }
             tokio::time::sleep(pause).await;
         }
-        let left = crate::invocation::remaining(deadline);
+        let left = shared::invocation::remaining(deadline);
         if left.is_zero() {
             break;
         }

@@ -14,8 +14,8 @@ use std::time::SystemTime;
 
 use tokio_postgres::types::Type;
 
-use super::{Connection, LedgerError};
 use crate::db::Sql;
+use crate::ledger::{Connection, LedgerError};
 
 /// What [`classify_ids`] found for the event ids an operator named.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

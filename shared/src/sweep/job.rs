@@ -1,0 +1,328 @@
+//! The sweep's run: plan the expired rows per source and kind ([`Sweep::plan`]), delete them in
+//! batches with pauses between ([`run`]), and report what went ([`SweepReport`]).
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant, SystemTime};
+
+use serde::Serialize;
+
+use super::sql::{delete_expired, oldest_key, outbox_sources_present, sources_present, Expired};
+use crate::config::{Sources, SweepSettings};
+use crate::ledger::{Connection, LedgerError};
+
+/// One source's expired keys of one kind, and how far the run has got through them.
+#[derive(Debug, Clone)]
+struct Item {
+    source: String,
+    expired: Expired,
+    cutoff: SystemTime,
+    after: SystemTime,
+    done: bool,
+}
+
+/// A planned sweep on one connection: call [`Sweep::batch`] until it comes back short.
+#[derive(Debug)]
+pub struct Sweep<'c> {
+    conn: &'c Connection,
+    batch_size: i64,
+    items: Vec<Item>,
+    deleted_by_source: BTreeMap<String, u64>,
+    unconfigured: Vec<String>,
+}
+
+impl<'c> Sweep<'c> {
+    /// Plans a sweep at `now`: every source with keys in the ledger, with its configured
+    /// retention (or the defaults when it is not configured).
+    ///
+    /// # Errors
+    /// [`LedgerError::Db`] when PostgreSQL fails.
+    pub async fn plan(
+        conn: &'c Connection,
+        sources: &Sources,
+        now: SystemTime,
+        batch_size: i64,
+    ) -> Result<Self, LedgerError> {
+        let mut items = Vec::new();
+        let mut unconfigured = Vec::new();
+        let present = sources_present(conn).await?;
+        // Sources with outbox messages too: messages can outlive their events' keys.
+        let mut names: std::collections::BTreeSet<String> = present.iter().cloned().collect();
+        names.extend(outbox_sources_present(conn).await?);
+        for source in names {
+            if sources.get(&source).is_none() {
+                unconfigured.push(source.clone());
+            }
+            let retention = sources.retention(&source);
+            let keys = present.contains(&source);
+            for (expired, cutoff) in [
+                (Expired::Completed, retention.completed_cutoff(now)),
+                (Expired::Dead, retention.dead_cutoff(now)),
+                (Expired::Delivered, retention.completed_cutoff(now)),
+                (Expired::DeadMessages, retention.dead_cutoff(now)),
+            ] {
+                if !keys && matches!(expired, Expired::Completed | Expired::Dead) {
+                    continue;
+                }
+                items.push(Item {
+                    source: source.clone(),
+                    expired,
+                    cutoff,
+                    after: SystemTime::UNIX_EPOCH,
+                    done: false,
+                });
+            }
+        }
+        Ok(Self {
+            conn,
+            batch_size: batch_size.max(1),
+            items,
+            deleted_by_source: BTreeMap::new(),
+            unconfigured,
+        })
+    }
+
+    /// Runs one batch in its own transaction (`BEGIN` with the session's limits, one DELETE per
+    /// work item it reaches, `COMMIT`): deletes at most `batch_size` rows and returns how many.
+    /// Fewer than `batch_size` means nothing expired is left.
+    ///
+    /// # Errors
+    /// [`LedgerError::Db`] when PostgreSQL fails; the batch is rolled back.
+    pub async fn batch(&mut self) -> Result<u64, LedgerError> {
+        if self.items.iter().all(|item| item.done) {
+            return Ok(0);
+        }
+        self.conn.begin().await?;
+        match self.delete_batch().await {
+            Ok(deleted) => {
+                self.conn.batch_execute("COMMIT").await?;
+                for (source, rows) in deleted.1 {
+                    *self.deleted_by_source.entry(source).or_default() += rows;
+                }
+                Ok(deleted.0)
+            }
+            Err(error) => {
+                // The transaction is aborted (or the connection gone): give it back clean.
+                let _ = self.conn.batch_execute("ROLLBACK").await;
+                Err(error)
+            }
+        }
+    }
+
+    async fn delete_batch(&mut self) -> Result<(u64, Vec<(String, u64)>), LedgerError> {
+        let mut total = 0u64;
+        let mut by_source = Vec::new();
+        for item in self.items.iter_mut().filter(|item| !item.done) {
+            let limit = self.batch_size - total as i64;
+            if limit <= 0 {
+                break;
+            }
+            let deleted = delete_expired(
+                self.conn,
+                &item.source,
+                item.expired,
+                item.after,
+                item.cutoff,
+                limit,
+            )
+            .await?;
+            total += deleted.rows;
+            if deleted.rows > 0 {
+                by_source.push((item.source.clone(), deleted.rows));
+            }
+            match deleted.last {
+                Some(last) if deleted.rows as i64 == limit => item.after = last,
+                // Short: this item has nothing expired left.
+                _ => item.done = true,
+            }
+        }
+        Ok((total, by_source))
+    }
+
+    /// Sources with keys in the ledger that the configuration does not name: swept under the
+    /// default retention (30 and 90 days).
+    pub fn unconfigured(&self) -> &[String] {
+        &self.unconfigured
+    }
+
+    /// Rows deleted so far, by source.
+    pub fn deleted_by_source(&self) -> &BTreeMap<String, u64> {
+        &self.deleted_by_source
+    }
+}
+
+/// Why a run stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Stopped {
+    /// A batch came back short: nothing expired is left.
+    Done,
+    /// `max_batches` batches ran; the next run continues.
+    MaxBatches,
+    /// Less than the margin of the invocation's time was left; the next run continues.
+    OutOfTime,
+}
+
+impl Stopped {
+    /// The name in the report and the log line: `done`, `max_batches`, `out_of_time`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Done => "done",
+            Self::MaxBatches => "max_batches",
+            Self::OutOfTime => "out_of_time",
+        }
+    }
+}
+
+/// What a run did: `{"deleted", "batches", "duration_ms", "oldest_remaining", "stopped",
+/// "deleted_by_source", "unconfigured"}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SweepReport {
+    /// Rows deleted.
+    pub deleted: u64,
+    /// Batches run (transactions), including the last, short one.
+    pub batches: u32,
+    /// Wall time of the run, milliseconds.
+    pub duration_ms: u64,
+    /// The `claimed_at` of the oldest key left in the ledger (RFC 3339), `null` when empty.
+    pub oldest_remaining: Option<String>,
+    /// Why the run stopped.
+    pub stopped: Stopped,
+    /// Rows deleted per source.
+    pub deleted_by_source: BTreeMap<String, u64>,
+    /// Sources with keys that the configuration does not name, swept under the default
+    /// retention (a removed source; or the wrong sources given to the CLI).
+    pub unconfigured: Vec<String>,
+}
+
+impl SweepReport {
+    /// Logs the report (one `sweep` line) and counts the `swept` EMF metric per source.
+    pub fn emit(&self) {
+        tracing::info!(
+            deleted = self.deleted,
+            batches = self.batches,
+            duration_ms = self.duration_ms,
+            oldest_remaining = self.oldest_remaining.as_deref().unwrap_or(""),
+            stopped = self.stopped.as_str(),
+            "sweep"
+        );
+        if !self.unconfigured.is_empty() {
+            tracing::warn!(
+                unconfigured = self.unconfigured.join(",").as_str(),
+                "sources not in the configuration were swept under the default retention"
+            );
+        }
+        for (source, rows) in &self.deleted_by_source {
+            crate::telemetry::count(crate::telemetry::MetricName::Swept, source, *rows);
+        }
+    }
+}
+
+/// The pause after a batch that took `took`: at least `least`, and long enough that batches
+/// fill at most `duty_percent` of the time.
+pub fn pause_after(took: Duration, least: Duration, duty_percent: u64) -> Duration {
+    let duty = u32::try_from(duty_percent.clamp(1, 100)).unwrap_or(100);
+    least.max(took * (100 - duty) / duty)
+}
+
+/// Sweeps at `now` within `settings`' bounds; `remaining` says how much of the invocation's
+/// time is left (stop before a batch when it is below `settings.margin_ms`).
+///
+/// # Errors
+/// [`LedgerError::Db`] when PostgreSQL fails; batches committed before stay committed.
+pub async fn run(
+    conn: &Connection,
+    sources: &Sources,
+    settings: &SweepSettings,
+    now: SystemTime,
+    remaining: impl Fn() -> Duration,
+) -> Result<SweepReport, LedgerError> {
+    run_with_progress(conn, sources, settings, now, remaining, |_, _| {}).await
+}
+
+/// [`run`], calling `progress(deleted_so_far, batches_so_far)` after each batch (the operator
+/// CLI's progress bar).
+///
+/// # Errors
+/// As [`run`].
+pub async fn run_with_progress(
+    conn: &Connection,
+    sources: &Sources,
+    settings: &SweepSettings,
+    now: SystemTime,
+    remaining: impl Fn() -> Duration,
+    mut progress: impl FnMut(u64, u32),
+) -> Result<SweepReport, LedgerError> {
+    let started = Instant::now();
+    let margin = Duration::from_millis(settings.margin_ms);
+    let pause = Duration::from_millis(settings.pause_ms);
+    let mut sweep = Sweep::plan(conn, sources, now, settings.batch_size).await?;
+    let mut deleted = 0u64;
+    let mut batches = 0u32;
+    let mut wait = Duration::ZERO;
+    let stopped = loop {
+        if batches >= settings.max_batches {
+            break Stopped::MaxBatches;
+        }
+        if remaining() < margin.saturating_add(wait) {
+            break Stopped::OutOfTime;
+        }
+        tokio::time::sleep(wait).await;
+        let batch_started = Instant::now();
+        let rows = sweep.batch().await?;
+        batches += 1;
+        deleted += rows;
+        progress(deleted, batches);
+        if (rows as i64) < settings.batch_size {
+            break Stopped::Done;
+        }
+        wait = pause_after(batch_started.elapsed(), pause, settings.duty_percent);
+    };
+    let mut oldest: Option<SystemTime> = None;
+    for source in sources_present(conn).await? {
+        if let Some(at) = oldest_key(conn, &source).await? {
+            oldest = Some(oldest.map_or(at, |o| o.min(at)));
+        }
+    }
+    Ok(SweepReport {
+        deleted,
+        batches,
+        duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+        oldest_remaining: oldest.map(crate::telemetry::rfc3339),
+        stopped,
+        deleted_by_source: sweep.deleted_by_source().clone(),
+        unconfigured: sweep.unconfigured().to_vec(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_pause_keeps_batches_within_their_duty_cycle() {
+        let least = Duration::from_millis(100);
+        // A 60 ms batch at 25 %: 180 ms of pause, 60 / 240 = 25 % of the time in batches.
+        assert_eq!(
+            pause_after(Duration::from_millis(60), least, 25),
+            Duration::from_millis(180)
+        );
+        // A quick batch still waits the least pause; 100 % duty means only the least pause.
+        assert_eq!(pause_after(Duration::from_millis(10), least, 25), least);
+        assert_eq!(pause_after(Duration::from_secs(5), least, 100), least);
+        // Out-of-range duty is clamped, never a division by zero.
+        assert_eq!(
+            pause_after(Duration::from_millis(10), Duration::ZERO, 0),
+            Duration::from_millis(990)
+        );
+    }
+
+    #[test]
+    fn the_log_line_names_why_a_run_stopped_as_the_report_does() {
+        for stopped in [Stopped::Done, Stopped::MaxBatches, Stopped::OutOfTime] {
+            assert_eq!(
+                serde_json::to_value(stopped).unwrap(),
+                serde_json::json!(stopped.as_str())
+            );
+        }
+    }
+}
