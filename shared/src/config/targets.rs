@@ -184,7 +184,7 @@ impl Target {
                 timeout_ms,
                 event_types,
             } => {
-                if !crate::config::url_may_carry_credentials(&url) {
+                if !super::provider_api::url_may_carry_credentials(&url) {
                     return Err(format!(
                         "target {name:?}: url must be https:// (plain http:// only to the \
                          loopback host)"
@@ -227,7 +227,7 @@ impl Target {
                     .map_err(|_| format!("target {name:?}: bad queue_url"))?;
                 // SigV4 signs the request but does not hide the payload: plain http:// only to
                 // the loopback host (a local emulator).
-                if !crate::config::url_may_carry_credentials(&queue_url) {
+                if !super::provider_api::url_may_carry_credentials(&queue_url) {
                     return Err(format!(
                         "target {name:?}: queue_url must be an https:// URL (plain http:// only \
                          to the loopback host)"
