@@ -3,6 +3,7 @@
 
 use std::path::PathBuf;
 
+use super::targets::TargetError;
 use hookledger_verify::VerifierError;
 
 /// Why the configuration could not be loaded. All of these stop the function at cold start.
@@ -49,7 +50,17 @@ pub enum ConfigError {
         /// The source's name.
         name: String,
         /// Why.
+        #[source]
         error: VerifierError,
+    },
+    /// One of the source's outbox targets is configured wrongly (never includes a secret).
+    #[error("source {name:?}: {error}")]
+    Target {
+        /// The source's name.
+        name: String,
+        /// What is wrong with the target.
+        #[source]
+        error: TargetError,
     },
     /// Two settings that cannot work together.
     #[error("{first} and {second} cannot work together: {rule}")]

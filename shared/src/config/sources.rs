@@ -167,7 +167,8 @@ impl SourceConfig {
     /// # Errors
     /// [`ConfigError::Source`] for a bad name or a zero body limit;
     /// [`ConfigError::Verifier`] for no secrets, a secret the scheme cannot use (empty,
-    /// undecodable) or an invalid `generic` block.
+    /// undecodable) or an invalid `generic` block; [`ConfigError::Target`] for a bad outbox
+    /// target.
     pub fn from_spec(spec: SourceSpec) -> Result<Self, ConfigError> {
         let problem = |problem: &str| ConfigError::Source {
             name: spec.name.clone(),
@@ -273,7 +274,11 @@ impl SourceConfig {
         .map_err(|reason| problem(&reason))?;
         let mut targets: Vec<targets::Target> = Vec::new();
         for target in spec.targets.unwrap_or_default() {
-            let target = targets::Target::from_spec(target).map_err(|r| problem(&r))?;
+            let target =
+                targets::Target::from_spec(target).map_err(|error| ConfigError::Target {
+                    name: spec.name.clone(),
+                    error,
+                })?;
             if targets.iter().any(|t| t.name == target.name) {
                 return Err(problem(&format!(
                     "target {:?} is configured twice",
@@ -309,7 +314,8 @@ impl Sources {
     /// # Errors
     /// [`ConfigError::SourcesJson`] for malformed JSON, an unknown scheme, mode or field;
     /// [`ConfigError::Source`] for a duplicate name, an empty list or a bad source;
-    /// [`ConfigError::Verifier`] for missing or unusable secrets or generic rules.
+    /// [`ConfigError::Verifier`] for missing or unusable secrets or generic rules;
+    /// [`ConfigError::Target`] for a bad outbox target.
     pub fn from_json(json: &str) -> Result<Self, ConfigError> {
         let specs: Vec<SourceSpec> = serde_json::from_str(json)?;
         if specs.is_empty() {
