@@ -50,7 +50,9 @@ pub use console::ConsoleSettings;
 pub use database::{DatabaseSettings, CLIENT_DEADLINE_MARGIN_MS, POSTGRES_MAX_TIMEOUT_MS};
 pub use env::db_endpoint;
 pub use error::ConfigError;
-pub use github_hook::{GithubHook, GithubHookSpec, GithubHookTarget, GITHUB_API_BASE_URL};
+pub use github_hook::{
+    GithubHook, GithubHookError, GithubHookSpec, GithubHookTarget, GITHUB_API_BASE_URL,
+};
 pub use provider_api::{
     default_api_base_url, ProviderApi, PADDLE_API_BASE_URL, STRIPE_API_BASE_URL,
 };

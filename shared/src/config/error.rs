@@ -3,6 +3,7 @@
 
 use std::path::PathBuf;
 
+use super::github_hook::GithubHookError;
 use super::targets::TargetError;
 use hookledger_verify::VerifierError;
 
@@ -52,6 +53,16 @@ pub enum ConfigError {
         /// Why.
         #[source]
         error: VerifierError,
+    },
+    /// A GitHub source's `github_hook` is configured wrongly (never includes the key or the
+    /// token).
+    #[error("source {name:?}: {error}")]
+    GithubHook {
+        /// The source's name.
+        name: String,
+        /// What is wrong with the hook.
+        #[source]
+        error: GithubHookError,
     },
     /// One of the source's outbox targets is configured wrongly (never includes a secret).
     #[error("source {name:?}: {error}")]

@@ -167,8 +167,8 @@ impl SourceConfig {
     /// # Errors
     /// [`ConfigError::Source`] for a bad name or a zero body limit;
     /// [`ConfigError::Verifier`] for no secrets, a secret the scheme cannot use (empty,
-    /// undecodable) or an invalid `generic` block; [`ConfigError::Target`] for a bad outbox
-    /// target.
+    /// undecodable) or an invalid `generic` block; [`ConfigError::GithubHook`] for a bad
+    /// `github_hook`; [`ConfigError::Target`] for a bad outbox target.
     pub fn from_spec(spec: SourceSpec) -> Result<Self, ConfigError> {
         let problem = |problem: &str| ConfigError::Source {
             name: spec.name.clone(),
@@ -247,7 +247,10 @@ impl SourceConfig {
                     api.is_some(),
                     base_url.unwrap_or_else(|| GITHUB_API_BASE_URL.to_owned()),
                 )
-                .map_err(|reason| problem(&reason))?,
+                .map_err(|error| ConfigError::GithubHook {
+                    name: spec.name.clone(),
+                    error,
+                })?,
             ),
         };
         let secrets: Vec<&str> = spec.secrets.iter().map(String::as_str).collect();
@@ -315,7 +318,8 @@ impl Sources {
     /// [`ConfigError::SourcesJson`] for malformed JSON, an unknown scheme, mode or field;
     /// [`ConfigError::Source`] for a duplicate name, an empty list or a bad source;
     /// [`ConfigError::Verifier`] for missing or unusable secrets or generic rules;
-    /// [`ConfigError::Target`] for a bad outbox target.
+    /// [`ConfigError::GithubHook`] and [`ConfigError::Target`] for a bad `github_hook` or
+    /// outbox target.
     pub fn from_json(json: &str) -> Result<Self, ConfigError> {
         let specs: Vec<SourceSpec> = serde_json::from_str(json)?;
         if specs.is_empty() {
