@@ -116,11 +116,58 @@ impl GithubHook {
     }
 }
 
+/// Why a `github_hook` is refused, naming the field; never the key's or the token's value.
+#[derive(Debug, thiserror::Error)]
+pub enum GithubHookError {
+    /// None or several of `repository`, `organization` and `app_id`.
+    #[error("github_hook needs exactly one of repository, organization and app_id")]
+    Kind,
+    /// `app_private_key` with a repository or organisation hook.
+    #[error("github_hook.app_private_key goes with app_id only")]
+    KeyWithoutApp,
+    /// A repository that is not `owner/name`.
+    #[error("github_hook.repository must be \"owner/name\"")]
+    Repository,
+    /// An organisation that is not a login.
+    #[error("github_hook.organization must be an organisation's login ([A-Za-z0-9-])")]
+    Organization,
+    /// A repository or organisation hook without the source's `api_key`.
+    #[error(
+        "github_hook.{field} needs api_key: a GitHub token that may read and redeliver the \
+         webhook's deliveries"
+    )]
+    NeedsToken {
+        /// `repository` or `organization`.
+        field: &'static str,
+    },
+    /// A repository or organisation hook whose `hook_id` is missing or zero.
+    #[error("github_hook.hook_id must be a positive integer")]
+    HookId,
+    /// An `app_id` of zero.
+    #[error("github_hook.app_id must be a positive integer")]
+    AppId,
+    /// A `hook_id` with `app_id`.
+    #[error("github_hook.hook_id does not go with app_id: an app has one webhook")]
+    HookIdWithApp,
+    /// The source's `api_key` with `app_id`.
+    #[error(
+        "api_key is not used with github_hook.app_id: replay signs a JWT with \
+         github_hook.app_private_key instead; remove api_key"
+    )]
+    ApiKeyWithApp,
+    /// `app_id` without `app_private_key`.
+    #[error("github_hook.app_id needs github_hook.app_private_key")]
+    NoAppKey,
+    /// An `app_private_key` that is not an RSA private key in PEM.
+    #[error("github_hook.app_private_key is not an RSA private key in PEM")]
+    AppKey(#[source] crate::github_app::JwtError),
+}
+
 /// Validates `spec` for a source whose `api_key` is `has_api_key` and whose API base URL is
 /// `base_url` (already checked to be http(s), without a trailing slash).
 ///
 /// # Errors
-/// A short problem naming the field: none or several of `repository`, `organization` and
+/// A [`GithubHookError`] naming the field: none or several of `repository`, `organization` and
 /// `app_id`; a repository not `owner/name`; a missing or zero `hook_id` (or one given with
 /// `app_id`); an `app_private_key` missing, or not an RSA private key in PEM; a token-based hook
 /// without `api_key`, or an app hook with one. Never the key's or the token's value.
@@ -128,25 +175,22 @@ pub fn validate(
     spec: GithubHookSpec,
     has_api_key: bool,
     base_url: String,
-) -> Result<GithubHook, String> {
+) -> Result<GithubHook, GithubHookError> {
     let hook_id = |hook_id: Option<u64>| match hook_id {
-        Some(0) | None => Err("github_hook.hook_id must be a positive integer".to_owned()),
+        Some(0) | None => Err(GithubHookError::HookId),
         Some(id) => Ok(id),
     };
-    let needs_token = |what: &str| {
+    let needs_token = |field: &'static str| {
         if has_api_key {
             Ok(())
         } else {
-            Err(format!(
-                "github_hook.{what} needs api_key: a GitHub token that may read and redeliver \
-                 the webhook's deliveries"
-            ))
+            Err(GithubHookError::NeedsToken { field })
         }
     };
     let target = match (spec.repository, spec.organization, spec.app_id) {
         (Some(repository), None, None) => {
             if spec.app_private_key.is_some() {
-                return Err("github_hook.app_private_key goes with app_id only".to_owned());
+                return Err(GithubHookError::KeyWithoutApp);
             }
             let mut parts = repository.split('/');
             let valid = |part: Option<&str>| {
@@ -160,7 +204,7 @@ pub fn validate(
                 })
             };
             if !(valid(parts.next()) && valid(parts.next()) && parts.next().is_none()) {
-                return Err("github_hook.repository must be \"owner/name\"".to_owned());
+                return Err(GithubHookError::Repository);
             }
             needs_token("repository")?;
             GithubHookTarget::Repository {
@@ -170,7 +214,7 @@ pub fn validate(
         }
         (None, Some(organization), None) => {
             if spec.app_private_key.is_some() {
-                return Err("github_hook.app_private_key goes with app_id only".to_owned());
+                return Err(GithubHookError::KeyWithoutApp);
             }
             if organization.is_empty()
                 || organization.len() > 100
@@ -178,10 +222,7 @@ pub fn validate(
                     .bytes()
                     .all(|b| b.is_ascii_alphanumeric() || b == b'-')
             {
-                return Err(
-                    "github_hook.organization must be an organisation's login ([A-Za-z0-9-])"
-                        .to_owned(),
-                );
+                return Err(GithubHookError::Organization);
             }
             needs_token("organization")?;
             GithubHookTarget::Organization {
@@ -191,40 +232,27 @@ pub fn validate(
         }
         (None, None, Some(app_id)) => {
             if app_id == 0 {
-                return Err("github_hook.app_id must be a positive integer".to_owned());
+                return Err(GithubHookError::AppId);
             }
             if spec.hook_id.is_some() {
-                return Err(
-                    "github_hook.hook_id does not go with app_id: an app has one webhook"
-                        .to_owned(),
-                );
+                return Err(GithubHookError::HookIdWithApp);
             }
             if has_api_key {
-                return Err(
-                    "api_key is not used with github_hook.app_id: replay signs a JWT with \
-                     github_hook.app_private_key instead; remove api_key"
-                        .to_owned(),
-                );
+                return Err(GithubHookError::ApiKeyWithApp);
             }
             let Some(pem) = spec.app_private_key else {
-                return Err("github_hook.app_id needs github_hook.app_private_key".to_owned());
+                return Err(GithubHookError::NoAppKey);
             };
             let private_key = SecretString::from(pem);
-            if crate::github_app::app_key(&private_key).is_err() {
-                return Err(
-                    "github_hook.app_private_key is not an RSA private key in PEM".to_owned(),
-                );
+            if let Err(error) = crate::github_app::app_key(&private_key) {
+                return Err(GithubHookError::AppKey(error));
             }
             GithubHookTarget::App {
                 app_id,
                 private_key,
             }
         }
-        _ => {
-            return Err(
-                "github_hook needs exactly one of repository, organization and app_id".to_owned(),
-            )
-        }
+        _ => return Err(GithubHookError::Kind),
     };
     Ok(GithubHook { base_url, target })
 }
@@ -344,5 +372,38 @@ mod tests {
         let e =
             error_of(r#"[{"name": "s", "scheme": "shopify", "secrets": ["x"], "api_key": "k"}]"#);
         assert!(e.contains("api_base_url"), "{e}");
+    }
+
+    #[test]
+    fn a_refused_hook_is_typed_and_keeps_the_key_error_as_its_cause() {
+        use crate::config::ConfigError;
+        use std::error::Error as _;
+        let error = Sources::from_json(&github(
+            r#""github_hook": {"app_id": 1, "app_private_key": "-----BEGIN TOPSECRET-----"}"#,
+        ))
+        .unwrap_err();
+        assert!(
+            matches!(
+                &error,
+                ConfigError::GithubHook { name, error: GithubHookError::AppKey(_) } if name == "gh"
+            ),
+            "{error:?}"
+        );
+        let cause = error
+            .source()
+            .and_then(|e| e.source())
+            .map(ToString::to_string);
+        assert_eq!(cause.as_deref(), Some("not a private key in PEM"));
+        let refused = Sources::from_json(&github(r#""github_hook": {"hook_id": 1}"#)).unwrap_err();
+        assert!(
+            matches!(
+                refused,
+                ConfigError::GithubHook {
+                    error: GithubHookError::Kind,
+                    ..
+                }
+            ),
+            "{refused:?}"
+        );
     }
 }

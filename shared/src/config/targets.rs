@@ -1,13 +1,13 @@
 //! The outbox's built-in targets as configured: a source's `"targets"` ([`TargetSpec`], as
 //! written) and what they become at start-up ([`Target`]: names, URLs, secrets and timeouts
-//! checked), with the event types each receives ([`EventTypes`]). Dispatching messages to them
-//! is [`crate::outbox`]'s.
+//! checked, or refused with a [`TargetError`]), with the event types each receives
+//! ([`EventTypes`]). Dispatching messages to them is [`crate::outbox`]'s.
 
 use std::time::Duration;
 
 use serde::Deserialize;
 
-use hookledger_verify::{Scheme, SigningKey};
+use hookledger_verify::{KeyError, Scheme, SigningKey};
 
 /// Longest one `SendMessage` / `PutEvents` attempt may take (the SDK retries a timed-out
 /// attempt within [`AWS_OPERATION_TIMEOUT`]; its default has no limit).
@@ -170,12 +170,112 @@ pub const MAX_TARGET_NAME_LEN: usize = 64;
 /// Smallest Standard Webhooks secret a `forward` target accepts, bytes decoded.
 pub const MIN_FORWARD_SECRET_BYTES: usize = 24;
 
+/// Why a built-in target's configuration is refused, naming the target and the field (never
+/// the secret); a URL that does not parse, or a secret the Standard Webhooks key refuses, keeps
+/// its cause.
+#[derive(Debug, thiserror::Error)]
+pub enum TargetError {
+    /// The name is not 1 to [`MAX_TARGET_NAME_LEN`] characters of `[a-z0-9_-]`.
+    #[error(
+        "target name {name:?} must be 1 to {max} characters of [a-z0-9_-]",
+        max = MAX_TARGET_NAME_LEN
+    )]
+    Name {
+        /// The name as configured.
+        name: String,
+    },
+    /// A `forward` target's `url` is neither `https://` nor plain `http://` to the loopback host.
+    #[error("target {name:?}: url must be https:// (plain http:// only to the loopback host)")]
+    InsecureUrl {
+        /// The target's name.
+        name: String,
+    },
+    /// A `forward` target's `url` does not parse.
+    #[error("target {name:?}: bad url")]
+    Url {
+        /// The target's name.
+        name: String,
+        /// Why it does not parse.
+        #[source]
+        source: url::ParseError,
+    },
+    /// A `forward` target's `secret` is not `whsec_` and base64 of at least
+    /// [`MIN_FORWARD_SECRET_BYTES`] bytes.
+    #[error(
+        "target {name:?}: secret must be a Standard Webhooks secret (whsec_ and base64) of at \
+         least {min} bytes",
+        min = MIN_FORWARD_SECRET_BYTES
+    )]
+    ShortSecret {
+        /// The target's name.
+        name: String,
+    },
+    /// A `forward` target's `secret` cannot key a Standard Webhooks signature.
+    #[error("target {name:?}: secret: {source}")]
+    Secret {
+        /// The target's name.
+        name: String,
+        /// Why the key refuses it.
+        #[source]
+        source: KeyError,
+    },
+    /// A `forward` target's `timeout_ms` is 0 or over [`MAX_FORWARD_TIMEOUT_MS`].
+    #[error("target {name:?}: timeout_ms must be 1 to {max}", max = MAX_FORWARD_TIMEOUT_MS)]
+    Timeout {
+        /// The target's name.
+        name: String,
+    },
+    /// An `sqs` target's `queue_url` does not parse.
+    #[error("target {name:?}: bad queue_url")]
+    QueueUrl {
+        /// The target's name.
+        name: String,
+        /// Why it does not parse.
+        #[source]
+        source: url::ParseError,
+    },
+    /// An `sqs` target's `queue_url` is neither `https://` nor plain `http://` to the loopback
+    /// host.
+    #[error(
+        "target {name:?}: queue_url must be an https:// URL (plain http:// only to the loopback \
+         host)"
+    )]
+    InsecureQueueUrl {
+        /// The target's name.
+        name: String,
+    },
+    /// An `sqs` target's `message_group_id` is empty.
+    #[error("target {name:?}: message_group_id is empty")]
+    EmptyMessageGroup {
+        /// The target's name.
+        name: String,
+    },
+    /// An `eventbridge` target's `detail_source` is empty or starts with `aws.` (reserved).
+    #[error("target {name:?}: detail_source must be non-empty and not start with aws.")]
+    DetailSource {
+        /// The target's name.
+        name: String,
+    },
+    /// An `event_types` pattern is empty or has a `*` before its end.
+    #[error(
+        "target {name:?}: event type pattern {pattern:?} must be an exact type or a prefix \
+         ending in *"
+    )]
+    Pattern {
+        /// The target's name.
+        name: String,
+        /// The pattern as configured.
+        pattern: String,
+    },
+}
+
 impl Target {
     /// Validates a [`TargetSpec`].
     ///
     /// # Errors
-    /// A short reason (never the secret): a bad name, URL, secret, queue URL or pattern.
-    pub fn from_spec(spec: TargetSpec) -> Result<Self, String> {
+    /// A [`TargetError`] (never the secret): a bad name, URL, secret, timeout, queue URL,
+    /// message group, detail source or pattern.
+    pub fn from_spec(spec: TargetSpec) -> Result<Self, TargetError> {
         let (name, event_types, kind) = match spec {
             TargetSpec::Forward {
                 name,
@@ -184,28 +284,24 @@ impl Target {
                 timeout_ms,
                 event_types,
             } => {
-                if !crate::config::url_may_carry_credentials(&url) {
-                    return Err(format!(
-                        "target {name:?}: url must be https:// (plain http:// only to the \
-                         loopback host)"
-                    ));
+                if !super::provider_api::url_may_carry_credentials(&url) {
+                    return Err(TargetError::InsecureUrl { name });
                 }
-                let parsed =
-                    url::Url::parse(&url).map_err(|_| format!("target {name:?}: bad url"))?;
+                let parsed = match url::Url::parse(&url) {
+                    Ok(parsed) => parsed,
+                    Err(source) => return Err(TargetError::Url { name, source }),
+                };
                 let decoded_len = secret_len(&secret);
                 if decoded_len < MIN_FORWARD_SECRET_BYTES {
-                    return Err(format!(
-                        "target {name:?}: secret must be a Standard Webhooks secret (whsec_ and \
-                         base64) of at least {MIN_FORWARD_SECRET_BYTES} bytes"
-                    ));
+                    return Err(TargetError::ShortSecret { name });
                 }
-                let key = SigningKey::new(Scheme::StandardWebhooks, &secret)
-                    .map_err(|e| format!("target {name:?}: secret: {e}"))?;
+                let key = match SigningKey::new(Scheme::StandardWebhooks, &secret) {
+                    Ok(key) => key,
+                    Err(source) => return Err(TargetError::Secret { name, source }),
+                };
                 let timeout_ms = timeout_ms.unwrap_or(DEFAULT_FORWARD_TIMEOUT_MS);
                 if timeout_ms == 0 || timeout_ms > MAX_FORWARD_TIMEOUT_MS {
-                    return Err(format!(
-                        "target {name:?}: timeout_ms must be 1 to {MAX_FORWARD_TIMEOUT_MS}"
-                    ));
+                    return Err(TargetError::Timeout { name });
                 }
                 (
                     name,
@@ -223,19 +319,18 @@ impl Target {
                 message_group_id,
                 event_types,
             } => {
-                let parsed = url::Url::parse(&queue_url)
-                    .map_err(|_| format!("target {name:?}: bad queue_url"))?;
+                let parsed = match url::Url::parse(&queue_url) {
+                    Ok(parsed) => parsed,
+                    Err(source) => return Err(TargetError::QueueUrl { name, source }),
+                };
                 // SigV4 signs the request but does not hide the payload: plain http:// only to
                 // the loopback host (a local emulator).
-                if !crate::config::url_may_carry_credentials(&queue_url) {
-                    return Err(format!(
-                        "target {name:?}: queue_url must be an https:// URL (plain http:// only \
-                         to the loopback host)"
-                    ));
+                if !super::provider_api::url_may_carry_credentials(&queue_url) {
+                    return Err(TargetError::InsecureQueueUrl { name });
                 }
                 let fifo = parsed.path().trim_end_matches('/').ends_with(".fifo");
                 if message_group_id.as_deref().is_some_and(str::is_empty) {
-                    return Err(format!("target {name:?}: message_group_id is empty"));
+                    return Err(TargetError::EmptyMessageGroup { name });
                 }
                 (
                     name,
@@ -257,9 +352,7 @@ impl Target {
                     .as_deref()
                     .is_some_and(|s| s.is_empty() || s.starts_with("aws."))
                 {
-                    return Err(format!(
-                        "target {name:?}: detail_source must be non-empty and not start with aws."
-                    ));
+                    return Err(TargetError::DetailSource { name });
                 }
                 (
                     name,
@@ -277,9 +370,7 @@ impl Target {
                 .bytes()
                 .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_')
         {
-            return Err(format!(
-                "target name {name:?} must be 1 to {MAX_TARGET_NAME_LEN} characters of [a-z0-9_-]"
-            ));
+            return Err(TargetError::Name { name });
         }
         let event_types = match event_types {
             None => EventTypes::all(),
@@ -288,10 +379,10 @@ impl Target {
                     .iter()
                     .find(|p| p.is_empty() || p.trim_end_matches('*').contains('*'))
                 {
-                    return Err(format!(
-                        "target {name:?}: event type pattern {bad:?} must be an exact type or a \
-                         prefix ending in *"
-                    ));
+                    return Err(TargetError::Pattern {
+                        pattern: bad.clone(),
+                        name,
+                    });
                 }
                 EventTypes(patterns)
             }
@@ -321,7 +412,7 @@ mod tests {
 
     fn target(json: &str) -> Result<Target, String> {
         let spec: TargetSpec = serde_json::from_str(json).map_err(|e| e.to_string())?;
-        Target::from_spec(spec)
+        Target::from_spec(spec).map_err(|e| e.to_string())
     }
 
     const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
@@ -371,5 +462,31 @@ mod tests {
             r#"{{"type":"forward","name":"b","url":"http://127.0.0.1:9/h","secret":"{SECRET}"}}"#
         ))
         .is_ok());
+    }
+
+    #[test]
+    fn a_refused_target_keeps_its_cause_inside_the_start_up_error() {
+        use std::error::Error as _;
+        let error = crate::config::Sources::from_json(
+            r#"[{"name": "a", "scheme": "github", "secrets": ["x"],
+                 "targets": [{"type": "sqs", "name": "q", "queue_url": "not a url"}]}]"#,
+        )
+        .unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "source \"a\": target \"q\": bad queue_url"
+        );
+        let target = error
+            .source()
+            .and_then(|e| e.downcast_ref::<TargetError>())
+            .expect("the target's error is the cause");
+        assert!(
+            matches!(target, TargetError::QueueUrl { name, .. } if name == "q"),
+            "{target:?}"
+        );
+        let parse = target
+            .source()
+            .and_then(|e| e.downcast_ref::<url::ParseError>());
+        assert_eq!(parse, Some(&url::ParseError::RelativeUrlWithoutBase));
     }
 }

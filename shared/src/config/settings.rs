@@ -1,0 +1,68 @@
+//! [`Settings`]: everything a function needs from its environment, and where its sources came
+//! from ([`SourcesReload`]). Reading them is `config::env`'s.
+
+use std::path::PathBuf;
+
+use super::audit::AuditSettings;
+use super::database::DatabaseSettings;
+use super::sources::Sources;
+use super::sweep::SweepSettings;
+use super::worker::WorkerSettings;
+
+/// Where the sources JSON came from: what the receiver can re-read after a failed verification
+/// (see [`crate::sources_refresh`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum SourcesOrigin {
+    /// `HOOKLEDGER_SOURCES`, or built in code: nothing to re-read.
+    #[default]
+    Inline,
+    /// `HOOKLEDGER_SOURCES_FILE`: the path, re-read as is.
+    File(PathBuf),
+    /// `HOOKLEDGER_SOURCES_SECRET_ARN`: the secret's ARN (or name), whose current version is
+    /// re-read.
+    Secret(String),
+}
+
+/// Least time between two re-reads of the sources in one execution environment, unless
+/// `HOOKLEDGER_SOURCES_REFRESH_SECS` says otherwise: 60 s.
+pub const DEFAULT_MIN_REFRESH_INTERVAL: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// How the receiver re-reads its sources after a signature matched none of the secrets.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SourcesReload {
+    /// Where the sources came from.
+    pub origin: SourcesOrigin,
+    /// Least time between two re-reads in one execution environment
+    /// (`HOOKLEDGER_SOURCES_REFRESH_SECS`, default
+    /// [`DEFAULT_MIN_REFRESH_INTERVAL`], 60 s).
+    pub min_interval: std::time::Duration,
+}
+
+impl Default for SourcesReload {
+    fn default() -> Self {
+        Self {
+            origin: SourcesOrigin::Inline,
+            min_interval: DEFAULT_MIN_REFRESH_INTERVAL,
+        }
+    }
+}
+
+/// Everything a function needs from its environment.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// Database connection settings.
+    pub database: DatabaseSettings,
+    /// The configured sources, as read at cold start.
+    pub sources: Sources,
+    /// Where the sources came from and how often the receiver may re-read them.
+    pub sources_reload: SourcesReload,
+    /// The worker (deferred mode).
+    pub worker: WorkerSettings,
+    /// The worker function the receiver rings after a deferred accept; `None` turns the
+    /// doorbell off (the worker's schedule still drains).
+    pub worker_function: Option<String>,
+    /// The sweeper's bounds.
+    pub sweep: SweepSettings,
+    /// The auditor's thresholds.
+    pub audit: AuditSettings,
+}
