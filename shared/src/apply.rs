@@ -62,7 +62,7 @@ impl ApplyError {
 
     /// The error with its cause chain, for `last_error` and the log.
     pub fn chain(&self) -> String {
-        crate::telemetry::error_chain(self)
+        crate::error_chain::error_chain(self)
     }
 }
 

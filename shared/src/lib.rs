@@ -13,6 +13,7 @@ pub mod custom_resource;
 pub mod db;
 pub mod doorbell;
 pub mod effect;
+pub mod error_chain;
 pub mod github_app;
 pub mod handler;
 pub mod invocation;
@@ -32,6 +33,7 @@ pub mod sources_refresh;
 pub mod status;
 pub mod sweep;
 pub mod telemetry;
+pub mod timestamp;
 pub mod work;
 
 pub use config::{Settings, SourceConfig, Sources};

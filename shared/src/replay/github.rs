@@ -241,7 +241,7 @@ pub(crate) async fn replay(
         let next = next_page_cursor(&response.headers).map_err(malformed)?;
         let mut parsed = Vec::with_capacity(deliveries.len());
         for (index, delivery) in deliveries.into_iter().enumerate() {
-            let at = crate::telemetry::parse_rfc3339(&delivery.delivered_at).map_err(|_| {
+            let at = crate::timestamp::parse_rfc3339(&delivery.delivered_at).map_err(|_| {
                 malformed(&format!("[{index}].delivered_at is not an RFC 3339 time"))
             })?;
             if delivery.guid.is_empty() {

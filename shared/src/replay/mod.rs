@@ -51,7 +51,7 @@ use std::time::{Duration, Instant, SystemTime};
 use serde::{Deserialize, Serialize};
 
 use crate::config::SourceConfig;
-use crate::telemetry::{parse_rfc3339, rfc3339};
+use crate::timestamp::{parse_rfc3339, rfc3339};
 use crate::Receiver;
 use hookledger_verify::Scheme;
 
@@ -383,7 +383,7 @@ impl Replayer {
             .redirect(reqwest::redirect::Policy::none())
             .build()
             .map_err(|e| {
-                ReplayErrorKind::Client(crate::telemetry::error_chain(&e))
+                ReplayErrorKind::Client(crate::error_chain::error_chain(&e))
                     .into_error(ReplayReport::default())
             })?;
         Ok(Self { client, options })

@@ -613,7 +613,7 @@ async fn inspect_shows_status_attempts_error_history_and_replayed_at() {
     assert_eq!(dead.attempts, 8);
     assert_eq!(dead.last_error.as_deref(), Some("downstream answered 502"));
     assert_eq!(
-        dead.dead_at.map(shared::telemetry::rfc3339).as_deref(),
+        dead.dead_at.map(shared::timestamp::rfc3339).as_deref(),
         Some("2020-01-01T00:00:00Z")
     );
     assert_eq!(dead.history, serde_json::json!([]));

@@ -285,7 +285,7 @@ async fn the_replay_function_with_a_refused_api_key_records_nothing() {
             handlers::registry(&app.settings.sources),
         )
         .unwrap();
-        let since = shared::telemetry::rfc3339(
+        let since = shared::timestamp::rfc3339(
             std::time::UNIX_EPOCH + std::time::Duration::from_secs((newest - 3_600) as u64),
         );
         let outcome = ::replay::handler::handle(

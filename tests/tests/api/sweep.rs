@@ -302,7 +302,7 @@ async fn the_sweep_deletes_exactly_the_expired_keys_of_each_source_and_nothing_e
     // The oldest key left is the oldest unfinished one.
     assert_eq!(
         report.oldest_remaining.as_deref(),
-        Some(shared::telemetry::rfc3339(before(3650 * DAY)).as_str())
+        Some(shared::timestamp::rfc3339(before(3650 * DAY)).as_str())
     );
     // The business rows are not the ledger's.
     let orders: i64 = client
