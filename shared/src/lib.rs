@@ -37,4 +37,4 @@ pub mod timestamp;
 pub mod work;
 
 pub use config::{Settings, SourceConfig, Sources};
-pub use receive::{Receiver, Reply};
+pub use receive::{Outcome, Receiver, Reply};

@@ -40,18 +40,21 @@
 //! `identify` (event id, type and payload hashes), `inline` (claim and apply in one
 //! transaction), `one_statement` (claim and complete in one statement), `deferred` (accept and
 //! answer 202), `shadow` (shadow mode's run of a duplicate), `replay` (events fetched from a
-//! provider's API), `reply` (the [`Reply`] and its shared shapes) and `log` (one line per
-//! delivery or replayed event).
+//! provider's API), `reply` (the [`Reply`] and its shared shapes), `outcome` (the [`Outcome`] a
+//! reply carries, named once for logs and metrics) and `log` (one line per delivery or replayed
+//! event).
 
 mod deferred;
 mod identify;
 mod inline;
 mod log;
 mod one_statement;
+mod outcome;
 mod receiver;
 mod replay;
 mod reply;
 mod shadow;
 
+pub use outcome::Outcome;
 pub use receiver::Receiver;
 pub use reply::{Reply, RETRY_AFTER_SECS};

@@ -1,6 +1,7 @@
 //! The deferred shape: store the event durably and answer 202; the worker applies it later
 //! (the receiver rings it once the connection is back in the pool).
 
+use super::outcome::Outcome;
 use super::receiver::{Failed, Receiver};
 use super::reply::{accepted_reply, in_flight, Reply};
 use crate::config::SourceConfig;
@@ -21,17 +22,17 @@ impl Receiver {
     ) -> Result<(Reply, bool), Failed> {
         let accepted = ledger::accept(conn, new_event, expiry).await?;
         Ok(match accepted {
-            Accept::Accepted => (accepted_reply(false, "accepted"), true),
+            Accept::Accepted => (accepted_reply(false, Outcome::Accepted), true),
             Accept::Duplicate(_) if shadow => {
                 // The answer is what enforcement gives (the event is durable either way).
                 self.shadow_run(conn, config, event).await;
-                (accepted_reply(true, "shadow_duplicate"), false)
+                (accepted_reply(true, Outcome::ShadowDuplicate), false)
             }
-            Accept::Duplicate(_) => (accepted_reply(true, "duplicate"), false),
+            Accept::Duplicate(_) => (accepted_reply(true, Outcome::Duplicate), false),
             Accept::DigestMismatch => (
                 Reply::error(
                     409,
-                    "digest_mismatch",
+                    Outcome::DigestMismatch,
                     "event id reused with a different body",
                 ),
                 false,

@@ -5,6 +5,7 @@ use hookledger_verify::extract::{extract, Extracted};
 use http::HeaderMap;
 
 use super::log::Trace;
+use super::outcome::Outcome;
 use super::reply::Reply;
 use crate::config::SourceConfig;
 
@@ -33,18 +34,18 @@ pub(super) fn identify<'b>(
                 body: serde_json::json!({ "challenge": challenge }).to_string(),
                 replayed: false,
                 retry_after: None,
-                outcome: "challenge",
+                outcome: Outcome::Challenge,
             });
         }
         // A generic source without an event id rule: start-up validation should have
         // refused it, so it is our fault (5xx, the provider retries), not the sender's.
         Err(error @ hookledger_verify::extract::ExtractError::NoRule) => {
             trace.detail = Some(error.to_string());
-            return Err(Reply::error(500, "internal_error", "internal error"));
+            return Err(Reply::error(500, Outcome::InternalError, "internal error"));
         }
         Err(error) => {
             trace.detail = Some(error.to_string());
-            return Err(Reply::error(400, "bad_request", error.reason()));
+            return Err(Reply::error(400, Outcome::BadRequest, error.reason()));
         }
     };
     trace.event_id = Some(meta.event_id.clone().into_owned());
@@ -55,7 +56,7 @@ pub(super) fn identify<'b>(
         Ok(hashes) => Ok((meta, hashes)),
         Err(error) => {
             trace.detail = Some(error.to_string());
-            Err(Reply::error(400, "bad_request", error.reason()))
+            Err(Reply::error(400, Outcome::BadRequest, error.reason()))
         }
     }
 }

@@ -2,6 +2,7 @@
 //! the handler's response (or, for a fatal handler error, keeping the event `dead`); a lost
 //! claim answers as a duplicate, in flight or a digest mismatch.
 
+use super::outcome::Outcome;
 use super::receiver::{Failed, Receiver};
 use super::reply::{dry_run_reply, in_flight, replayed, Reply};
 use crate::apply::{apply, fatal_body, ApplyError, FATAL_STATUS};
@@ -38,7 +39,7 @@ impl Receiver {
                 return Ok((
                     Reply::error(
                         409,
-                        "digest_mismatch",
+                        Outcome::DigestMismatch,
                         "event id reused with a different body",
                     ),
                     false,
@@ -49,16 +50,16 @@ impl Receiver {
             // not turn duplicates into 5xx in front of a live endpoint).
             Claim::Completed(stored) if shadow => {
                 self.shadow_run(conn, config, event).await;
-                return Ok((replayed(stored, "shadow_duplicate"), false));
+                return Ok((replayed(stored, Outcome::ShadowDuplicate), false));
             }
             Claim::InFlight if shadow => {
                 self.shadow_run(conn, config, event).await;
                 return Ok((in_flight(), false));
             }
-            Claim::Completed(stored) => return Ok((replayed(stored, "replayed"), false)),
+            Claim::Completed(stored) => return Ok((replayed(stored, Outcome::Replayed), false)),
             Claim::InFlight => return Ok((in_flight(), false)),
             // Replay: the event is in the ledger already, whatever its status or bytes.
-            Claim::Known(_) => return Ok((dry_run_reply("duplicate"), false)),
+            Claim::Known(_) => return Ok((dry_run_reply(Outcome::Duplicate), false)),
         };
         // Boxed: the handler's and the completion's futures are large, and this one sits inside
         // every delivery's (and every replayed page's) future.
@@ -71,7 +72,7 @@ impl Receiver {
                     body: applied.response.body,
                     replayed: false,
                     retry_after: None,
-                    outcome: applied.outcome.as_str(),
+                    outcome: applied.outcome.into(),
                 },
                 applied.queued > 0,
             )),
@@ -109,7 +110,7 @@ impl Receiver {
                 body: stored.body,
                 replayed: false,
                 retry_after: None,
-                outcome: "dead",
+                outcome: Outcome::Dead,
             }),
             // Another delivery claimed the event after our rollback: answer as a duplicate.
             None => Ok(in_flight()),

@@ -4,6 +4,7 @@
 
 use std::time::Duration;
 
+use super::outcome::Outcome;
 use super::reply::Reply;
 use crate::sources_refresh::LiveSources;
 use crate::telemetry::UNKNOWN_SOURCE;
@@ -34,7 +35,7 @@ pub(super) fn delivery(sources: &LiveSources, trace: &Trace<'_>, reply: &Reply, 
     let event_id = trace.event_id.as_deref().unwrap_or("");
     let event_type = trace.event_type.as_deref().unwrap_or("");
     let (error, warn) = (
-        reply.status >= 500 || reply.outcome == "digest_mismatch",
+        reply.status >= 500 || reply.outcome == Outcome::DigestMismatch,
         reply.status >= 400,
     );
     // One stdout line per delivery: the log line carries the delivery's metrics (an EMF
@@ -61,7 +62,7 @@ pub(super) fn delivery(sources: &LiveSources, trace: &Trace<'_>, reply: &Reply, 
             source = trace.source,
             event_id,
             event_type,
-            outcome = reply.outcome,
+            outcome = reply.outcome.as_str(),
             status = reply.status,
             latency_ms,
             error = trace.detail.as_deref().unwrap_or(""),
@@ -74,7 +75,7 @@ pub(super) fn delivery(sources: &LiveSources, trace: &Trace<'_>, reply: &Reply, 
             source = trace.source,
             event_id,
             event_type,
-            outcome = reply.outcome,
+            outcome = reply.outcome.as_str(),
             status = reply.status,
             latency_ms,
             reason = trace.detail.as_deref().unwrap_or(""),
@@ -87,7 +88,7 @@ pub(super) fn delivery(sources: &LiveSources, trace: &Trace<'_>, reply: &Reply, 
             source = trace.source,
             event_id,
             event_type,
-            outcome = reply.outcome,
+            outcome = reply.outcome.as_str(),
             status = reply.status,
             latency_ms,
             key_index = trace.key_index,
@@ -97,7 +98,7 @@ pub(super) fn delivery(sources: &LiveSources, trace: &Trace<'_>, reply: &Reply, 
         );
     }
     if in_line {
-        crate::telemetry::delivery_metrics_logged(source, reply.outcome, elapsed);
+        crate::telemetry::delivery_metrics_logged(source, reply.outcome.as_str(), elapsed);
     } else {
         count_delivery(sources, source, reply.outcome, elapsed);
     }
@@ -106,13 +107,13 @@ pub(super) fn delivery(sources: &LiveSources, trace: &Trace<'_>, reply: &Reply, 
 /// The per-delivery metrics (`deliveries`, `delivery_latency` by source and outcome), with
 /// an unconfigured source counted as [`UNKNOWN_SOURCE`]: the path segment is the sender's
 /// choice, and every distinct dimension value would be a new custom metric.
-fn count_delivery(sources: &LiveSources, source: &str, outcome: &str, latency: Duration) {
+fn count_delivery(sources: &LiveSources, source: &str, outcome: Outcome, latency: Duration) {
     let source = if sources.get(source).is_some() {
         source
     } else {
         UNKNOWN_SOURCE
     };
-    crate::telemetry::emit_delivery(source, outcome, latency);
+    crate::telemetry::emit_delivery(source, outcome.as_str(), latency);
 }
 
 /// Writes the `delivery` line of a delivery the transport could not read (see
@@ -121,14 +122,14 @@ pub(super) fn refusal(
     sources: &LiveSources,
     source: &str,
     status: u16,
-    outcome: &'static str,
+    outcome: Outcome,
     reason: &str,
 ) {
     tracing::warn!(
         source,
         event_id = "",
         event_type = "",
-        outcome,
+        outcome = outcome.as_str(),
         status,
         latency_ms = 0.0,
         reason,
@@ -148,7 +149,7 @@ pub(super) fn replay(trace: &Trace<'_>, reply: &Reply, dry_run: bool) {
             source = trace.source,
             event_id,
             event_type,
-            outcome = reply.outcome,
+            outcome = reply.outcome.as_str(),
             status = reply.status,
             dry_run,
             error,
@@ -159,7 +160,7 @@ pub(super) fn replay(trace: &Trace<'_>, reply: &Reply, dry_run: bool) {
             source = trace.source,
             event_id,
             event_type,
-            outcome = reply.outcome,
+            outcome = reply.outcome.as_str(),
             status = reply.status,
             dry_run,
             replayed = true,

@@ -34,7 +34,7 @@ impl Receiver {
                     body: response.body,
                     replayed: false,
                     retry_after: None,
-                    outcome: outcome.as_str(),
+                    outcome: outcome.into(),
                 })),
                 Decided::Completed(stored) => Some(Err(Claim::Completed(stored))),
                 Decided::DigestMismatch => Some(Err(Claim::DigestMismatch)),

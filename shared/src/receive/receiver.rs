@@ -8,6 +8,7 @@ use http::HeaderMap;
 
 use super::identify::identify;
 use super::log::{self, Trace};
+use super::outcome::Outcome;
 use super::reply::{Reply, RETRY_AFTER_SECS};
 use crate::apply::ApplyError;
 use crate::config::{Mode, Settings, SourceConfig};
@@ -75,7 +76,7 @@ impl Receiver {
 
     /// Refuses a delivery the transport could not read (e.g. a body flagged base64 that does
     /// not decode), with `{"error": reason}`, logging the delivery line like [`Self::receive`].
-    pub fn refuse(&self, source: &str, status: u16, outcome: &'static str, reason: &str) -> Reply {
+    pub fn refuse(&self, source: &str, status: u16, outcome: Outcome, reason: &str) -> Reply {
         let reply = Reply::error(status, outcome, reason);
         log::refusal(&self.sources, source, status, outcome, reason);
         reply
@@ -90,7 +91,7 @@ impl Receiver {
         now: i64,
     ) -> Reply {
         let Some(mut config) = self.sources.get(source) else {
-            return Reply::error(404, "unknown_source", "unknown source");
+            return Reply::error(404, Outcome::UnknownSource, "unknown source");
         };
         if body.len() > config.max_body_bytes {
             trace.detail = Some(format!(
@@ -98,7 +99,7 @@ impl Receiver {
                 body.len(),
                 config.max_body_bytes
             ));
-            return Reply::error(413, "too_large", "body too large");
+            return Reply::error(413, Outcome::TooLarge, "body too large");
         }
         // The signature is checked before the body is parsed at all.
         let verified = match config.verifier.verify(headers, body, now) {
@@ -122,7 +123,7 @@ impl Receiver {
             Err(error) => {
                 trace.detail = Some(format!("{error:?}"));
                 crate::telemetry::count(MetricName::SignatureFailed, source, 1);
-                return Reply::error(401, "unauthorized", error.reason());
+                return Reply::error(401, Outcome::Unauthorized, error.reason());
             }
         }
         self.process(trace, &config, headers, body, false).await
@@ -194,7 +195,7 @@ impl Receiver {
         };
         match decided {
             Ok(reply) => {
-                if reply.outcome == "digest_mismatch" {
+                if reply.outcome == Outcome::DigestMismatch {
                     trace.detail =
                         Some("stored payload identity differs from this body's".to_owned());
                     crate::telemetry::count(MetricName::DigestMismatch, source, 1);
@@ -203,22 +204,22 @@ impl Receiver {
             }
             Err(Failed::Unavailable(detail)) => {
                 trace.detail = Some(detail);
-                Reply::error(503, "unavailable", "service unavailable")
+                Reply::error(503, Outcome::Unavailable, "service unavailable")
             }
             Err(Failed::Deadline(detail)) => {
                 trace.detail = Some(detail);
-                let mut reply = Reply::error(503, "unavailable", "service unavailable");
+                let mut reply = Reply::error(503, Outcome::Unavailable, "service unavailable");
                 reply.retry_after = Some(RETRY_AFTER_SECS);
                 reply
             }
             Err(Failed::Apply(error)) => {
                 trace.detail = Some(error.chain());
                 if error.is_unavailable() {
-                    Reply::error(503, "unavailable", "service unavailable")
+                    Reply::error(503, Outcome::Unavailable, "service unavailable")
                 } else if matches!(error, ApplyError::Retryable(_)) {
-                    Reply::error(500, "handler_failed", "internal error")
+                    Reply::error(500, Outcome::HandlerFailed, "internal error")
                 } else {
-                    Reply::error(500, "internal_error", "internal error")
+                    Reply::error(500, Outcome::InternalError, "internal error")
                 }
             }
         }

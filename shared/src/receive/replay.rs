@@ -8,6 +8,7 @@ use http::HeaderMap;
 
 use super::identify::identify;
 use super::log::{self, Trace};
+use super::outcome::Outcome;
 use super::receiver::Receiver;
 use super::reply::{dry_run_reply, Reply};
 use crate::config::SourceConfig;
@@ -40,7 +41,7 @@ impl Receiver {
                 body.len(),
                 config.max_body_bytes
             ));
-            Reply::error(413, "too_large", "body too large")
+            Reply::error(413, Outcome::TooLarge, "body too large")
         } else if dry_run {
             self.peek(&mut trace, config, body).await
         } else {
@@ -62,7 +63,7 @@ impl Receiver {
             Ok(conn) => conn,
             Err(error) => {
                 trace.detail = Some(crate::db::describe_pool(&error));
-                return Reply::error(503, "unavailable", "service unavailable");
+                return Reply::error(503, Outcome::Unavailable, "service unavailable");
             }
         };
         let expiry = Expiry {
@@ -70,11 +71,11 @@ impl Receiver {
             now: SystemTime::now(),
         };
         match ledger::lookup(&conn, &config.name, &meta.event_id).await {
-            Ok(Some(row)) if !row.is_expired(&expiry) => dry_run_reply("duplicate"),
-            Ok(_) => dry_run_reply("new"),
+            Ok(Some(row)) if !row.is_expired(&expiry) => dry_run_reply(Outcome::Duplicate),
+            Ok(_) => dry_run_reply(Outcome::New),
             Err(error) => {
                 trace.detail = Some(error.to_string());
-                Reply::error(503, "unavailable", "service unavailable")
+                Reply::error(503, Outcome::Unavailable, "service unavailable")
             }
         }
     }

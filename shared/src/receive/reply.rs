@@ -2,6 +2,7 @@
 //! stored response, in flight, the deferred acknowledgement, replay's record of an event it did
 //! not write).
 
+use super::outcome::Outcome;
 use crate::ledger;
 
 /// Seconds a provider is asked to wait before retrying an in-flight duplicate.
@@ -18,15 +19,12 @@ pub struct Reply {
     pub replayed: bool,
     /// Seconds for a `Retry-After` header, when set.
     pub retry_after: Option<u32>,
-    /// What happened, for the log and tests: `processed`, `ignored`, `replayed`, `dead`
-    /// (a fatal handler error, kept for an operator), `digest_mismatch`,
-    /// `in_flight`, `unknown_source`, `too_large`, `bad_request`, `unauthorized`,
-    /// `handler_failed`, `unavailable`, `internal_error`.
-    pub outcome: &'static str,
+    /// What happened, for the log, the metrics and tests.
+    pub outcome: Outcome,
 }
 
 impl Reply {
-    pub(super) fn error(status: u16, outcome: &'static str, reason: &str) -> Self {
+    pub(super) fn error(status: u16, outcome: Outcome, reason: &str) -> Self {
         Self {
             status,
             body: serde_json::json!({ "error": reason }).to_string(),
@@ -38,7 +36,7 @@ impl Reply {
 }
 
 /// A stored response sent again, with `Idempotent-Replayed: true`.
-pub(super) fn replayed(stored: ledger::StoredResponse, outcome: &'static str) -> Reply {
+pub(super) fn replayed(stored: ledger::StoredResponse, outcome: Outcome) -> Reply {
     Reply {
         status: stored.status,
         body: stored.body,
@@ -49,13 +47,13 @@ pub(super) fn replayed(stored: ledger::StoredResponse, outcome: &'static str) ->
 }
 
 pub(super) fn in_flight() -> Reply {
-    let mut reply = Reply::error(409, "in_flight", "event is being processed");
+    let mut reply = Reply::error(409, Outcome::InFlight, "event is being processed");
     reply.retry_after = Some(RETRY_AFTER_SECS);
     reply
 }
 
 /// Deferred mode's acknowledgement: `202 {"accepted": true, "duplicate": ..}`.
-pub(super) fn accepted_reply(duplicate: bool, outcome: &'static str) -> Reply {
+pub(super) fn accepted_reply(duplicate: bool, outcome: Outcome) -> Reply {
     Reply {
         status: 202,
         body: serde_json::json!({ "accepted": true, "duplicate": duplicate }).to_string(),
@@ -67,10 +65,10 @@ pub(super) fn accepted_reply(duplicate: bool, outcome: &'static str) -> Reply {
 
 /// What replay records for an event it did not write: `200 {"duplicate": ...}` with the
 /// outcome `new` (a dry run's absent key) or `duplicate`.
-pub(super) fn dry_run_reply(outcome: &'static str) -> Reply {
+pub(super) fn dry_run_reply(outcome: Outcome) -> Reply {
     Reply {
         status: 200,
-        body: serde_json::json!({ "duplicate": outcome == "duplicate" }).to_string(),
+        body: serde_json::json!({ "duplicate": outcome == Outcome::Duplicate }).to_string(),
         replayed: false,
         retry_after: None,
         outcome,

@@ -10,6 +10,7 @@ use hookledger_tests::fake_providers::{Answer, FakeServer};
 use shared::config::ProviderApi;
 use shared::db::Sql;
 use shared::ledger::{self, CompleteError, Tx};
+use shared::Outcome;
 use shared::{
     effect::{Effect, Event, HandlerError, Success},
     handler::Handler,
@@ -276,7 +277,11 @@ async fn a_payload_the_business_table_refuses_is_kept_dead_and_answered_2xx_so_t
         .replace("\"usd\"", "\"USD\"");
     let delivery = stripe_body(body.into_bytes(), NOW);
     let first = app.receive("stripe", &delivery).await;
-    assert_eq!((first.status, first.outcome), (200, "dead"), "{first:?}");
+    assert_eq!(
+        (first.status, first.outcome),
+        (200, Outcome::Dead),
+        "{first:?}"
+    );
     let answer: serde_json::Value = serde_json::from_str(&first.body).unwrap();
     assert_eq!(answer["status"], "dead");
     assert_eq!(app.order_rows().await, 0, "the claim's writes rolled back");
@@ -383,7 +388,7 @@ async fn a_handler_cannot_commit_or_set_session_state_through_its_transaction() 
         let reply = app
             .receive("stripe", &stripe_payment(&id, &id, 5, NOW))
             .await;
-        assert_eq!(reply.outcome, "dead", "{reply:?}");
+        assert_eq!(reply.outcome, Outcome::Dead, "{reply:?}");
         assert_eq!(app.order_rows().await, 0, "{}: nothing committed", sql.text);
         let (_, _, error) = row(&app, &id).await;
         assert!(error.unwrap().contains("may not run"));
@@ -422,7 +427,7 @@ async fn an_error_without_a_sqlstate_is_a_500_not_database_unavailable() {
         .await;
     assert_eq!(
         (reply.status, reply.outcome),
-        (500, "handler_failed"),
+        (500, Outcome::HandlerFailed),
         "{reply:?}"
     );
     assert_eq!(
@@ -568,7 +573,7 @@ async fn a_tie_whose_re_fetch_fails_is_retried_not_dropped() {
         .await;
     assert_eq!(
         (tie.status, tie.outcome),
-        (500, "handler_failed"),
+        (500, Outcome::HandlerFailed),
         "{tie:?}"
     );
     assert_eq!(
@@ -609,7 +614,7 @@ async fn a_stripe_retry_that_differs_only_in_pending_webhooks_gets_the_cached_re
         .await;
     assert_eq!(
         (retry.status, retry.outcome),
-        (200, "replayed"),
+        (200, Outcome::Replayed),
         "{retry:?}"
     );
     assert_eq!(retry.body, first.body);
@@ -649,7 +654,10 @@ async fn a_stripe_retry_that_differs_in_data_object_is_a_409_and_leaves_the_orig
     let other = app
         .receive("stripe", &stripe_body(rendered(2, 701), NOW))
         .await;
-    assert_eq!((other.status, other.outcome), (409, "digest_mismatch"));
+    assert_eq!(
+        (other.status, other.outcome),
+        (409, Outcome::DigestMismatch)
+    );
     let after: (Vec<u8>, Option<Vec<u8>>, String) = {
         let row = client
             .query_one(
@@ -753,7 +761,7 @@ async fn session_state_set_from_a_handler_is_refused_and_never_reaches_the_next_
         let reply = app
             .receive("stripe", &stripe_payment(&id, &id, 5, NOW))
             .await;
-        assert_eq!(reply.outcome, "dead", "{}: {reply:?}", sql.text);
+        assert_eq!(reply.outcome, Outcome::Dead, "{}: {reply:?}", sql.text);
         // The next, unrelated delivery on the same session works with the server's defaults.
         let next = app
             .receive(
@@ -802,7 +810,7 @@ async fn a_redelivered_dead_event_runs_again_once_the_handler_is_fixed() {
     );
     let delivery = stripe_payment("evt_fixed", "ord_fixed", 5, NOW);
     let first = app.receive("stripe", &delivery).await;
-    assert_eq!((first.status, first.outcome), (200, "dead"));
+    assert_eq!((first.status, first.outcome), (200, Outcome::Dead));
     // Still broken: dead again, one more attempt, the same answer.
     let again = app.receive("stripe", &delivery).await;
     assert_eq!(
@@ -815,13 +823,13 @@ async fn a_redelivered_dead_event_runs_again_once_the_handler_is_fixed() {
     let resent = app.receive("stripe", &delivery).await;
     assert_eq!(
         (resent.status, resent.outcome),
-        (200, "processed"),
+        (200, Outcome::Processed),
         "{resent:?}"
     );
     assert_eq!(row(&app, "evt_fixed").await.0, "completed");
     assert_eq!(app.order_rows().await, 1);
     let replay = app.receive("stripe", &delivery).await;
-    assert_eq!(replay.outcome, "replayed");
+    assert_eq!(replay.outcome, Outcome::Replayed);
     assert_eq!(app.order_rows().await, 1);
 }
 
@@ -845,7 +853,11 @@ async fn a_response_body_the_ledger_cannot_store_is_fatal_not_a_500_for_ever() {
     let reply = app
         .receive("stripe", &stripe_payment("evt_nul", "ord_nul", 5, NOW))
         .await;
-    assert_eq!((reply.status, reply.outcome), (200, "dead"), "{reply:?}");
+    assert_eq!(
+        (reply.status, reply.outcome),
+        (200, Outcome::Dead),
+        "{reply:?}"
+    );
     let (_, _, error) = row(&app, "evt_nul").await;
     assert!(error.unwrap().contains("22P05"));
 }
@@ -918,7 +930,7 @@ async fn a_re_fetch_that_answers_about_another_object_does_not_resolve_the_tie()
         .await;
     assert_eq!(
         (tie.status, tie.outcome),
-        (500, "handler_failed"),
+        (500, Outcome::HandlerFailed),
         "{tie:?}"
     );
     assert_eq!(

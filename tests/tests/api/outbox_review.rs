@@ -9,6 +9,7 @@ use std::time::{Duration, SystemTime};
 use hookledger_tests::fake_providers::{Answer as FakeAnswer, FakeServer};
 use shared::config::{Settings, SweepSettings};
 use shared::ledger::Tx;
+use shared::Outcome;
 use shared::{
     effect::{Effect, Event, HandlerError},
     handler::Handler,
@@ -230,7 +231,7 @@ async fn a_target_added_before_another_gets_its_message_and_the_other_no_second_
         )
         .await
         .outcome,
-        "ignored"
+        Outcome::Ignored
     );
     worker_for(&app).worker.drain(soon, plenty).await.unwrap();
     assert_eq!(

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use shared::ledger::Tx;
+use shared::Outcome;
 use shared::{
     effect::{Effect, Event, HandlerError},
     handler::Handler,
@@ -96,7 +97,7 @@ async fn database_errors_are_logged_with_their_cause() {
     let reply = app
         .receive("stripe", &stripe_payment("evt_neg", "ord_neg", -5, NOW))
         .await;
-    assert_eq!((reply.status, reply.outcome), (200, "dead"));
+    assert_eq!((reply.status, reply.outcome), (200, Outcome::Dead));
     let text = logs.text();
     assert!(
         text.contains("orders_total_minor_non_negative") && text.contains("23514"),
@@ -124,7 +125,7 @@ async fn body_values_never_reach_the_log() {
             &stripe_body(serde_json::to_vec(&body).unwrap(), NOW),
         )
         .await;
-    assert_eq!((reply.status, reply.outcome), (200, "dead"));
+    assert_eq!((reply.status, reply.outcome), (200, Outcome::Dead));
     let text = logs.text();
     assert!(text.contains("handler_fatal"), "{text}");
     assert_eq!(
@@ -188,7 +189,7 @@ async fn a_refused_connection_is_logged_with_the_servers_reason() {
     let reply = app
         .receive("stripe", &stripe_payment("evt_nodb", "ord_nodb", 5, NOW))
         .await;
-    assert_eq!((reply.status, reply.outcome), (503, "unavailable"));
+    assert_eq!((reply.status, reply.outcome), (503, Outcome::Unavailable));
     let text = logs.text();
     // PostgreSQL's SQLSTATE and message, not deadpool's bare "db error".
     assert!(text.contains("3D000"), "{text}");
