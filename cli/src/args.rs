@@ -5,7 +5,7 @@
 /// take the text).
 ///
 /// # Errors
-/// The reason, when `value` is not RFC 3339 (`shared::telemetry::parse_rfc3339`).
+/// The reason, when `value` is not RFC 3339 (`shared::timestamp::parse_rfc3339`).
 pub fn rfc3339(value: &str) -> Result<String, String> {
-    shared::telemetry::parse_rfc3339(value).map(|_| value.to_owned())
+    shared::timestamp::parse_rfc3339(value).map(|_| value.to_owned())
 }

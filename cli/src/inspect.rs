@@ -6,7 +6,7 @@ use std::time::SystemTime;
 
 use shared::db::Pool;
 use shared::ledger::EventDetail;
-use shared::telemetry::rfc3339;
+use shared::timestamp::rfc3339;
 use shared::Settings;
 
 /// Options of `hookledger inspect`.

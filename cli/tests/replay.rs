@@ -93,7 +93,7 @@ async fn hookledger_replay_claims_the_missing_events_once_and_a_dry_run_writes_n
     let dir = tempfile_dir();
     let sources = sources(&dir, &fake.base_url, KEY);
     let since =
-        shared::telemetry::rfc3339(UNIX_EPOCH + std::time::Duration::from_secs(since as u64));
+        shared::timestamp::rfc3339(UNIX_EPOCH + std::time::Duration::from_secs(since as u64));
 
     let dry = hookledger(
         &db.url,
@@ -173,7 +173,7 @@ async fn hookledger_replay_with_a_refused_key_fails_in_one_line_without_the_key(
     let wrong = "rk_test_revoked_key_value";
     let sources = sources(&dir, &fake.base_url, wrong);
     let since =
-        shared::telemetry::rfc3339(UNIX_EPOCH + std::time::Duration::from_secs(since as u64));
+        shared::timestamp::rfc3339(UNIX_EPOCH + std::time::Duration::from_secs(since as u64));
     let output = hookledger(
         &db.url,
         &sources,

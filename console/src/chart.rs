@@ -157,7 +157,7 @@ pub fn svg(title: &str, series: &Series) -> String {
     let every = (n / 6).max(1);
     for i in (0..n).step_by(every) {
         let at = series.start + Duration::from_secs(60 * i as u64);
-        let label = shared::telemetry::rfc3339(at);
+        let label = shared::timestamp::rfc3339(at);
         let hh_mm = label.get(11..16).unwrap_or("");
         let _ = write!(
             out,

@@ -155,7 +155,7 @@ pub fn url_with(path: &str, pairs: &[(&str, &str)]) -> String {
 
 /// A time as RFC 3339 (UTC, milliseconds).
 pub fn time(at: SystemTime) -> String {
-    shared::telemetry::rfc3339(at)
+    shared::timestamp::rfc3339(at)
 }
 
 /// An optional time, `-` when absent.

@@ -22,7 +22,7 @@ pub fn parse(field: &'static str, value: Option<&str>) -> Result<Option<SystemTi
     let Some(value) = value.map(str::trim).filter(|v| !v.is_empty()) else {
         return Ok(None);
     };
-    if let Ok(at) = shared::telemetry::parse_rfc3339(value) {
+    if let Ok(at) = shared::timestamp::parse_rfc3339(value) {
         return Ok(Some(at));
     }
     [LOCAL_MINUTES, LOCAL_SECONDS]

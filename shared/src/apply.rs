@@ -62,7 +62,7 @@ impl ApplyError {
 
     /// The error with its cause chain, for `last_error` and the log.
     pub fn chain(&self) -> String {
-        crate::telemetry::error_chain(self)
+        crate::error_chain::error_chain(self)
     }
 }
 
@@ -76,25 +76,15 @@ impl From<HandlerError> for ApplyError {
     }
 }
 
-/// Whether a handler ran for an applied event: the `outcome` its `delivery` log line and
-/// metrics name ([`Outcome::as_str`]).
+/// Whether a handler ran for an applied event. The receiver answers it as the delivery's
+/// outcome (`crate::receive::Outcome::Processed` or `Ignored`, converted with `From`), which
+/// names it in log lines and metrics.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Outcome {
     /// The event type's handler ran and its effect committed.
     Processed,
     /// The event type has no handler: the recorded no-op ([`ignored_effect`]) committed.
     Ignored,
-}
-
-impl Outcome {
-    /// The name in log lines and metrics: `processed` or `ignored`.
-    #[must_use]
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Outcome::Processed => "processed",
-            Outcome::Ignored => "ignored",
-        }
-    }
 }
 
 /// What [`apply`] did.

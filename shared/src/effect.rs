@@ -154,7 +154,7 @@ impl HandlerError {
 
     /// The reason with its cause chain, for `last_error` and the log.
     pub fn chain(&self) -> String {
-        crate::telemetry::error_chain(self)
+        crate::error_chain::error_chain(self)
     }
 }
 

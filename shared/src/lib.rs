@@ -12,6 +12,7 @@ pub mod config;
 pub mod db;
 pub mod doorbell;
 pub mod effect;
+pub mod error_chain;
 pub mod github_app;
 pub mod handler;
 pub mod invocation;
@@ -30,7 +31,8 @@ pub mod sources_refresh;
 pub mod status;
 pub mod sweep;
 pub mod telemetry;
+pub mod timestamp;
 pub mod work;
 
 pub use config::{Settings, SourceConfig, Sources};
-pub use receive::{Receiver, Reply};
+pub use receive::{Outcome, Receiver, Reply};

@@ -52,10 +52,10 @@ pub async fn page(
     let window = match (&filter.source, filter.since) {
         (Some(source), Some(since)) if !read_only => Some((
             source.clone(),
-            shared::telemetry::rfc3339(since),
+            shared::timestamp::rfc3339(since),
             filter
                 .until
-                .map(shared::telemetry::rfc3339)
+                .map(shared::timestamp::rfc3339)
                 .unwrap_or_default(),
         )),
         _ => None,

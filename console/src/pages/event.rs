@@ -26,7 +26,7 @@ fn error_suffix(error: Option<&str>) -> String {
 fn history_time(recorded: Option<String>) -> String {
     match recorded {
         None => "-".to_owned(),
-        Some(text) => shared::telemetry::parse_rfc3339(&text).map_or(text, time),
+        Some(text) => shared::timestamp::parse_rfc3339(&text).map_or(text, time),
     }
 }
 
@@ -257,7 +257,7 @@ mod tests {
 
     #[test]
     fn history_times_read_in_the_same_form_as_the_row_s_own() {
-        let row_time = shared::telemetry::parse_rfc3339("2026-12-02T04:27:31.769Z").unwrap();
+        let row_time = shared::timestamp::parse_rfc3339("2026-12-02T04:27:31.769Z").unwrap();
         assert_eq!(
             history_time(Some("2026-12-02T04:27:31.769206+00:00".to_owned())),
             time(row_time)

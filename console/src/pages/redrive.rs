@@ -70,7 +70,7 @@ impl RedriveForm {
         let source = text("source", given(&self.source))?
             .ok_or_else(|| PageError::bad("source", "give the source"))?;
         let time = |field, value: &Option<String>| {
-            time_input::parse(field, value.as_deref()).map(|at| at.map(shared::telemetry::rfc3339))
+            time_input::parse(field, value.as_deref()).map(|at| at.map(shared::timestamp::rfc3339))
         };
         let spec = RedriveSpec {
             status: Which::Dead,

@@ -52,7 +52,7 @@ pub async fn function_handler(
     let report = match shared::audit::run(&conn, &sources, &state.audit, now).await {
         Ok(report) => report,
         Err(error) => {
-            tracing::error!(error = %shared::telemetry::error_chain(&error), "audit failed");
+            tracing::error!(error = %shared::error_chain::error_chain(&error), "audit failed");
             // The audit rolled back, but a failed round trip may leave the connection in
             // an unknown state: do not pool it.
             conn.discard();

@@ -10,7 +10,7 @@ use lambda_http::http::{header, Method, StatusCode};
 use lambda_http::{Body, Error, Request, Response};
 use shared::db::Pool;
 use shared::handler::Registry;
-use shared::{Receiver, Reply, Settings};
+use shared::{Outcome, Receiver, Reply, Settings};
 
 /// Everything built once per execution environment and borrowed by every invocation.
 #[derive(Debug, Clone)]
@@ -70,14 +70,16 @@ pub async fn handle_at(
     now: i64,
 ) -> Result<Response<Body>, Error> {
     let Some(source) = source_from_path(request.uri().path()) else {
-        let refused = state.receiver.refuse("", 404, "not_found", "not found");
+        let refused = state
+            .receiver
+            .refuse("", 404, Outcome::NotFound, "not found");
         return Ok(reply(&refused)?);
     };
     if request.method() != Method::POST {
         let refused =
             state
                 .receiver
-                .refuse(source, 405, "method_not_allowed", "method not allowed");
+                .refuse(source, 405, Outcome::MethodNotAllowed, "method not allowed");
         let mut response = reply(&refused)?;
         response
             .headers_mut()
@@ -89,10 +91,12 @@ pub async fn handle_at(
         .headers()
         .contains_key(crate::transport::INVALID_BASE64_HEADER)
     {
-        let outcome =
-            state
-                .receiver
-                .refuse(&source, 400, "bad_request", "body is not valid base64");
+        let outcome = state.receiver.refuse(
+            &source,
+            400,
+            Outcome::BadRequest,
+            "body is not valid base64",
+        );
         return Ok(reply(&outcome)?);
     }
     if request
@@ -101,7 +105,7 @@ pub async fn handle_at(
     {
         let outcome = state
             .receiver
-            .refuse(&source, 400, "bad_request", "malformed header");
+            .refuse(&source, 400, Outcome::BadRequest, "malformed header");
         return Ok(reply(&outcome)?);
     }
     let outcome = state

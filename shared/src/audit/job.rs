@@ -11,7 +11,8 @@ use super::sql;
 use crate::config::{AuditSettings, Sources};
 use crate::ledger::{Connection, LedgerError};
 use crate::sweep::sql::{oldest_key, outbox_sources_present, sources_present};
-use crate::telemetry::{rfc3339, Metric, MetricName};
+use crate::telemetry::{Metric, MetricName};
+use crate::timestamp::rfc3339;
 
 /// The most rows any one count reads; a count this high is reported as capped ("at least").
 pub const CAP: u64 = 100_000;

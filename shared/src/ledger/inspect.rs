@@ -7,7 +7,7 @@ use tokio_postgres::types::{Json, Type};
 
 use super::{Connection, LedgerError, Status};
 use crate::db::Sql;
-use crate::telemetry::rfc3339;
+use crate::timestamp::rfc3339;
 
 /// One ledger row as an operator reads it.
 #[derive(Debug, Clone, PartialEq)]

@@ -12,7 +12,7 @@ use crate::db::Pool;
 use crate::doorbell::Doorbell;
 use crate::handler::Registry;
 use crate::ledger::{self, LedgerError};
-use crate::telemetry::parse_rfc3339;
+use crate::timestamp::parse_rfc3339;
 
 /// Rows moved per statement.
 pub const BATCH: i64 = 500;

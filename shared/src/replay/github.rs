@@ -34,6 +34,7 @@ use super::{json_problem, ReplayErrorKind, Run, Window};
 use crate::config::{GithubHook, GithubHookTarget, Mode, SourceConfig};
 use crate::github_app::app_jwt;
 use crate::ledger::{self, Expiry, Status};
+use crate::receive::Outcome;
 
 /// Deliveries per page (GitHub's maximum).
 pub const PAGE_SIZE: u32 = 100;
@@ -241,7 +242,7 @@ pub(crate) async fn replay(
         let next = next_page_cursor(&response.headers).map_err(malformed)?;
         let mut parsed = Vec::with_capacity(deliveries.len());
         for (index, delivery) in deliveries.into_iter().enumerate() {
-            let at = crate::telemetry::parse_rfc3339(&delivery.delivered_at).map_err(|_| {
+            let at = crate::timestamp::parse_rfc3339(&delivery.delivered_at).map_err(|_| {
                 malformed(&format!("[{index}].delivered_at is not an RFC 3339 time"))
             })?;
             if delivery.guid.is_empty() {
@@ -304,7 +305,7 @@ pub(crate) async fn replay(
             let status = row.as_ref().map_or("absent", |row| row.status.as_str());
             let outcome = if !redeliver {
                 run.report.duplicates += 1;
-                "duplicate"
+                Outcome::Duplicate.as_str()
             } else if run.request.dry_run {
                 run.report.redelivered += 1;
                 "would_redeliver"

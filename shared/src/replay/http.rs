@@ -271,7 +271,7 @@ fn unreachable(source: &str, attempts: u32, detail: String) -> Failure {
 
 /// A transport error's chain (reqwest names the URL, which carries no credential).
 fn transport_error(error: &reqwest::Error) -> String {
-    crate::telemetry::error_chain(error)
+    crate::error_chain::error_chain(error)
 }
 
 /// The provider's error message from an error body (Stripe `error.message`, Paddle

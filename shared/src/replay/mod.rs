@@ -51,7 +51,8 @@ use std::time::{Duration, Instant, SystemTime};
 use serde::{Deserialize, Serialize};
 
 use crate::config::SourceConfig;
-use crate::telemetry::{parse_rfc3339, rfc3339};
+use crate::receive::Outcome;
+use crate::timestamp::{parse_rfc3339, rfc3339};
 use crate::Receiver;
 use hookledger_verify::Scheme;
 
@@ -383,7 +384,7 @@ impl Replayer {
             .redirect(reqwest::redirect::Policy::none())
             .build()
             .map_err(|e| {
-                ReplayErrorKind::Client(crate::telemetry::error_chain(&e))
+                ReplayErrorKind::Client(crate::error_chain::error_chain(&e))
                     .into_error(ReplayReport::default())
             })?;
         Ok(Self { client, options })
@@ -642,7 +643,7 @@ impl Run<'_> {
         tracing::info!(
             source = config.name.as_str(),
             event_id,
-            outcome = "duplicate",
+            outcome = Outcome::Duplicate.as_str(),
             status = 200,
             dry_run = self.request.dry_run,
             replayed = true,
@@ -659,10 +660,16 @@ impl Run<'_> {
             .replay(config, body, self.request.dry_run)
             .await;
         match reply.outcome {
-            "processed" | "ignored" | "dead" | "accepted" | "new" if reply.status < 400 => {
+            Outcome::Processed
+            | Outcome::Ignored
+            | Outcome::Dead
+            | Outcome::Accepted
+            | Outcome::New
+                if reply.status < 400 =>
+            {
                 self.report.new += 1
             }
-            "duplicate" if reply.status < 400 => self.report.duplicates += 1,
+            Outcome::Duplicate if reply.status < 400 => self.report.duplicates += 1,
             _ => self.report.failed += 1,
         }
     }

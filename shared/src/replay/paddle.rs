@@ -17,7 +17,7 @@ use serde_json::value::RawValue;
 use super::http::{send, Credential, Failure};
 use super::{json_problem, ReplayErrorKind, Run, Window};
 use crate::config::SourceConfig;
-use crate::telemetry::parse_rfc3339;
+use crate::timestamp::parse_rfc3339;
 
 /// Events per page (Paddle's maximum).
 pub const PAGE_SIZE: u32 = 200;

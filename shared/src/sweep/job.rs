@@ -287,7 +287,7 @@ pub async fn run_with_progress(
         deleted,
         batches,
         duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
-        oldest_remaining: oldest.map(crate::telemetry::rfc3339),
+        oldest_remaining: oldest.map(crate::timestamp::rfc3339),
         stopped,
         deleted_by_source: sweep.deleted_by_source().clone(),
         unconfigured: sweep.unconfigured().to_vec(),

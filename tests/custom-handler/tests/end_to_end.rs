@@ -3,6 +3,7 @@
 //! byte for byte and still one row; a fatal payload -> nothing written.
 
 use hookledger_testing::{assert_replayed, TestLedger};
+use shared::Outcome;
 
 const SOURCES: &str = r#"[{"name": "stripe", "scheme": "stripe",
                           "secrets": ["whsec_custom_handler_test_secret"]}]"#;
@@ -39,7 +40,7 @@ async fn a_refund_is_recorded_once_and_its_retry_gets_the_stored_response() {
 
     let first = ledger.deliver(&delivery).await;
     assert_eq!(first.status, 200, "{first:?}");
-    assert_eq!(first.outcome, "processed");
+    assert_eq!(first.outcome, Outcome::Processed);
     let body: serde_json::Value = serde_json::from_str(&first.body).unwrap();
     assert_eq!(
         body,
@@ -74,7 +75,7 @@ async fn a_payload_the_table_refuses_is_kept_dead_and_writes_nothing() {
         .unwrap();
     let reply = ledger.deliver(&refused).await;
     assert_eq!(reply.status, 200, "{reply:?}");
-    assert_eq!(reply.outcome, "dead");
+    assert_eq!(reply.outcome, Outcome::Dead);
     // A payload without the fields: fatal in the handler itself.
     let shapeless = ledger
         .signed(
@@ -82,7 +83,7 @@ async fn a_payload_the_table_refuses_is_kept_dead_and_writes_nothing() {
             r#"{"id": "evt_refund_shapeless", "type": "charge.refunded", "data": {}}"#,
         )
         .unwrap();
-    assert_eq!(ledger.deliver(&shapeless).await.outcome, "dead");
+    assert_eq!(ledger.deliver(&shapeless).await.outcome, Outcome::Dead);
 
     assert_eq!(
         ledger.count("SELECT count(*) FROM refunds").await.unwrap(),
@@ -103,7 +104,7 @@ async fn an_event_type_without_a_handler_is_recorded_as_ignored_and_writes_nothi
     let reply = ledger
         .deliver(&ledger.signed("stripe", other.to_vec()).unwrap())
         .await;
-    assert_eq!(reply.outcome, "ignored", "{reply:?}");
+    assert_eq!(reply.outcome, Outcome::Ignored, "{reply:?}");
     assert_eq!(
         ledger.count("SELECT count(*) FROM refunds").await.unwrap(),
         0

@@ -279,8 +279,8 @@ async fn audit_figures_on_a_seeded_ledger_equal_hand_computed_values() {
 
     assert!(!report.first_run);
     assert!(report.recorded);
-    assert_eq!(report.since, shared::telemetry::rfc3339(at(-300)));
-    assert_eq!(report.at, shared::telemetry::rfc3339(at(0)));
+    assert_eq!(report.since, shared::timestamp::rfc3339(at(-300)));
+    assert_eq!(report.at, shared::timestamp::rfc3339(at(0)));
     let keys: Vec<(&str, &str, u64)> = report
         .stuck_keys
         .iter()
@@ -516,7 +516,7 @@ async fn a_read_only_audit_does_not_wait_on_a_recording_one() {
     holder.batch_execute("ROLLBACK").await.unwrap();
     let peeked = peeked.expect("a peek must not wait for the audit_run row lock");
     assert!(!peeked.recorded);
-    assert_eq!(peeked.since, shared::telemetry::rfc3339(at(0)));
+    assert_eq!(peeked.since, shared::timestamp::rfc3339(at(0)));
 }
 
 #[tokio::test]
@@ -532,7 +532,7 @@ async fn audit_since_last_run_counts_reset_on_the_second_run() {
 
     let first = audit(&app, &sources, &settings, 0).await;
     assert!(first.first_run);
-    assert_eq!(first.since, shared::telemetry::rfc3339(at(-300)));
+    assert_eq!(first.since, shared::timestamp::rfc3339(at(-300)));
     assert_eq!(first.sources[d].dead_letters, 2);
     assert_eq!(first.sources[d].dead_letters_new, 1);
     assert_eq!(first.sources["stripe"].ordering_ties_new, 1);
@@ -540,7 +540,7 @@ async fn audit_since_last_run_counts_reset_on_the_second_run() {
     // Five minutes later, nothing new: the counts reset, the total stays.
     let second = audit(&app, &sources, &settings, 300).await;
     assert!(!second.first_run);
-    assert_eq!(second.since, shared::telemetry::rfc3339(at(0)));
+    assert_eq!(second.since, shared::timestamp::rfc3339(at(0)));
     assert_eq!(second.sources[d].dead_letters, 2);
     assert_eq!(second.sources[d].dead_letters_new, 0);
     assert_eq!(second.sources["stripe"].ordering_ties_new, 0);
@@ -556,7 +556,7 @@ async fn audit_since_last_run_counts_reset_on_the_second_run() {
     assert!(!peeked.recorded);
     assert_eq!(peeked.sources[d].dead_letters_new, 1);
     let third = audit(&app, &sources, &settings, 600).await;
-    assert_eq!(third.since, shared::telemetry::rfc3339(at(300)));
+    assert_eq!(third.since, shared::timestamp::rfc3339(at(300)));
     assert_eq!(third.sources[d].dead_letters_new, 1);
     assert_eq!(third.sources["stripe"].ordering_ties_new, 1);
     let fourth = audit(&app, &sources, &settings, 900).await;
@@ -568,7 +568,7 @@ async fn audit_since_last_run_counts_reset_on_the_second_run() {
     let behind = audit(&app, &sources, &settings, 100).await;
     assert_eq!(behind.sources[d].dead_letters_new, 0);
     let after = audit(&app, &sources, &settings, 1200).await;
-    assert_eq!(after.since, shared::telemetry::rfc3339(at(900)));
+    assert_eq!(after.since, shared::timestamp::rfc3339(at(900)));
 }
 
 #[tokio::test]

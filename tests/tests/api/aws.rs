@@ -12,6 +12,7 @@ use secrecy::ExposeSecret;
 use shared::config::DEFAULT_MIN_REFRESH_INTERVAL;
 use shared::config::{DatabaseSettings, Settings, SourcesOrigin};
 use shared::sources_refresh::{LiveSources, ManualClock, Refresher};
+use shared::Outcome;
 
 use crate::helpers::{spawn_app, stripe_payment, NOW, STRIPE_SECRET};
 
@@ -635,7 +636,7 @@ async fn a_warm_receiver_accepts_a_secret_rotated_in_secrets_manager_without_a_r
     let new = stripe_signed_with(ROTATED_SECRET, "evt_rot_new", "ord_rot_new");
     let reply = rotation.deliver(&new).await;
     assert_eq!(reply.status, 200, "{reply:?}");
-    assert_eq!(reply.outcome, "processed");
+    assert_eq!(reply.outcome, Outcome::Processed);
     assert_eq!(app.order_rows().await, 2);
     assert_eq!(rotation.refreshes(), 1);
     assert_eq!(rotation.secrets.reads(), 1);
@@ -720,7 +721,7 @@ async fn a_flood_of_bad_signatures_reads_the_sources_secret_once_per_interval() 
 fn replies_are_401(replies: &[shared::Reply]) {
     for reply in replies {
         assert_eq!(reply.status, 401, "{reply:?}");
-        assert_eq!(reply.outcome, "unauthorized");
+        assert_eq!(reply.outcome, Outcome::Unauthorized);
     }
 }
 

@@ -11,6 +11,7 @@ use hookledger_console::{AccessToken, Auth, Console, ConsoleConfig};
 use hookledger_tests::browser::{screenshot_dir, Browser};
 use shared::doorbell::Doorbell;
 use shared::handler::Handler;
+use shared::Outcome;
 
 use crate::helpers::*;
 
@@ -31,7 +32,7 @@ async fn an_operator_clicks_from_the_overview_to_a_dead_event_redrives_it_and_th
     let again = app
         .receive("stripe", &stripe_payment("evt_paid_0", "ord_0", 100, NOW))
         .await;
-    assert_eq!(again.outcome, "replayed");
+    assert_eq!(again.outcome, Outcome::Replayed);
     // A deferred event whose handler fails until it goes dead (two attempts allowed).
     let mut worker = worker_for(&app);
     let handler = Arc::new(FlakyHandler::default());

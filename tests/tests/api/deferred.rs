@@ -9,6 +9,7 @@ use std::time::{Duration, SystemTime};
 use http::{HeaderMap, HeaderValue};
 use shared::ledger::{self, NewEvent, Tx};
 use shared::work::Summary;
+use shared::Outcome;
 use shared::Sources;
 use shared::{
     effect::{Effect, Event, HandlerError},
@@ -542,7 +543,7 @@ async fn a_failing_doorbell_does_not_fail_the_delivery() {
     let delivery = deferred(payment_intent_body("evt_bell", "ord_bell", 5));
     let (logs, _guard) = capture_logs();
     let reply = app.receive("stripe-deferred", &delivery).await;
-    assert_eq!((reply.status, reply.outcome), (202, "accepted"));
+    assert_eq!((reply.status, reply.outcome), (202, Outcome::Accepted));
     assert_eq!(row(&app, "evt_bell").await.0, "claimed");
     // The failure is logged (the doorbell_failed metric itself is an EMF line on stdout).
     let failed: Vec<_> = logs
@@ -611,9 +612,9 @@ async fn shadow_mode_processes_duplicates_and_counts_them() {
         let second = app.receive("stripe", &delivery).await;
         assert_eq!((first.status, second.status), (200, 200));
         let expected = if shadow {
-            (2, "shadow_duplicate")
+            (2, Outcome::ShadowDuplicate)
         } else {
-            (1, "replayed")
+            (1, Outcome::Replayed)
         };
         assert_eq!(
             (handler.calls.load(Ordering::SeqCst), second.outcome),

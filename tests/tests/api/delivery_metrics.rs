@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 
 use lambda_http::http::Method;
 use lambda_http::{Body, Request};
+use shared::Outcome;
 
 use crate::helpers::*;
 
@@ -35,20 +36,32 @@ async fn every_delivery_is_counted_once_by_source_and_outcome() {
     let app = spawn_app().await;
     let (logs, _guard) = capture_logs();
     let first = stripe_payment("evt_m1", "ord_m1", 5, NOW);
-    assert_eq!(app.receive("stripe", &first).await.outcome, "processed");
-    assert_eq!(app.receive("stripe", &first).await.outcome, "replayed");
+    assert_eq!(
+        app.receive("stripe", &first).await.outcome,
+        Outcome::Processed
+    );
+    assert_eq!(
+        app.receive("stripe", &first).await.outcome,
+        Outcome::Replayed
+    );
     let mut forged = stripe_payment("evt_m2", "ord_m2", 5, NOW);
     forged.body = payment_intent_body("evt_m2", "ord_m2", 6);
-    assert_eq!(app.receive("stripe", &forged).await.outcome, "unauthorized");
+    assert_eq!(
+        app.receive("stripe", &forged).await.outcome,
+        Outcome::Unauthorized
+    );
     let deferred = deferred(payment_intent_body("evt_m3", "ord_m3", 5));
     assert_eq!(
         app.receive("stripe-deferred", &deferred).await.outcome,
-        "accepted"
+        Outcome::Accepted
     );
     // The sender chooses the path segment: any unconfigured source is counted under one
     // fixed value, so made-up sources cannot create metrics.
     for made_up in ["nope", "x-1", "evil\"name"] {
-        assert_eq!(app.receive(made_up, &first).await.outcome, "unknown_source");
+        assert_eq!(
+            app.receive(made_up, &first).await.outcome,
+            Outcome::UnknownSource
+        );
     }
     assert_eq!(
         deliveries(&logs),
@@ -122,17 +135,29 @@ async fn with_the_functions_subscriber_each_delivery_line_is_also_its_emf_docume
         tracing_subscriber::EnvFilter::new("info,shared::telemetry=debug"),
     ));
     let first = stripe_payment("evt_l1", "ord_l1", 5, NOW);
-    assert_eq!(app.receive("stripe", &first).await.outcome, "processed");
-    assert_eq!(app.receive("stripe", &first).await.outcome, "replayed");
+    assert_eq!(
+        app.receive("stripe", &first).await.outcome,
+        Outcome::Processed
+    );
+    assert_eq!(
+        app.receive("stripe", &first).await.outcome,
+        Outcome::Replayed
+    );
     let mut forged = stripe_payment("evt_l2", "ord_l2", 5, NOW);
     forged.body = payment_intent_body("evt_l2", "ord_l2", 6);
-    assert_eq!(app.receive("stripe", &forged).await.outcome, "unauthorized");
+    assert_eq!(
+        app.receive("stripe", &forged).await.outcome,
+        Outcome::Unauthorized
+    );
     let deferred = deferred(payment_intent_body("evt_l3", "ord_l3", 5));
     assert_eq!(
         app.receive("stripe-deferred", &deferred).await.outcome,
-        "accepted"
+        Outcome::Accepted
     );
-    assert_eq!(app.receive("nope", &first).await.outcome, "unknown_source");
+    assert_eq!(
+        app.receive("nope", &first).await.outcome,
+        Outcome::UnknownSource
+    );
 
     let text = captured.text();
     let lines: Vec<serde_json::Value> = text
@@ -226,7 +251,10 @@ async fn a_filtered_out_delivery_line_leaves_the_metrics_on_their_own_line() {
         tracing_subscriber::EnvFilter::new("warn,shared::telemetry=debug"),
     ));
     let first = stripe_payment("evt_l4", "ord_l4", 5, NOW);
-    assert_eq!(app.receive("stripe", &first).await.outcome, "processed");
+    assert_eq!(
+        app.receive("stripe", &first).await.outcome,
+        Outcome::Processed
+    );
     let lines = captured.lines();
     assert!(
         lines.iter().all(|line| line["message"] != "delivery"),

@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use chaos::proxy::Proxy;
 use shared::config::DatabaseSettings;
+use shared::Outcome;
 
 use crate::helpers::*;
 
@@ -88,7 +89,7 @@ async fn drain_past_lease(
 
 fn assert_unavailable_within(reply: &shared::Reply, took: Duration, deadline: Duration) {
     assert_eq!(reply.status, 503, "{reply:?}");
-    assert_eq!(reply.outcome, "unavailable");
+    assert_eq!(reply.outcome, Outcome::Unavailable);
     assert_eq!(reply.retry_after, Some(shared::receive::RETRY_AFTER_SECS));
     // The deadline, plus scheduling slack on a loaded 2-core machine.
     assert!(

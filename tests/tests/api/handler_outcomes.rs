@@ -4,6 +4,7 @@
 //! error without a SQLSTATE is a 500 that rolls back; a dead event runs again once its handler is
 //! fixed.
 
+use shared::Outcome;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -27,7 +28,11 @@ async fn a_payload_the_business_table_refuses_is_kept_dead_and_answered_2xx_so_t
         .replace("\"usd\"", "\"USD\"");
     let delivery = stripe_body(body.into_bytes(), NOW);
     let first = app.receive("stripe", &delivery).await;
-    assert_eq!((first.status, first.outcome), (200, "dead"), "{first:?}");
+    assert_eq!(
+        (first.status, first.outcome),
+        (200, Outcome::Dead),
+        "{first:?}"
+    );
     let answer: serde_json::Value = serde_json::from_str(&first.body).unwrap();
     assert_eq!(answer["status"], "dead");
     assert_eq!(app.order_rows().await, 0, "the claim's writes rolled back");
@@ -128,7 +133,7 @@ async fn an_error_without_a_sqlstate_is_a_500_not_database_unavailable() {
         .await;
     assert_eq!(
         (reply.status, reply.outcome),
-        (500, "handler_failed"),
+        (500, Outcome::HandlerFailed),
         "{reply:?}"
     );
     assert_eq!(
@@ -196,7 +201,7 @@ async fn a_redelivered_dead_event_runs_again_once_the_handler_is_fixed() {
     );
     let delivery = stripe_payment("evt_fixed", "ord_fixed", 5, NOW);
     let first = app.receive("stripe", &delivery).await;
-    assert_eq!((first.status, first.outcome), (200, "dead"));
+    assert_eq!((first.status, first.outcome), (200, Outcome::Dead));
     // Still broken: dead again, one more attempt, the same answer.
     let again = app.receive("stripe", &delivery).await;
     assert_eq!(
@@ -209,13 +214,13 @@ async fn a_redelivered_dead_event_runs_again_once_the_handler_is_fixed() {
     let resent = app.receive("stripe", &delivery).await;
     assert_eq!(
         (resent.status, resent.outcome),
-        (200, "processed"),
+        (200, Outcome::Processed),
         "{resent:?}"
     );
     assert_eq!(row(&app, "evt_fixed").await.0, "completed");
     assert_eq!(app.order_rows().await, 1);
     let replay = app.receive("stripe", &delivery).await;
-    assert_eq!(replay.outcome, "replayed");
+    assert_eq!(replay.outcome, Outcome::Replayed);
     assert_eq!(app.order_rows().await, 1);
 }
 
@@ -239,7 +244,11 @@ async fn a_response_body_the_ledger_cannot_store_is_fatal_not_a_500_for_ever() {
     let reply = app
         .receive("stripe", &stripe_payment("evt_nul", "ord_nul", 5, NOW))
         .await;
-    assert_eq!((reply.status, reply.outcome), (200, "dead"), "{reply:?}");
+    assert_eq!(
+        (reply.status, reply.outcome),
+        (200, Outcome::Dead),
+        "{reply:?}"
+    );
     let (_, _, error) = row(&app, "evt_nul").await;
     assert!(error.unwrap().contains("22P05"));
 }

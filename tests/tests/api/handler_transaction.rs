@@ -3,6 +3,7 @@
 //! "may not run", nothing the handler wrote commits, and the next delivery on the same session
 //! sees the server's defaults.
 
+use shared::Outcome;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::SystemTime;
@@ -55,7 +56,7 @@ async fn a_handler_cannot_commit_or_set_session_state_through_its_transaction() 
         let reply = app
             .receive("stripe", &stripe_payment(&id, &id, 5, NOW))
             .await;
-        assert_eq!(reply.outcome, "dead", "{reply:?}");
+        assert_eq!(reply.outcome, Outcome::Dead, "{reply:?}");
         assert_eq!(app.order_rows().await, 0, "{}: nothing committed", sql.text);
         let (_, _, error) = row(&app, &id).await;
         assert!(error.unwrap().contains("may not run"));
@@ -145,7 +146,7 @@ async fn session_state_set_from_a_handler_is_refused_and_never_reaches_the_next_
         let reply = app
             .receive("stripe", &stripe_payment(&id, &id, 5, NOW))
             .await;
-        assert_eq!(reply.outcome, "dead", "{}: {reply:?}", sql.text);
+        assert_eq!(reply.outcome, Outcome::Dead, "{}: {reply:?}", sql.text);
         // The next, unrelated delivery on the same session works with the server's defaults.
         let next = app
             .receive(

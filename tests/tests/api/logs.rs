@@ -3,6 +3,7 @@
 //! value from a delivery's body.
 
 use crate::helpers::*;
+use shared::Outcome;
 
 #[tokio::test]
 async fn database_errors_are_logged_with_their_cause() {
@@ -11,7 +12,7 @@ async fn database_errors_are_logged_with_their_cause() {
     let reply = app
         .receive("stripe", &stripe_payment("evt_neg", "ord_neg", -5, NOW))
         .await;
-    assert_eq!((reply.status, reply.outcome), (200, "dead"));
+    assert_eq!((reply.status, reply.outcome), (200, Outcome::Dead));
     let text = logs.text();
     assert!(
         text.contains("orders_total_minor_non_negative") && text.contains("23514"),
@@ -39,7 +40,7 @@ async fn body_values_never_reach_the_log() {
             &stripe_body(serde_json::to_vec(&body).unwrap(), NOW),
         )
         .await;
-    assert_eq!((reply.status, reply.outcome), (200, "dead"));
+    assert_eq!((reply.status, reply.outcome), (200, Outcome::Dead));
     let text = logs.text();
     assert!(text.contains("handler_fatal"), "{text}");
     assert_eq!(
@@ -65,7 +66,7 @@ async fn a_refused_connection_is_logged_with_the_servers_reason() {
     let reply = app
         .receive("stripe", &stripe_payment("evt_nodb", "ord_nodb", 5, NOW))
         .await;
-    assert_eq!((reply.status, reply.outcome), (503, "unavailable"));
+    assert_eq!((reply.status, reply.outcome), (503, Outcome::Unavailable));
     let text = logs.text();
     // PostgreSQL's SQLSTATE and message, not deadpool's bare "db error".
     assert!(text.contains("3D000"), "{text}");

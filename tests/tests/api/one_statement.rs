@@ -8,6 +8,7 @@ use std::sync::Arc;
 use receiver::handler::AppState;
 use shared::db::Sql;
 use shared::ledger::Tx;
+use shared::Outcome;
 use shared::{
     effect::{Effect, Event, HandlerError},
     handler::Handler,
@@ -40,7 +41,7 @@ async fn a_new_event_is_one_tuple_written_completed_in_the_transaction_of_its_or
         .await;
     assert_eq!(
         (reply.status, reply.outcome),
-        (200, "processed"),
+        (200, Outcome::Processed),
         "{reply:?}"
     );
     assert_eq!(
@@ -74,7 +75,7 @@ async fn a_completed_duplicate_is_answered_from_the_stored_row_and_writes_nothin
         let again = app.receive("stripe", &delivery).await;
         assert_eq!(
             (again.status, again.outcome),
-            (200, "replayed"),
+            (200, Outcome::Replayed),
             "{again:?}"
         );
         assert!(again.replayed);
@@ -98,7 +99,10 @@ async fn the_same_event_id_with_another_body_is_refused_and_applies_nothing() {
             &stripe_payment("evt_one_3", "ord_other", 9999, NOW),
         )
         .await;
-    assert_eq!((reused.status, reused.outcome), (409, "digest_mismatch"));
+    assert_eq!(
+        (reused.status, reused.outcome),
+        (409, Outcome::DigestMismatch)
+    );
     assert_eq!(app.order_rows().await, 1);
     assert_eq!(
         app.count("SELECT count(*) FROM orders WHERE order_id = 'ord_other'")
@@ -177,7 +181,7 @@ async fn a_storm_of_one_event_through_a_plain_sql_handler_applies_its_write_once
                 assert_eq!(reply.body, expected, "{reply:?}");
                 answered += 1;
             }
-            409 => assert_eq!(reply.outcome, "in_flight", "{reply:?}"),
+            409 => assert_eq!(reply.outcome, Outcome::InFlight, "{reply:?}"),
             _ => panic!("unexpected {reply:?}"),
         }
     }
@@ -199,7 +203,7 @@ async fn a_plain_sql_handler_that_reads_takes_the_transaction_shape_and_applies_
     let reply = app.receive("stripe", &delivery).await;
     assert_eq!(
         (reply.status, reply.outcome),
-        (200, "processed"),
+        (200, Outcome::Processed),
         "{reply:?}"
     );
     // Planned once (discarded at its read), then run in the claim's transaction.
@@ -218,7 +222,11 @@ async fn a_write_the_table_refuses_leaves_nothing_and_the_event_is_kept_dead() {
         .replace("\"usd\"", "\"USD\"");
     let delivery = stripe_body(body.into_bytes(), NOW);
     let reply = app.receive("stripe", &delivery).await;
-    assert_eq!((reply.status, reply.outcome), (200, "dead"), "{reply:?}");
+    assert_eq!(
+        (reply.status, reply.outcome),
+        (200, Outcome::Dead),
+        "{reply:?}"
+    );
     assert_eq!(app.order_rows().await, 0);
     let (_, status, ..) = ledger_tuple(&app).await;
     assert_eq!(status, "dead");
@@ -282,7 +290,7 @@ async fn a_duplicate_in_one_statement_waits_on_an_open_claim_a_bounded_time_then
         assert_eq!(first.status, 200, "{first:?}");
         assert_eq!(
             (duplicate.status, duplicate.outcome, duplicate.retry_after),
-            (409, "in_flight", Some(5)),
+            (409, Outcome::InFlight, Some(5)),
             "limits per transaction: {limits_per_transaction}"
         );
         assert!(

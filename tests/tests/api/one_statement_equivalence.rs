@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use shared::db::Sql;
 use shared::ledger::Tx;
+use shared::Outcome;
 use shared::{
     effect::{Effect, Event, HandlerError},
     handler::Handler,
@@ -100,12 +101,11 @@ async fn both_shapes(schema: &str, writes: Vec<&'static Sql>, probe: &str) -> [S
 }
 
 /// What [`both_shapes`] reports for one shape.
-type Shape = ((u16, &'static str), String, (u16, &'static str, bool));
+type Shape = ((u16, Outcome), String, (u16, Outcome, bool));
 
 /// A new event's answer, then a redelivery's: `processed`, then `replayed` changing nothing.
-const APPLIED: (u16, &str) = (200, "processed");
-
-const REPLAYED: (u16, &str, bool) = (200, "replayed", true);
+const APPLIED: (u16, Outcome) = (200, Outcome::Processed);
+const REPLAYED: (u16, Outcome, bool) = (200, Outcome::Replayed, true);
 
 static COUNTER_UPSERT: Sql = Sql {
     text: "INSERT INTO counters (k, n) VALUES ($1, 1) \
@@ -315,7 +315,7 @@ async fn expired_and_dead_keys_redelivered_apply_once() {
     let again = app.receive("stripe", &expired).await;
     assert_eq!(
         (again.status, again.outcome),
-        (200, "processed"),
+        (200, Outcome::Processed),
         "{again:?}"
     );
     assert_eq!(app.count("SELECT count(*) FROM once").await, 1);
@@ -328,7 +328,11 @@ async fn expired_and_dead_keys_redelivered_apply_once() {
     // Dead: the CHECK refuses it; an operator drops the CHECK; the redelivery runs it.
     let dead = stripe_payment("evt_dead", "ord_dead", 2000, NOW);
     let first = app.receive("stripe", &dead).await;
-    assert_eq!((first.status, first.outcome), (200, "dead"), "{first:?}");
+    assert_eq!(
+        (first.status, first.outcome),
+        (200, Outcome::Dead),
+        "{first:?}"
+    );
     client
         .batch_execute("ALTER TABLE once_log DROP CONSTRAINT once_log_k_check")
         .await
@@ -337,7 +341,7 @@ async fn expired_and_dead_keys_redelivered_apply_once() {
     let retried = app.receive("stripe", &dead).await;
     assert_eq!(
         (retried.status, retried.outcome),
-        (200, "processed"),
+        (200, Outcome::Processed),
         "{retried:?}"
     );
     assert_eq!(
@@ -374,7 +378,7 @@ async fn a_storm_over_two_keys_applies_each_write_once() {
     .await;
     for reply in &replies {
         assert!(
-            reply.status == 200 || (reply.status == 409 && reply.outcome == "in_flight"),
+            reply.status == 200 || (reply.status == 409 && reply.outcome == Outcome::InFlight),
             "{reply:?}"
         );
     }
@@ -393,14 +397,14 @@ async fn behind_pgbouncer_with_and_without_the_statement_cache() {
         let first = app.receive("stripe", &delivery).await;
         assert_eq!(
             (first.status, first.outcome),
-            (200, "processed"),
+            (200, Outcome::Processed),
             "statement cache {statement_cache}: {first:?}"
         );
         for _ in 0..4 {
             let again = app.receive("stripe", &delivery).await;
             assert_eq!(
                 (again.status, again.outcome, again.body.as_str()),
-                (200, "replayed", first.body.as_str()),
+                (200, Outcome::Replayed, first.body.as_str()),
                 "statement cache {statement_cache}"
             );
         }
@@ -441,7 +445,11 @@ async fn a_shadow_source_reprocesses_duplicates_in_both_shapes() {
     }
     assert_eq!(
         seen[0],
-        ((200, "processed"), (200, "shadow_duplicate", true), 2),
+        (
+            (200, Outcome::Processed),
+            (200, Outcome::ShadowDuplicate, true),
+            2
+        ),
         "transaction shape"
     );
     assert_eq!(seen[1], seen[0]);
@@ -468,8 +476,8 @@ async fn a_storm_of_an_event_whose_write_is_refused_ends_dead_once() {
         futures_util::future::join_all((0..16).map(|_| app.receive("stripe", &delivery))).await;
     for reply in &replies {
         assert!(
-            (reply.status == 200 && ["dead", "replayed"].contains(&reply.outcome))
-                || (reply.status == 409 && reply.outcome == "in_flight"),
+            (reply.status == 200 && [Outcome::Dead, Outcome::Replayed].contains(&reply.outcome))
+                || (reply.status == 409 && reply.outcome == Outcome::InFlight),
             "{reply:?}"
         );
     }
@@ -536,6 +544,6 @@ async fn a_business_lock_timeout_is_not_answered_as_in_flight() {
         holder.batch_execute("ROLLBACK").await.unwrap();
         seen.push((reply.status, reply.outcome, app.ledger_rows().await));
     }
-    assert_eq!(seen[0], (503, "unavailable", 0), "transaction shape");
+    assert_eq!(seen[0], (503, Outcome::Unavailable, 0), "transaction shape");
     assert_eq!(seen[1], seen[0]);
 }

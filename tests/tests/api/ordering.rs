@@ -3,6 +3,7 @@
 //! changes within one second) is resolved by re-fetching the subscription from Stripe, retried
 //! when the re-fetch fails, and never resolved by an answer about another object.
 
+use shared::Outcome;
 use std::sync::Arc;
 use std::time::SystemTime;
 
@@ -121,7 +122,7 @@ async fn a_tie_whose_re_fetch_fails_is_retried_not_dropped() {
         .await;
     assert_eq!(
         (tie.status, tie.outcome),
-        (500, "handler_failed"),
+        (500, Outcome::HandlerFailed),
         "{tie:?}"
     );
     assert_eq!(
@@ -149,7 +150,7 @@ async fn a_re_fetch_that_answers_about_another_object_does_not_resolve_the_tie()
         .await;
     assert_eq!(
         (tie.status, tie.outcome),
-        (500, "handler_failed"),
+        (500, Outcome::HandlerFailed),
         "{tie:?}"
     );
     assert_eq!(

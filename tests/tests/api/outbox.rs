@@ -12,6 +12,7 @@ use std::time::{Duration, SystemTime};
 use hookledger_tests::fake_providers::{Answer as FakeAnswer, FakeServer};
 use hookledger_verify::{Scheme, Verifier};
 use shared::ledger::Tx;
+use shared::Outcome;
 use shared::{
     effect::{Effect, Event, HandlerError},
     handler::Handler,
@@ -268,7 +269,7 @@ async fn an_inline_message_commits_with_its_claim_and_is_dispatched_after_it() {
         .await;
     assert_eq!(
         (reply.status, reply.outcome),
-        (200, "processed"),
+        (200, Outcome::Processed),
         "{reply:?}"
     );
 
@@ -351,11 +352,12 @@ async fn built_in_targets_forward_events_without_a_handler_and_only_the_types_th
     let shop = shop().await;
     let reply = shop.deliver("shop", "msg_paid", "order.paid").await;
     assert_eq!(
-        reply.outcome, "ignored",
+        reply.outcome,
+        Outcome::Ignored,
         "the recorded no-op stays as it is"
     );
     let reply = shop.deliver("shop", "msg_user", "user.created").await;
-    assert_eq!(reply.outcome, "ignored");
+    assert_eq!(reply.outcome, Outcome::Ignored);
     let paid = shop.messages("msg_paid").await;
     assert_eq!(
         paid.iter()
@@ -410,7 +412,7 @@ async fn a_rolled_back_claim_leaves_no_message() {
     shop.mailer.fail_retryable.store(false, Ordering::SeqCst);
     shop.mailer.fail_fatal.store(true, Ordering::SeqCst);
     let reply = shop.deliver("shop", "msg_fatal", "order.created").await;
-    assert_eq!(reply.outcome, "dead", "{reply:?}");
+    assert_eq!(reply.outcome, Outcome::Dead, "{reply:?}");
     assert_eq!(row(&shop.app, "msg_fatal").await.0, "dead");
     assert_eq!(shop.outbox_rows().await, 0);
 
@@ -439,7 +441,7 @@ async fn an_unknown_target_is_fatal_for_the_event() {
     let shop = shop().await;
     shop.mailer.unknown_target.store(true, Ordering::SeqCst);
     let reply = shop.deliver("shop", "msg_pager", "order.created").await;
-    assert_eq!(reply.outcome, "dead", "{reply:?}");
+    assert_eq!(reply.outcome, Outcome::Dead, "{reply:?}");
     let (status, _, error) = row(&shop.app, "msg_pager").await;
     assert_eq!(status, "dead");
     let error = error.unwrap();
@@ -836,12 +838,12 @@ async fn a_rerun_of_the_same_event_queues_no_second_message() {
     let delivery = standard("msg_twice", &order_body("order.created", 1), NOW);
     assert_eq!(
         shop.app.receive("shop-shadow", &delivery).await.outcome,
-        "processed"
+        Outcome::Processed
     );
     shop.drain_at(soon()).await;
     assert_eq!(shop.server.received().len(), 2);
     let reply = shop.app.receive("shop-shadow", &delivery).await;
-    assert_eq!(reply.outcome, "shadow_duplicate");
+    assert_eq!(reply.outcome, Outcome::ShadowDuplicate);
     assert_eq!(shop.outbox_rows().await, 2);
     shop.drain_at(soon()).await;
     assert_eq!(shop.server.received().len(), 2, "no second copy sent");
@@ -852,7 +854,7 @@ async fn a_rerun_of_the_same_event_queues_no_second_message() {
     // Re-running an ignored event once a handler exists: the built-in message it queued the
     // first time is kept as it is (delivered), only the handler's new one is added.
     let reply = shop.deliver("shop", "msg_ignored", "order.shipped").await;
-    assert_eq!(reply.outcome, "ignored");
+    assert_eq!(reply.outcome, Outcome::Ignored);
     shop.drain_at(soon()).await;
     let mut worker = worker_for(&shop.app);
     let mut handlers = shop.app.state.receiver.handlers.clone();
@@ -919,11 +921,12 @@ async fn an_inline_commit_with_messages_rings_the_worker_and_one_without_does_no
     let (logs, _guard) = capture_logs();
     let reply = shop.deliver("shop", "msg_bell", "order.paid").await;
     assert_eq!(
-        reply.outcome, "ignored",
+        reply.outcome,
+        Outcome::Ignored,
         "a ring that fails does not fail the delivery"
     );
     let reply = shop.deliver("shop", "msg_quiet", "user.created").await;
-    assert_eq!(reply.outcome, "ignored");
+    assert_eq!(reply.outcome, Outcome::Ignored);
     let rings: Vec<_> = logs
         .lines()
         .into_iter()

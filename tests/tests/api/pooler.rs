@@ -10,6 +10,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use shared::db::Sql;
 use shared::ledger::Tx;
+use shared::Outcome;
 use shared::{
     effect::{Effect, Event, HandlerError},
     handler::Handler,
@@ -80,7 +81,7 @@ async fn a_payment_and_its_retry_through_pgbouncer_have_one_effect() {
         .await;
     assert_eq!(
         (first.status, first.outcome),
-        (200, "processed"),
+        (200, Outcome::Processed),
         "{first:?}"
     );
     assert!(!first.replayed);
@@ -92,7 +93,7 @@ async fn a_payment_and_its_retry_through_pgbouncer_have_one_effect() {
         .await;
     assert_eq!(
         (second.status, second.outcome),
-        (200, "replayed"),
+        (200, Outcome::Replayed),
         "{second:?}"
     );
     assert!(second.replayed, "Idempotent-Replayed on the retry");
@@ -257,7 +258,7 @@ async fn an_in_flight_duplicate_through_pgbouncer_answers_409_within_lock_timeou
     };
     assert_eq!(
         (reply.status, reply.outcome),
-        (409, "in_flight"),
+        (409, Outcome::InFlight),
         "{reply:?}"
     );
     assert!(reply.retry_after.is_some(), "Retry-After on the 409");
@@ -278,7 +279,7 @@ async fn an_in_flight_duplicate_through_pgbouncer_answers_409_within_lock_timeou
         .unwrap();
     assert_eq!(
         (first.status, first.outcome),
-        (200, "processed"),
+        (200, Outcome::Processed),
         "{first:?}"
     );
     assert_eq!(app.ledger_rows().await, 1);
@@ -374,7 +375,7 @@ async fn fifty_concurrent_deliveries_through_pgbouncer_make_one_order() {
     let replies: Vec<_> = replies.into_iter().map(|r| r.unwrap()).collect();
     let processed: Vec<_> = replies
         .iter()
-        .filter(|r| r.outcome == "processed")
+        .filter(|r| r.outcome == Outcome::Processed)
         .collect();
     assert_eq!(
         processed.len(),
@@ -386,7 +387,7 @@ async fn fifty_concurrent_deliveries_through_pgbouncer_make_one_order() {
         match reply.status {
             200 => assert_eq!(reply.body, original),
             409 => {
-                assert_eq!(reply.outcome, "in_flight");
+                assert_eq!(reply.outcome, Outcome::InFlight);
                 assert!(reply.retry_after.is_some());
             }
             other => panic!("unexpected status {other}: {reply:?}"),

@@ -3,6 +3,8 @@
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
+use shared::Outcome;
+
 use crate::helpers::*;
 
 #[tokio::test]
@@ -12,7 +14,7 @@ async fn a_new_event_records_one_order_and_answers_with_the_handler_body() {
         .receive("stripe", &stripe_payment("evt_new", "ord_1", 4999, NOW))
         .await;
     assert_eq!(reply.status, 200);
-    assert_eq!(reply.outcome, "processed");
+    assert_eq!(reply.outcome, Outcome::Processed);
     assert!(!reply.replayed);
     let body: serde_json::Value = serde_json::from_str(&reply.body).unwrap();
     assert_eq!(
@@ -53,7 +55,7 @@ async fn duplicate_delivery_returns_the_cached_response_verbatim() {
     assert_eq!(second.status, first.status);
     assert_eq!(second.body, first.body, "byte-for-byte the same body");
     assert!(second.replayed, "Idempotent-Replayed on the retry");
-    assert_eq!(second.outcome, "replayed");
+    assert_eq!(second.outcome, Outcome::Replayed);
     assert_eq!(app.order_rows().await, 1);
     assert_eq!(app.ledger_rows().await, 1);
 }
@@ -75,7 +77,7 @@ async fn the_same_id_with_a_different_body_is_a_conflict_and_changes_nothing() {
         .receive("stripe", &stripe_payment("evt_same", "ord_3", 1, NOW))
         .await;
     assert_eq!(tampered.status, 409);
-    assert_eq!(tampered.outcome, "digest_mismatch");
+    assert_eq!(tampered.outcome, Outcome::DigestMismatch);
     assert!(tampered.body.contains("different body"));
 
     let after = client.query_one(snapshot, &[]).await.unwrap();
@@ -121,7 +123,7 @@ async fn fifty_concurrent_deliveries_of_one_event_make_one_order() {
     let replies: Vec<_> = replies.into_iter().map(|r| r.unwrap()).collect();
     let processed: Vec<_> = replies
         .iter()
-        .filter(|r| r.outcome == "processed")
+        .filter(|r| r.outcome == Outcome::Processed)
         .collect();
     assert_eq!(
         processed.len(),
@@ -132,14 +134,14 @@ async fn fifty_concurrent_deliveries_of_one_event_make_one_order() {
     let original = processed[0].body.clone();
     for reply in &replies {
         match reply.status {
-            200 if reply.outcome == "processed" => assert_eq!(reply.body, original),
+            200 if reply.outcome == Outcome::Processed => assert_eq!(reply.body, original),
             200 => {
                 assert_eq!(reply.body, original);
-                assert_eq!(reply.outcome, "replayed");
+                assert_eq!(reply.outcome, Outcome::Replayed);
                 assert!(reply.replayed, "{reply:?}");
             }
             409 => {
-                assert_eq!(reply.outcome, "in_flight");
+                assert_eq!(reply.outcome, Outcome::InFlight);
                 assert!(reply.retry_after.is_some());
             }
             other => panic!("unexpected status {other}: {reply:?}"),
@@ -248,7 +250,7 @@ async fn a_failing_handler_rolls_back_the_claim_and_the_retry_succeeds() {
 
     let failed = app.receive("stripe", &delivery).await;
     assert_eq!(failed.status, 500);
-    assert_eq!(failed.outcome, "handler_failed");
+    assert_eq!(failed.outcome, Outcome::HandlerFailed);
     assert!(
         !failed.body.contains("downstream"),
         "no internals in the response"
@@ -259,7 +261,7 @@ async fn a_failing_handler_rolls_back_the_claim_and_the_retry_succeeds() {
     handler.failing.store(false, Ordering::SeqCst);
     let retried = app.receive("stripe", &delivery).await;
     assert_eq!(retried.status, 200);
-    assert_eq!(retried.outcome, "processed");
+    assert_eq!(retried.outcome, Outcome::Processed);
     assert_eq!(app.ledger_rows().await, 1);
     assert_eq!(app.order_rows().await, 1);
 }
@@ -272,7 +274,11 @@ async fn a_failing_pipelined_write_commits_nothing() {
     let reply = app
         .receive("stripe", &stripe_payment("evt_neg", "ord_neg", -5, NOW))
         .await;
-    assert_eq!((reply.status, reply.outcome), (200, "dead"), "{reply:?}");
+    assert_eq!(
+        (reply.status, reply.outcome),
+        (200, Outcome::Dead),
+        "{reply:?}"
+    );
     assert_eq!(app.order_rows().await, 0, "the handler's write rolled back");
     assert_eq!(
         row(&app, "evt_neg").await.0,
@@ -297,7 +303,7 @@ async fn unknown_event_types_complete_as_recorded_no_ops() {
         )
         .await;
     assert_eq!(reply.status, 200);
-    assert_eq!(reply.outcome, "ignored");
+    assert_eq!(reply.outcome, Outcome::Ignored);
     let again = app
         .receive(
             "github",
@@ -334,7 +340,7 @@ async fn an_unreachable_database_answers_503_so_the_provider_retries() {
         .receive("stripe", &delivery.headers, &delivery.body, NOW)
         .await;
     assert_eq!(reply.status, 503);
-    assert_eq!(reply.outcome, "unavailable");
+    assert_eq!(reply.outcome, Outcome::Unavailable);
 }
 
 #[tokio::test]
@@ -390,7 +396,7 @@ async fn a_stripe_retry_that_differs_only_in_pending_webhooks_gets_the_cached_re
         .await;
     assert_eq!(
         (retry.status, retry.outcome),
-        (200, "replayed"),
+        (200, Outcome::Replayed),
         "{retry:?}"
     );
     assert_eq!(retry.body, first.body);
@@ -430,7 +436,10 @@ async fn a_stripe_retry_that_differs_in_data_object_is_a_409_and_leaves_the_orig
     let other = app
         .receive("stripe", &stripe_body(rendered(2, 701), NOW))
         .await;
-    assert_eq!((other.status, other.outcome), (409, "digest_mismatch"));
+    assert_eq!(
+        (other.status, other.outcome),
+        (409, Outcome::DigestMismatch)
+    );
     let after: (Vec<u8>, Option<Vec<u8>>, String) = {
         let row = client
             .query_one(

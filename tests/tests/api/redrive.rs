@@ -10,6 +10,7 @@ use std::time::{Duration, SystemTime};
 use shared::doorbell::Doorbell;
 use shared::ledger::Tx;
 use shared::redrive::{RedriveError, RedriveReport, RedriveSpec, Selection, Which, BATCH};
+use shared::Outcome;
 use shared::Sources;
 use shared::{
     effect::{Effect, Event, HandlerError},
@@ -243,7 +244,7 @@ async fn an_inline_fatal_dead_letter_is_redriven_and_the_worker_completes_it_onc
     );
     let delivery = stripe_payment("evt_fatal", "ord_fatal", 7, NOW);
     let reply = app.receive("stripe", &delivery).await;
-    assert_eq!((reply.status, reply.outcome), (200, "dead"));
+    assert_eq!((reply.status, reply.outcome), (200, Outcome::Dead));
     let (status, attempts, error) = row(&app, "evt_fatal").await;
     assert_eq!((status.as_str(), attempts), ("dead", 1));
     assert!(error.unwrap().contains("metadata.order_id missing"));
@@ -272,7 +273,7 @@ async fn an_inline_fatal_dead_letter_is_redriven_and_the_worker_completes_it_onc
     let retry = app.receive("stripe", &delivery).await;
     assert_eq!(
         (retry.status, retry.outcome),
-        (200, "replayed"),
+        (200, Outcome::Replayed),
         "{retry:?}"
     );
     assert_eq!(handler.calls.load(Ordering::SeqCst), 1);
@@ -304,7 +305,7 @@ async fn a_dead_letter_without_a_payload_is_refused_and_nothing_moves() {
     let reply = app
         .receive("lean", &stripe_payment("evt_lean", "ord_lean", 3, NOW))
         .await;
-    assert_eq!(reply.outcome, "dead");
+    assert_eq!(reply.outcome, Outcome::Dead);
     let before = ledger_text(&app).await;
 
     let report = redrive(&app, "lean", &dead_ids(&["evt_lean"]), false)
@@ -613,7 +614,7 @@ async fn inspect_shows_status_attempts_error_history_and_replayed_at() {
     assert_eq!(dead.attempts, 8);
     assert_eq!(dead.last_error.as_deref(), Some("downstream answered 502"));
     assert_eq!(
-        dead.dead_at.map(shared::telemetry::rfc3339).as_deref(),
+        dead.dead_at.map(shared::timestamp::rfc3339).as_deref(),
         Some("2020-01-01T00:00:00Z")
     );
     assert_eq!(dead.history, serde_json::json!([]));
@@ -741,7 +742,7 @@ async fn a_handler_that_answers_ignored_itself_is_never_rerun_as_ignored() {
     app.state.receiver.handlers = registry.clone();
     let delivery = stripe_payment("evt_real_1", "ord_real_1", 9, NOW);
     let reply = app.receive("stripe", &delivery).await;
-    assert_eq!(reply.outcome, "processed", "{reply:?}");
+    assert_eq!(reply.outcome, Outcome::Processed, "{reply:?}");
     assert_eq!(handler.calls.load(Ordering::SeqCst), 1);
     let since = SystemTime::now() - Duration::from_secs(3600);
     let report = redrive_with(

@@ -14,7 +14,7 @@ use hookledger_tests::local_sources_json;
 use serde_json::{json, Value};
 use shared::replay::{ReplayErrorKind, ReplayOptions, ReplayReport, ReplayRequest, Replayer};
 use shared::sources_refresh::LiveSources;
-use shared::telemetry::rfc3339;
+use shared::timestamp::rfc3339;
 use shared::Sources;
 
 use crate::helpers::*;

@@ -285,7 +285,7 @@ async fn the_replay_function_with_a_refused_api_key_records_nothing() {
             handlers::registry(&app.settings.sources),
         )
         .unwrap();
-        let since = shared::telemetry::rfc3339(
+        let since = shared::timestamp::rfc3339(
             std::time::UNIX_EPOCH + std::time::Duration::from_secs((newest - 3_600) as u64),
         );
         let outcome = ::replay::handler::handle(
@@ -321,12 +321,12 @@ const REVIEWED_INSERT_SITES: [(&str, usize); 3] = [
 
 /// The ledger functions that run those statements, and where they may be called from.
 const REVIEWED_CALLERS: [(&str, &str, usize); 4] = [
-    ("ledger::claim(", "shared/src/receive.rs", 1),
-    ("ledger::accept(", "shared/src/receive.rs", 1),
-    ("ledger::record_dead(", "shared/src/receive.rs", 1),
+    ("ledger::claim(", "shared/src/receive/inline.rs", 1),
+    ("ledger::accept(", "shared/src/receive/deferred.rs", 1),
+    ("ledger::record_dead(", "shared/src/receive/inline.rs", 1),
     (
         "one_statement::claim_and_complete(",
-        "shared/src/receive.rs",
+        "shared/src/receive/one_statement.rs",
         1,
     ),
 ];
@@ -430,12 +430,22 @@ fn only_the_reviewed_sites_insert_into_the_ledger() {
         "a ledger insert is called from a new place: prove it is reached only after \
          verification (tests/tests/api/security.rs), then list it here"
     );
-    // In shared/src/receive.rs, the only ways to `process` (which calls them) are after the
-    // signature check (`decide`) and from `replay`.
-    let receive = std::fs::read_to_string(root.join("shared/src/receive.rs")).unwrap();
+    // In the receive path (shared/src/receive.rs and shared/src/receive/), the only ways to
+    // `process` (which calls them) are after the signature check (`decide`) and from `replay`.
+    let mut receive = vec![root.join("shared/src/receive.rs")];
+    sources_under(&root.join("shared/src/receive"), &mut receive);
+    assert!(receive.len() > 2, "the receive path's files: {receive:?}");
+    let process_calls: usize = receive
+        .iter()
+        .map(|file| {
+            std::fs::read_to_string(file)
+                .unwrap()
+                .matches("self.process(")
+                .count()
+        })
+        .sum();
     assert_eq!(
-        receive.matches("self.process(").count(),
-        2,
+        process_calls, 2,
         "Receiver::process gained a caller: review it and this test"
     );
 }

@@ -4,6 +4,7 @@
 //! message's number is its target's); a retired source's outbox rows are still swept and
 //! audited. Real PostgreSQL, a real local HTTP target.
 
+use shared::Outcome;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
@@ -93,7 +94,7 @@ async fn a_target_added_before_another_gets_its_message_and_the_other_no_second_
         )
         .await
         .outcome,
-        "ignored"
+        Outcome::Ignored
     );
     worker_for(&app).worker.drain(soon, plenty).await.unwrap();
     assert_eq!(

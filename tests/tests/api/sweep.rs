@@ -16,6 +16,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use shared::config::{Sources, SweepSettings};
 use shared::ledger::Tx;
 use shared::sweep::{Stopped, Sweep, SweepReport};
+use shared::Outcome;
 use shared::{
     effect::{Effect, Event, HandlerError},
     handler::Handler,
@@ -302,7 +303,7 @@ async fn the_sweep_deletes_exactly_the_expired_keys_of_each_source_and_nothing_e
     // The oldest key left is the oldest unfinished one.
     assert_eq!(
         report.oldest_remaining.as_deref(),
-        Some(shared::telemetry::rfc3339(before(3650 * DAY)).as_str())
+        Some(shared::timestamp::rfc3339(before(3650 * DAY)).as_str())
     );
     // The business rows are not the ledger's.
     let orders: i64 = client
@@ -561,7 +562,7 @@ fn reclaimed(logs: &crate::helpers::Captured, event_id: &str) -> usize {
 }
 
 /// The reply's shape without the order id (twins record different orders).
-fn shape(reply: &shared::Reply) -> (u16, &'static str, bool, serde_json::Value) {
+fn shape(reply: &shared::Reply) -> (u16, Outcome, bool, serde_json::Value) {
     let mut body: serde_json::Value = serde_json::from_str(&reply.body).unwrap();
     if let Some(object) = body.as_object_mut() {
         object.remove("order_id");
@@ -582,8 +583,8 @@ async fn a_late_inline_redelivery_is_new_again_whether_or_not_the_sweep_ran() {
     let now = crate::helpers::NOW;
     let a = stripe_payment("evt_late_a", "order_late_a", 1200, now);
     let b = stripe_payment("evt_late_b", "order_late_b", 1200, now);
-    assert_eq!(app.receive("stripe", &a).await.outcome, "processed");
-    assert_eq!(app.receive("stripe", &b).await.outcome, "processed");
+    assert_eq!(app.receive("stripe", &a).await.outcome, Outcome::Processed);
+    assert_eq!(app.receive("stripe", &b).await.outcome, Outcome::Processed);
     assert_eq!(handler.calls.load(Ordering::SeqCst), 2);
 
     // A: past retention but still present (not swept yet).
@@ -618,7 +619,7 @@ async fn a_late_inline_redelivery_is_new_again_whether_or_not_the_sweep_ran() {
         shape(&before_sweep),
         (
             200,
-            "processed",
+            Outcome::Processed,
             false,
             serde_json::json!({"status": "recorded"})
         )
@@ -639,7 +640,7 @@ async fn a_key_just_inside_retention_stays_a_duplicate_and_is_not_swept() {
     let handler = counting(&mut app);
     let delivery = stripe_payment("evt_inside", "order_inside", 700, crate::helpers::NOW);
     let first = app.receive("stripe", &delivery).await;
-    assert_eq!(first.outcome, "processed");
+    assert_eq!(first.outcome, Outcome::Processed);
     backdate(&app, "stripe", "evt_inside", "29 days 23 hours").await;
 
     let report = sweep_at(&app, wall_clock(), &settings(5_000, 100)).await;
@@ -703,21 +704,27 @@ async fn a_late_deferred_redelivery_is_accepted_again_whether_or_not_the_sweep_r
         shape(&before_sweep),
         (
             202,
-            "accepted",
+            Outcome::Accepted,
             false,
             serde_json::json!({"accepted": true, "duplicate": false})
         )
     );
     // Within the new retention, a duplicate again.
     let duplicate = app.receive("stripe-deferred", &a).await;
-    assert_eq!((duplicate.outcome, duplicate.replayed), ("duplicate", true));
+    assert_eq!(
+        (duplicate.outcome, duplicate.replayed),
+        (Outcome::Duplicate, true)
+    );
 }
 
 #[tokio::test]
 async fn two_concurrent_redeliveries_of_an_expired_key_make_one_new_effect() {
     let mut app = spawn_app_with(8, 10_000).await;
     let delivery = stripe_payment("evt_race_late", "order_race_late", 900, crate::helpers::NOW);
-    assert_eq!(app.receive("stripe", &delivery).await.outcome, "processed");
+    assert_eq!(
+        app.receive("stripe", &delivery).await.outcome,
+        Outcome::Processed
+    );
     backdate(&app, "stripe", "evt_race_late", "31 days").await;
     // From here on the handler counts, and its first call holds its transaction open.
     let handler = gated(&mut app);
@@ -737,9 +744,9 @@ async fn two_concurrent_redeliveries_of_an_expired_key_make_one_new_effect() {
     handler.release.notify_one();
     let (first, second) = (first.await.unwrap(), second.await.unwrap());
 
-    assert_eq!(first.outcome, "processed", "{first:?}");
+    assert_eq!(first.outcome, Outcome::Processed, "{first:?}");
     assert!(
-        second.replayed || (second.status, second.outcome) == (409, "in_flight"),
+        second.replayed || (second.status, second.outcome) == (409, Outcome::InFlight),
         "{second:?}"
     );
     if second.replayed {
@@ -887,7 +894,10 @@ async fn a_dead_letter_redriven_late_keeps_its_key_for_a_full_retention_again() 
         handler.clone() as Arc<dyn Handler>,
     );
     let delivery = stripe_payment("evt_redrive", "order_redrive", 500, crate::helpers::NOW);
-    assert_eq!(app.receive("stripe", &delivery).await.outcome, "dead");
+    assert_eq!(
+        app.receive("stripe", &delivery).await.outcome,
+        Outcome::Dead
+    );
     // It died 60 days ago, at its first delivery: inside the 90 days of a dead letter.
     let client = app.db.connect().await.unwrap();
     client
@@ -901,7 +911,7 @@ async fn a_dead_letter_redriven_late_keeps_its_key_for_a_full_retention_again() 
         .unwrap();
 
     let redriven = app.receive("stripe", &delivery).await;
-    assert_eq!(redriven.outcome, "processed", "{redriven:?}");
+    assert_eq!(redriven.outcome, Outcome::Processed, "{redriven:?}");
     assert_eq!(
         key_state(&app, "stripe", "evt_redrive").await,
         ("completed".to_owned(), true),
@@ -939,8 +949,8 @@ async fn a_late_redelivery_that_fails_fatally_is_a_dead_letter_before_the_sweep_
     let now = crate::helpers::NOW;
     let a = stripe_payment("evt_late_fatal_a", "order_late_fatal_a", 100, now);
     let b = stripe_payment("evt_late_fatal_b", "order_late_fatal_b", 100, now);
-    assert_eq!(app.receive("stripe", &a).await.outcome, "processed");
-    assert_eq!(app.receive("stripe", &b).await.outcome, "processed");
+    assert_eq!(app.receive("stripe", &a).await.outcome, Outcome::Processed);
+    assert_eq!(app.receive("stripe", &b).await.outcome, Outcome::Processed);
     app.state.receiver.handlers.register(
         "stripe",
         "payment_intent.succeeded",
@@ -957,7 +967,7 @@ async fn a_late_redelivery_that_fails_fatally_is_a_dead_letter_before_the_sweep_
 
     assert_eq!(
         (after_sweep.status, after_sweep.outcome),
-        (200, "dead"),
+        (200, Outcome::Dead),
         "{after_sweep:?}"
     );
     assert_eq!(

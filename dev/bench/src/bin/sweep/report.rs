@@ -48,7 +48,7 @@ impl Bench {
              `shared::sweep::run` runs (its `max_batches` raised so only time stops it). A \
              new claim's latency is the whole inline transaction: `claim` (BEGIN + INSERT) and \
              `Tx::complete` (completion + COMMIT), with an empty handler.\n",
-            shared::telemetry::rfc3339(SystemTime::now()),
+            shared::timestamp::rfc3339(SystemTime::now()),
             a.connections,
             a.rate,
             a.duplicate_every,

@@ -1,0 +1,62 @@
+//! Identifying a verified body: its event id, type and payload hashes, or the reply that ends
+//! the delivery there (a Slack challenge, a body that cannot be identified).
+
+use hookledger_verify::extract::{extract, Extracted};
+use http::HeaderMap;
+
+use super::log::Trace;
+use super::outcome::Outcome;
+use super::reply::Reply;
+use crate::config::SourceConfig;
+
+/// Reads the event id, type and payload hashes from a verified body: the event, or the reply
+/// that ends the delivery here (a Slack challenge, or a 4xx/5xx for a body that cannot be
+/// identified). Fills `trace`'s event id and type.
+#[allow(clippy::result_large_err)]
+pub(super) fn identify<'b>(
+    trace: &mut Trace<'_>,
+    config: &SourceConfig,
+    headers: &'b HeaderMap,
+    body: &'b [u8],
+) -> Result<
+    (
+        hookledger_verify::extract::EventMeta<'b>,
+        hookledger_verify::identity::PayloadHashes,
+    ),
+    Reply,
+> {
+    let meta = match extract(config.scheme, config.verifier.generic(), headers, body) {
+        Ok(Extracted::Event(meta)) => meta,
+        Ok(Extracted::Challenge(challenge)) => {
+            // Slack's url_verification handshake: signed, answered, not an event.
+            return Err(Reply {
+                status: 200,
+                body: serde_json::json!({ "challenge": challenge }).to_string(),
+                replayed: false,
+                retry_after: None,
+                outcome: Outcome::Challenge,
+            });
+        }
+        // A generic source without an event id rule: start-up validation should have
+        // refused it, so it is our fault (5xx, the provider retries), not the sender's.
+        Err(error @ hookledger_verify::extract::ExtractError::NoRule) => {
+            trace.detail = Some(error.to_string());
+            return Err(Reply::error(500, Outcome::InternalError, "internal error"));
+        }
+        Err(error) => {
+            trace.detail = Some(error.to_string());
+            return Err(Reply::error(400, Outcome::BadRequest, error.reason()));
+        }
+    };
+    trace.event_id = Some(meta.event_id.clone().into_owned());
+    trace.event_type = Some(meta.event_type.clone().into_owned());
+    // The full-body digest (audit) and the payload identity (what a retry must match:
+    // Stripe re-renders `pending_webhooks` at each attempt), in one pass when they agree.
+    match hookledger_verify::identity::payload_hashes(config.scheme, body) {
+        Ok(hashes) => Ok((meta, hashes)),
+        Err(error) => {
+            trace.detail = Some(error.to_string());
+            Err(Reply::error(400, Outcome::BadRequest, error.reason()))
+        }
+    }
+}

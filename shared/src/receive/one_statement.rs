@@ -1,0 +1,46 @@
+//! The one-statement shape (`ledger::one_statement`): an event whose effect can be planned
+//! before the claim is claimed and completed in one statement.
+
+use super::receiver::{Failed, Receiver};
+use super::reply::Reply;
+use crate::config::SourceConfig;
+use crate::effect::Event;
+use crate::ledger::one_statement::Decided;
+use crate::ledger::{self, Claim, Expiry, NewEvent};
+
+impl Receiver {
+    /// The one-statement shape (`ledger::one_statement`), when the event can take it: the reply
+    /// of a won claim, the lost claim's outcome for the transaction shape's answers (a completed
+    /// duplicate, in flight, a digest mismatch), or `None` to take the transaction shape.
+    pub(super) async fn one_statement(
+        &self,
+        conn: &ledger::Connection,
+        config: &SourceConfig,
+        event: &Event<'_>,
+        new_event: &NewEvent<'_>,
+        expiry: &Expiry,
+    ) -> Result<Option<Result<Reply, Claim<'static>>>, Failed> {
+        if new_event.replayed {
+            return Ok(None);
+        }
+        let Some((plan, outcome)) = crate::apply::plan(&self.handlers, config, conn, event).await
+        else {
+            return Ok(None);
+        };
+        Ok(
+            match ledger::one_statement::claim_and_complete(conn, new_event, &plan, expiry).await? {
+                Decided::Won(response) => Some(Ok(Reply {
+                    status: response.status,
+                    body: response.body,
+                    replayed: false,
+                    retry_after: None,
+                    outcome: outcome.into(),
+                })),
+                Decided::Completed(stored) => Some(Err(Claim::Completed(stored))),
+                Decided::DigestMismatch => Some(Err(Claim::DigestMismatch)),
+                Decided::InFlight => Some(Err(Claim::InFlight)),
+                Decided::Undecided => None,
+            },
+        )
+    }
+}

@@ -1,0 +1,269 @@
+//! The [`Receiver`] and a delivery's way through it: verify the signature, then (shared with
+//! replay) identify the event, take the source's shape (inline or deferred) within the client
+//! deadline, ring the worker when there is work, and turn a failure into its 5xx.
+
+use std::time::{Instant, SystemTime};
+
+use http::HeaderMap;
+
+use super::identify::identify;
+use super::log::{self, Trace};
+use super::outcome::Outcome;
+use super::reply::{Reply, RETRY_AFTER_SECS};
+use crate::apply::ApplyError;
+use crate::config::{Mode, Settings, SourceConfig};
+use crate::db::Pool;
+use crate::doorbell::Doorbell;
+use crate::effect::Event;
+use crate::handler::Registry;
+use crate::ledger::{self, Expiry, NewEvent};
+use crate::sources_refresh::LiveSources;
+use crate::telemetry::MetricName;
+
+/// Everything the receive path needs, built once per execution environment.
+#[derive(Debug, Clone)]
+pub struct Receiver {
+    /// The configured sources, refreshable after a failed verification (see
+    /// [`crate::sources_refresh`]).
+    pub sources: LiveSources,
+    /// The connection pool.
+    pub pool: Pool,
+    /// Handlers by `(source, event_type)`.
+    pub handlers: Registry,
+    /// Rings the worker after a deferred accept (off unless configured).
+    pub doorbell: Doorbell,
+    /// The client-side deadline on a delivery's database work
+    /// (`DatabaseSettings::client_deadline`).
+    pub deadline: std::time::Duration,
+}
+
+impl Receiver {
+    /// A receiver over `settings`' sources running `handlers` (the registry the user owns:
+    /// `handlers::registry(&settings.sources)` in the functions).
+    pub fn new(settings: &Settings, pool: Pool, handlers: Registry) -> Self {
+        Self {
+            handlers,
+            sources: LiveSources::fixed(settings.sources.clone()),
+            pool,
+            doorbell: Doorbell::off(),
+            deadline: settings.database.client_deadline(),
+        }
+    }
+
+    /// The same receiver ringing `doorbell` after deferred accepts.
+    pub fn with_doorbell(mut self, doorbell: Doorbell) -> Self {
+        self.doorbell = doorbell;
+        self
+    }
+
+    /// Receives one delivery for `source`: verify, identify, claim, apply, answer. `now` is
+    /// the current time in unix seconds (injected so tests can sign at fixed times). Never
+    /// fails: every outcome is a [`Reply`], and one JSON log line records it (source,
+    /// event_id, outcome, status, latency_ms; never the body or a signature).
+    pub async fn receive(&self, source: &str, headers: &HeaderMap, body: &[u8], now: i64) -> Reply {
+        let started = Instant::now();
+        let mut trace = Trace {
+            source,
+            event_id: None,
+            event_type: None,
+            key_index: None,
+            detail: None,
+        };
+        let reply = self.decide(&mut trace, source, headers, body, now).await;
+        log::delivery(&self.sources, &trace, &reply, started.elapsed());
+        reply
+    }
+
+    /// Refuses a delivery the transport could not read (e.g. a body flagged base64 that does
+    /// not decode), with `{"error": reason}`, logging the delivery line like [`Self::receive`].
+    pub fn refuse(&self, source: &str, status: u16, outcome: Outcome, reason: &str) -> Reply {
+        let reply = Reply::error(status, outcome, reason);
+        log::refusal(&self.sources, source, status, outcome, reason);
+        reply
+    }
+
+    async fn decide(
+        &self,
+        trace: &mut Trace<'_>,
+        source: &str,
+        headers: &HeaderMap,
+        body: &[u8],
+        now: i64,
+    ) -> Reply {
+        let Some(mut config) = self.sources.get(source) else {
+            return Reply::error(404, Outcome::UnknownSource, "unknown source");
+        };
+        if body.len() > config.max_body_bytes {
+            trace.detail = Some(format!(
+                "{} bytes over the limit of {}",
+                body.len(),
+                config.max_body_bytes
+            ));
+            return Reply::error(413, Outcome::TooLarge, "body too large");
+        }
+        // The signature is checked before the body is parsed at all.
+        let verified = match config.verifier.verify(headers, body, now) {
+            // A secret rotated since the sources were read: re-read them (rate-limited) and
+            // verify once more.
+            Err(error) => match self
+                .sources
+                .reverify(source, &config, &error, headers, body, now)
+                .await
+            {
+                Some((fresh, verified)) => {
+                    config = fresh;
+                    Ok(verified)
+                }
+                None => Err(error),
+            },
+            verified => verified,
+        };
+        match verified {
+            Ok(verified) => trace.key_index = Some(verified.key_index),
+            Err(error) => {
+                trace.detail = Some(format!("{error:?}"));
+                crate::telemetry::count(MetricName::SignatureFailed, source, 1);
+                return Reply::error(401, Outcome::Unauthorized, error.reason());
+            }
+        }
+        self.process(trace, &config, headers, body, false).await
+    }
+
+    /// Everything after the signature: identify the event, claim it (inline) or accept it
+    /// (deferred), and answer.
+    pub(super) async fn process(
+        &self,
+        trace: &mut Trace<'_>,
+        config: &SourceConfig,
+        headers: &HeaderMap,
+        body: &[u8],
+        replayed: bool,
+    ) -> Reply {
+        let source = config.name.as_str();
+        let (meta, hashes) = match identify(trace, config, headers, body) {
+            Ok(identified) => identified,
+            Err(reply) => return reply,
+        };
+        // A replayed duplicate is not a delivery: shadow mode does not process it again.
+        let shadow = config.shadow && !replayed;
+        let event = Event {
+            source,
+            event_id: &meta.event_id,
+            event_type: &meta.event_type,
+            body,
+            document: &meta.document,
+        };
+        let new_event = NewEvent {
+            source,
+            event_id: &meta.event_id,
+            event_type: &meta.event_type,
+            digest: &hashes.digest,
+            identity: &hashes.identity,
+            payload: config.store_payload.then_some(body),
+            replayed,
+        };
+        // A key past the source's retention counts as absent, swept or not.
+        let expiry = Expiry {
+            retention: config.retention.retention,
+            now: SystemTime::now(),
+        };
+        // Past the deadline the connection is closed, never returned to the pool.
+        let decided = crate::db::deadline::within(
+            self.deadline,
+            self.connection(),
+            async |conn: &ledger::Connection| match config.mode {
+                Mode::Inline => {
+                    self.claim_and_apply(conn, config, &event, &new_event, &expiry, shadow)
+                        .await
+                }
+                Mode::Deferred => {
+                    self.accept(conn, config, &event, &new_event, &expiry, shadow)
+                        .await
+                }
+            },
+        )
+        .await
+        .unwrap_or_else(|exceeded| Err(Failed::Deadline(exceeded.to_string())));
+        let decided = match decided {
+            Ok((reply, ring)) => {
+                if ring {
+                    self.ring(&event).await;
+                }
+                Ok(reply)
+            }
+            Err(failed) => Err(failed),
+        };
+        match decided {
+            Ok(reply) => {
+                if reply.outcome == Outcome::DigestMismatch {
+                    trace.detail =
+                        Some("stored payload identity differs from this body's".to_owned());
+                    crate::telemetry::count(MetricName::DigestMismatch, source, 1);
+                }
+                reply
+            }
+            Err(Failed::Unavailable(detail)) => {
+                trace.detail = Some(detail);
+                Reply::error(503, Outcome::Unavailable, "service unavailable")
+            }
+            Err(Failed::Deadline(detail)) => {
+                trace.detail = Some(detail);
+                let mut reply = Reply::error(503, Outcome::Unavailable, "service unavailable");
+                reply.retry_after = Some(RETRY_AFTER_SECS);
+                reply
+            }
+            Err(Failed::Apply(error)) => {
+                trace.detail = Some(error.chain());
+                if error.is_unavailable() {
+                    Reply::error(503, Outcome::Unavailable, "service unavailable")
+                } else if matches!(error, ApplyError::Retryable(_)) {
+                    Reply::error(500, Outcome::HandlerFailed, "internal error")
+                } else {
+                    Reply::error(500, Outcome::InternalError, "internal error")
+                }
+            }
+        }
+    }
+
+    /// Rings the worker after a commit it has work from (a deferred accept, or inline outbox
+    /// messages): best effort, since the worker's schedule drains whatever is due anyway.
+    async fn ring(&self, event: &Event<'_>) {
+        // Boxed: the SDK's invoke future is large, and this sits inside every delivery's future.
+        let ring = Box::pin(self.doorbell.ring(event.source, event.event_id));
+        if let Err(error) = ring.await {
+            tracing::warn!(
+                source = event.source,
+                event_id = event.event_id,
+                %error,
+                "doorbell failed; the worker's schedule will drain the event"
+            );
+            crate::telemetry::count(MetricName::DoorbellFailed, event.source, 1);
+        }
+    }
+
+    async fn connection(&self) -> Result<ledger::Connection, Failed> {
+        self.pool.get().await.map_err(|e| {
+            Failed::Unavailable(format!(
+                "no database connection: {}",
+                crate::db::describe_pool(&e)
+            ))
+        })
+    }
+}
+
+/// Why a delivery could not be decided: the 5xx cases.
+#[derive(Debug)]
+pub(super) enum Failed {
+    /// No connection, or the database is unavailable: 503.
+    Unavailable(String),
+    /// The database work outlived the client deadline: 503 with `Retry-After`.
+    Deadline(String),
+    /// Applying the event failed (handler or ledger).
+    Apply(ApplyError),
+}
+
+impl From<ledger::LedgerError> for Failed {
+    fn from(error: ledger::LedgerError) -> Self {
+        Failed::Apply(ApplyError::Ledger(error))
+    }
+}

@@ -1,0 +1,76 @@
+//! What the receiver answers: the [`Reply`] and the shapes every path shares (a replayed
+//! stored response, in flight, the deferred acknowledgement, replay's record of an event it did
+//! not write).
+
+use super::outcome::Outcome;
+use crate::ledger;
+
+/// Seconds a provider is asked to wait before retrying an in-flight duplicate.
+pub const RETRY_AFTER_SECS: u32 = 5;
+
+/// What the receiver answers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reply {
+    /// HTTP status.
+    pub status: u16,
+    /// JSON body text.
+    pub body: String,
+    /// Set on a replayed (cached) response: send `Idempotent-Replayed: true`.
+    pub replayed: bool,
+    /// Seconds for a `Retry-After` header, when set.
+    pub retry_after: Option<u32>,
+    /// What happened, for the log, the metrics and tests.
+    pub outcome: Outcome,
+}
+
+impl Reply {
+    pub(super) fn error(status: u16, outcome: Outcome, reason: &str) -> Self {
+        Self {
+            status,
+            body: serde_json::json!({ "error": reason }).to_string(),
+            replayed: false,
+            retry_after: None,
+            outcome,
+        }
+    }
+}
+
+/// A stored response sent again, with `Idempotent-Replayed: true`.
+pub(super) fn replayed(stored: ledger::StoredResponse, outcome: Outcome) -> Reply {
+    Reply {
+        status: stored.status,
+        body: stored.body,
+        replayed: true,
+        retry_after: None,
+        outcome,
+    }
+}
+
+pub(super) fn in_flight() -> Reply {
+    let mut reply = Reply::error(409, Outcome::InFlight, "event is being processed");
+    reply.retry_after = Some(RETRY_AFTER_SECS);
+    reply
+}
+
+/// Deferred mode's acknowledgement: `202 {"accepted": true, "duplicate": ..}`.
+pub(super) fn accepted_reply(duplicate: bool, outcome: Outcome) -> Reply {
+    Reply {
+        status: 202,
+        body: serde_json::json!({ "accepted": true, "duplicate": duplicate }).to_string(),
+        replayed: duplicate,
+        retry_after: None,
+        outcome,
+    }
+}
+
+/// What replay records for an event it did not write: `200 {"duplicate": ...}` with the
+/// outcome `new` (a dry run's absent key) or `duplicate`.
+pub(super) fn dry_run_reply(outcome: Outcome) -> Reply {
+    Reply {
+        status: 200,
+        body: serde_json::json!({ "duplicate": outcome == Outcome::Duplicate }).to_string(),
+        replayed: false,
+        retry_after: None,
+        outcome,
+    }
+}

@@ -1,0 +1,248 @@
+//! The functions' logging: the JSON subscriber on stdout ([`init`], [`subscriber`]) and its event
+//! formatter [`LogLines`], which writes the receive path's `delivery` line as the delivery's EMF
+//! document too.
+
+use std::time::Duration;
+
+use tracing_subscriber::EnvFilter;
+
+use super::delivery::{delivery_document, DELIVERY_LATENCY_FIELD};
+
+/// Installs the functions' JSON subscriber ([`subscriber`] on stdout) once; later calls do
+/// nothing (tests call it freely). The level comes from `RUST_LOG` (default `info`).
+pub fn init() {
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    // `try_init` also routes the `log` crate's records into tracing, as the builder's did.
+    let _ =
+        tracing_subscriber::util::SubscriberInitExt::try_init(subscriber(std::io::stdout, filter));
+}
+
+/// The functions' subscriber, writing each event as one JSON line ([`LogLines`]) to `writer`
+/// (stdout in [`init`]), filtered by `filter`. Public so tests read exactly what a function
+/// writes.
+pub fn subscriber<W>(writer: W, filter: EnvFilter) -> impl tracing::Subscriber + Send + Sync
+where
+    W: for<'writer> tracing_subscriber::fmt::MakeWriter<'writer> + Send + Sync + 'static,
+{
+    tracing_subscriber::fmt()
+        .fmt_fields(tracing_subscriber::fmt::format::JsonFields::new())
+        .event_format(LogLines::default())
+        .with_env_filter(filter)
+        .with_writer(writer)
+        .finish()
+}
+
+/// The event formatter of [`subscriber`]: tracing-subscriber's JSON with the event's fields
+/// flattened (`{"timestamp":..,"level":..,<fields>,"message":..}`, no target, no spans), one
+/// object and a newline per event, written in one `write` (tracing-subscriber formats into a
+/// buffer first). An event that recorded [`DELIVERY_LATENCY_FIELD`] (the `delivery` line, when
+/// [`delivery_metrics_in_log_line`] allowed it) gets one more member, last:
+/// `"_aws":{"Timestamp":<ms>,"CloudWatchMetrics":[{"Namespace":"hookledger","Dimensions":
+/// [["source","outcome"]],"Metrics":[{"Name":"deliveries","Unit":"Count"},{"Name":
+/// "delivery_latency","Unit":"Milliseconds"}]}]}` (the directive of [`delivery_document`]).
+///
+/// So one line per delivery is both its log line and its metrics. That is a valid EMF document:
+/// the specification wants `_aws` at the root and each dimension (`source`, `outcome`, which
+/// the log line carries already) and metric value (`deliveries`, `delivery_latency`) as a root
+/// member, and leaves any other member alone (docs.aws.amazon.com/AmazonCloudWatch/latest/
+/// monitoring/CloudWatch_Embedded_Metric_Format_Specification.html). With the template's
+/// `LoggingConfig: LogFormat: JSON`, Lambda passes an application line that is a JSON object
+/// through unchanged: "Lambda doesn't double-encode any logs that are already JSON encoded"
+/// (docs.aws.amazon.com/lambda/latest/dg/monitoring-cloudwatchlogs-logformat.html), which the
+/// separate EMF lines rely on too.
+#[derive(Debug)]
+pub struct LogLines {
+    inner: tracing_subscriber::fmt::format::Format<tracing_subscriber::fmt::format::Json>,
+}
+
+impl Default for LogLines {
+    fn default() -> Self {
+        Self {
+            inner: tracing_subscriber::fmt::format()
+                .json()
+                .flatten_event(true)
+                .with_current_span(false)
+                .with_span_list(false)
+                .with_target(false),
+        }
+    }
+}
+
+impl<S, N> tracing_subscriber::fmt::FormatEvent<S, N> for LogLines
+where
+    S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
+    N: for<'writer> tracing_subscriber::fmt::FormatFields<'writer> + 'static,
+{
+    fn format_event(
+        &self,
+        ctx: &tracing_subscriber::fmt::FmtContext<'_, S, N>,
+        mut writer: tracing_subscriber::fmt::format::Writer<'_>,
+        event: &tracing::Event<'_>,
+    ) -> std::fmt::Result {
+        // The callsite's field set first (static, no visiting) for every other event.
+        if event
+            .metadata()
+            .fields()
+            .field(DELIVERY_LATENCY_FIELD)
+            .is_none()
+        {
+            return self.inner.format_event(ctx, writer, event);
+        }
+        let mut recorded = RecordedU64 {
+            name: DELIVERY_LATENCY_FIELD,
+            value: None,
+        };
+        event.record(&mut recorded);
+        if recorded.value.is_none() {
+            return self.inner.format_event(ctx, writer, event);
+        }
+        let mut line = String::with_capacity(640);
+        self.inner.format_event(
+            ctx,
+            tracing_subscriber::fmt::format::Writer::new(&mut line),
+            event,
+        )?;
+        // One JSON object and a newline: reopen the object for the `_aws` member.
+        let Some(open) = line.trim_end().strip_suffix('}') else {
+            return writer.write_str(&line);
+        };
+        let timestamp_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_millis() as u64)
+            .unwrap_or(0);
+        writer.write_str(open)?;
+        writeln!(
+            writer,
+            ",\"_aws\":{{\"Timestamp\":{timestamp_ms},\"CloudWatchMetrics\":{}}}}}",
+            delivery_directives()
+        )
+    }
+}
+
+/// The `CloudWatchMetrics` array of every per-delivery EMF document (the one
+/// [`delivery_document`] writes), serialised once.
+fn delivery_directives() -> &'static str {
+    static DIRECTIVES: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    DIRECTIVES.get_or_init(|| {
+        delivery_document("", "", Duration::ZERO, std::time::UNIX_EPOCH)["_aws"]
+            ["CloudWatchMetrics"]
+            .to_string()
+    })
+}
+
+/// Finds one `u64` field of an event.
+struct RecordedU64 {
+    name: &'static str,
+    value: Option<u64>,
+}
+
+impl tracing::field::Visit for RecordedU64 {
+    fn record_u64(&mut self, field: &tracing::field::Field, value: u64) {
+        if field.name() == self.name {
+            self.value = Some(value);
+        }
+    }
+
+    fn record_debug(&mut self, _field: &tracing::field::Field, _value: &dyn std::fmt::Debug) {}
+}
+
+/// Whether the receive path's `delivery` line may carry the delivery's metrics (so that
+/// [`super::emit_delivery`]'s separate EMF line is left out): true when the current subscriber
+/// formats with [`LogLines`] (the functions' [`init`]). The caller also checks that its line's
+/// level is enabled (`tracing::enabled!` at its own callsite's module): a filtered-out line
+/// would take the metrics with it.
+pub fn delivery_metrics_in_log_line() -> bool {
+    tracing::dispatcher::get_default(|dispatch| dispatch.is::<LogLines>())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::delivery::delivery_document;
+    use super::*;
+
+    /// A `MakeWriter` into memory.
+    #[derive(Clone, Default)]
+    struct Lines(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Lines {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Lines {
+        type Writer = Lines;
+        fn make_writer(&'a self) -> Self::Writer {
+            self.clone()
+        }
+    }
+
+    impl Lines {
+        fn parsed(&self) -> Vec<serde_json::Value> {
+            String::from_utf8(self.0.lock().unwrap().clone())
+                .unwrap()
+                .lines()
+                .map(|line| serde_json::from_str(line).unwrap())
+                .collect()
+        }
+    }
+
+    #[test]
+    fn a_line_with_the_delivery_metric_fields_is_also_their_emf_document() {
+        let lines = Lines::default();
+        assert!(!delivery_metrics_in_log_line(), "no subscriber of ours yet");
+        let subscriber = subscriber(lines.clone(), EnvFilter::new("info"));
+        tracing::subscriber::with_default(subscriber, || {
+            assert!(delivery_metrics_in_log_line());
+            tracing::info!(
+                source = "stripe",
+                outcome = "processed",
+                latency_ms = 12.5,
+                deliveries = Some(1u64),
+                delivery_latency = Some(13u64),
+                "delivery"
+            );
+            // Not recorded (None): a plain log line.
+            tracing::info!(
+                source = "made-up",
+                outcome = "unknown_source",
+                deliveries = None::<u64>,
+                delivery_latency = None::<u64>,
+                "delivery"
+            );
+            tracing::info!(other = 1, "something else");
+        });
+        let parsed = lines.parsed();
+        assert_eq!(parsed.len(), 3, "{parsed:?}");
+        let merged = &parsed[0];
+        let reference = delivery_document(
+            "stripe",
+            "processed",
+            Duration::from_millis(13),
+            std::time::UNIX_EPOCH,
+        );
+        assert_eq!(
+            merged["_aws"]["CloudWatchMetrics"],
+            reference["_aws"]["CloudWatchMetrics"]
+        );
+        assert!(merged["_aws"]["Timestamp"].as_u64().unwrap() > 1_700_000_000_000);
+        for member in ["source", "outcome", "deliveries", "delivery_latency"] {
+            assert_eq!(merged[member], reference[member], "{member}: {merged}");
+        }
+        // The log line's own members are all still there.
+        assert_eq!(merged["message"], "delivery");
+        assert_eq!(merged["level"], "INFO");
+        assert_eq!(merged["latency_ms"], 12.5);
+        assert!(merged["timestamp"].is_string());
+        for plain in &parsed[1..] {
+            assert!(plain.get("_aws").is_none(), "{plain}");
+            assert!(plain.get("deliveries").is_none(), "{plain}");
+        }
+        assert_eq!(parsed[1]["source"], "made-up");
+        assert_eq!(parsed[2]["other"], 1);
+    }
+}
