@@ -31,7 +31,8 @@ async fn main() -> Result<(), Error> {
         .secret_string(&console.csrf_secret_arn)
         .await
         .map_err(|e| e.to_string())?;
-    let pool = shared::db::pool(&settings.database).map_err(|e| e.to_string())?;
+    let pool =
+        shared::db::pool(&settings.database).map_err(|e| shared::telemetry::error_chain(&e))?;
     // The handlers (a re-drive calls the same code as the CLI's): handlers/src/registry.rs.
     let handlers = handlers::registry(&settings.sources);
     let router = router(settings, pool, handlers, &console, &csrf_secret)?;

@@ -30,7 +30,8 @@ async fn main() -> Result<(), Error> {
         tracing::error!(%reason, "cannot read the database settings; every Create and Update will answer FAILED");
     }
     let secrets = shared::secrets::Secrets::from_env().await;
-    let resource = SchemaResource::new(database, Some(secrets), handlers::migrations())?;
+    let resource = SchemaResource::new(database, Some(secrets), handlers::migrations())
+        .map_err(|e| shared::telemetry::error_chain(&e))?;
     let state: &'static AppState = Box::leak(Box::new(AppState { resource }));
     run(service_fn(move |event: LambdaEvent<serde_json::Value>| {
         function_handler(state, event)

@@ -24,7 +24,9 @@ async fn main() -> Result<(), Error> {
     // Display, not Debug: the message names the problem ("set only one of ...").
     let settings = Settings::from_env().await.map_err(|e| e.to_string())?;
     // Lives for the whole execution environment. The handlers: handlers/src/registry.rs.
-    let state = AppState::from_settings(&settings, handlers::registry(&settings.sources)).await?;
+    let state = AppState::from_settings(&settings, handlers::registry(&settings.sources))
+        .await
+        .map_err(|e| shared::telemetry::error_chain(&e))?;
     let state: &'static AppState = Box::leak(Box::new(state));
     let handler = service_fn(move |request: Request| function_handler(state, request));
     // lambda_http::run(handler) is this without the guards: it panics on invalid base64

@@ -30,7 +30,8 @@ async fn main() -> Result<(), Error> {
     shared::telemetry::init();
     // Display, not Debug: the message names the problem ("set only one of ...").
     let settings = Settings::from_env().await.map_err(|e| e.to_string())?;
-    let pool = shared::db::pool(&settings.database).map_err(|e| e.to_string())?;
+    let pool =
+        shared::db::pool(&settings.database).map_err(|e| shared::telemetry::error_chain(&e))?;
     // The handlers: handlers/src/registry.rs.
     let registry = handlers::registry(&settings.sources);
     let mut state = AppState::new(&settings, pool, registry).map_err(|e| e.to_string())?;

@@ -24,7 +24,8 @@ async fn main() -> Result<(), Error> {
     shared::telemetry::init();
     // Display, not Debug: the message names the problem ("set only one of ...").
     let settings = Settings::from_env().await.map_err(|e| e.to_string())?;
-    let pool = shared::db::pool(&settings.database).map_err(|e| e.to_string())?;
+    let pool =
+        shared::db::pool(&settings.database).map_err(|e| shared::telemetry::error_chain(&e))?;
     let mut state = AppState::new(&settings, pool);
     // A retention changed in the sources secret or file applies from the next run.
     state.sources = LiveSources::from_settings(&settings).await;
