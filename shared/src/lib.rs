@@ -29,6 +29,7 @@ pub mod retry_after;
 pub mod schema;
 pub mod secrets;
 pub mod sources_refresh;
+pub mod startup;
 pub mod status;
 pub mod sweep;
 pub mod telemetry;
