@@ -40,10 +40,12 @@ pub async fn run(settings: &Settings, pool: &Pool, args: Args) -> anyhow::Result
     let conn = pool
         .get()
         .await
-        .map_err(|e| anyhow::anyhow!(shared::db::describe_pool(&e)))?;
+        .map_err(shared::db::NoConnection::from)
+        .context("no database connection")?;
     // Ages against the database's clock (which stamped claimed_at and dead_at), not this host's.
     let now = shared::db::now(&conn)
         .await
+        .map_err(shared::db::PgError::from)
         .context("reading the database's clock")?;
     let report = if args.record {
         shared::audit::run(&conn, &settings.sources, &thresholds, now).await

@@ -92,10 +92,11 @@ fn one_line(error: &anyhow::Error) -> String {
         .join(" ")
 }
 
-/// A configuration error as the functions print it at start-up: its own words only, never its
-/// causes (a JSON parser's message would quote the value, which may be a secret).
+/// A configuration error as the functions print it at start-up
+/// (`shared::startup::config_failure`): its own words, with only the causes that quote no value
+/// (a JSON parser's message would quote the value, which may be a secret).
 pub(crate) fn config_error(error: shared::config::ConfigError) -> anyhow::Error {
-    anyhow::anyhow!("{error}")
+    anyhow::anyhow!(shared::startup::config_failure(&error))
 }
 
 async fn run(command: Command) -> anyhow::Result<()> {

@@ -82,12 +82,12 @@ pub async fn run(settings: &Settings, pool: &Pool, args: Args) -> anyhow::Result
         Ok(report) => crate::print_report(args.json, &report, || summary(&args, &report)),
         // Refused, or stopped before reading anything: the reason is the whole answer.
         Err(error) if error.kind.is_refusal() || error.report.fetched == 0 => {
-            Err(anyhow::anyhow!("{error}"))
+            Err(anyhow::Error::new(error))
         }
         Err(error) => {
             // How far it got goes to stdout (as the report), the reason to stderr.
             crate::print_report(args.json, &error.report, || summary(&args, &error.report))?;
-            Err(anyhow::anyhow!("{error}"))
+            Err(anyhow::Error::new(error))
         }
     }
 }

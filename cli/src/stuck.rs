@@ -37,7 +37,8 @@ pub async fn run(settings: &Settings, pool: &Pool, args: Args) -> anyhow::Result
     let conn = pool
         .get()
         .await
-        .map_err(|e| anyhow::anyhow!(shared::db::describe_pool(&e)))?;
+        .map_err(shared::db::NoConnection::from)
+        .context("no database connection")?;
     let report = stuck_list(&conn, stuck_after_secs, args.limit)
         .await
         .context("reading the stuck claims")?;

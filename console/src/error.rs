@@ -24,9 +24,10 @@ pub enum PageError {
     /// The action is not allowed (read-only mode, a missing or wrong CSRF token): 403.
     #[error("{0}")]
     Forbidden(&'static str),
-    /// The database failed or is unreachable: 503 (the cause is logged, not shown).
+    /// The database failed or is unreachable: 503 (the cause is logged, not shown). Retryable:
+    /// the page says to try again in a moment.
     #[error("the database is unavailable")]
-    Unavailable(String),
+    Unavailable(#[source] shared::effect::BoxError),
 }
 
 impl PageError {
@@ -41,19 +42,19 @@ impl PageError {
 
 impl From<LedgerError> for PageError {
     fn from(error: LedgerError) -> Self {
-        PageError::Unavailable(error.to_string())
+        PageError::Unavailable(Box::new(error))
     }
 }
 
 impl From<tokio_postgres::Error> for PageError {
     fn from(error: tokio_postgres::Error) -> Self {
-        PageError::Unavailable(shared::db::describe(&error))
+        PageError::Unavailable(Box::new(shared::db::PgError::from(error)))
     }
 }
 
 impl From<deadpool_postgres::PoolError> for PageError {
     fn from(error: deadpool_postgres::PoolError) -> Self {
-        PageError::Unavailable(shared::db::describe_pool(&error))
+        PageError::Unavailable(Box::new(shared::db::NoConnection::from(error)))
     }
 }
 
@@ -67,7 +68,7 @@ impl From<RedriveError> for PageError {
             error @ RedriveError::NoHandler { .. } => {
                 PageError::bad("event_type", error.to_string())
             }
-            RedriveError::Pool(reason) => PageError::Unavailable(reason),
+            RedriveError::Pool(cause) => PageError::Unavailable(Box::new(cause)),
             RedriveError::Ledger(error) => error.into(),
         }
     }
@@ -84,7 +85,10 @@ impl IntoResponse for PageError {
             PageError::NotFound(what) => (StatusCode::NOT_FOUND, "Not found", what.clone()),
             PageError::Forbidden(why) => (StatusCode::FORBIDDEN, "Not allowed", (*why).to_owned()),
             PageError::Unavailable(cause) => {
-                tracing::error!(cause = %cause, "console: database failure");
+                tracing::error!(
+                    cause = %shared::error_chain::error_chain(cause.as_ref()),
+                    "console: database failure"
+                );
                 (
                     StatusCode::SERVICE_UNAVAILABLE,
                     "Database unavailable",

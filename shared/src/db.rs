@@ -29,11 +29,13 @@ use crate::config::DatabaseSettings;
 
 mod background_tls;
 pub mod deadline;
+pub mod error;
 pub mod migrations;
 pub(crate) mod pipeline;
 pub mod session;
 
-pub use migrations::{migrate_client, migrate_with, MigrationReport, MigrationSet};
+pub use error::{describe, describe_pool, is_unavailable, NoConnection, PgError};
+pub use migrations::{migrate_client, migrate_with, MigrationError, MigrationReport, MigrationSet};
 pub use session::{Connection, Pool, Prepared, Session, Sql};
 
 /// Embedded forward-only migrations from `migrations/` (refinery naming `V<n>__<verb>_<object>.sql`).
@@ -47,43 +49,39 @@ pub const CONNECT_TIMEOUT_SECS: u64 = 5;
 /// How long a caller waits for a free pooled connection before giving up, seconds.
 pub const POOL_WAIT_SECS: u64 = 10;
 
-/// Why the database could not be reached or prepared.
+/// Why the database could not be reached or prepared. Each variant's text says what failed
+/// here; the cause (the client's, the pool's, refinery's) is its `source`, printed once by a
+/// chain printer (`crate::error_chain::error_chain`).
 #[derive(Debug, thiserror::Error)]
 pub enum DbError {
-    /// The URL does not parse as a PostgreSQL connection string.
-    #[error("DATABASE_URL is not a valid PostgreSQL URL: {0}")]
-    Url(#[source] tokio_postgres::Error),
-    /// The CA file could not be read or parsed.
-    #[error("cannot load CA certificates from {path}: {reason}")]
-    Ca {
-        /// The configured path.
-        path: String,
-        /// What went wrong.
-        reason: String,
-    },
-    /// The TLS connector could not be built.
-    #[error("cannot build the TLS connector: {0}")]
+    /// The URL does not parse as a PostgreSQL connection string (fatal: the configuration).
+    #[error("DATABASE_URL is not a valid PostgreSQL URL")]
+    Url(#[source] PgError),
+    /// The CA file could not be read or parsed (fatal: the configuration).
+    #[error(transparent)]
+    Ca(#[from] crate::rds_ca::CaError),
+    /// The TLS connector could not be built (fatal: OpenSSL's initialisation).
+    #[error("cannot build the TLS connector")]
     Tls(#[from] native_tls::Error),
-    /// The pool could not be built.
-    #[error("cannot build the connection pool: {0}")]
+    /// The pool could not be built (fatal: its configuration).
+    #[error("cannot build the connection pool")]
     Pool(#[from] deadpool_postgres::BuildError),
     /// Connecting failed (retryable: the database may be starting or unreachable).
-    #[error("cannot connect to PostgreSQL: {0}")]
-    Connect(#[source] tokio_postgres::Error),
-    /// A migration failed.
-    #[error("migration failed: {0}")]
-    Migrate(#[from] refinery::Error),
-    /// A statement around the migrations (their checks, the grants) failed.
-    #[error("statement failed: {}", describe(.0))]
-    Statement(#[source] tokio_postgres::Error),
+    #[error("cannot connect to PostgreSQL")]
+    Connect(#[source] PgError),
+    /// A migration failed (fatal until the migration or the database is fixed, except a
+    /// timeout: [`MigrationError`]).
+    #[error("migration failed")]
+    Migrate(#[from] MigrationError),
+    /// A statement around the migrations (their checks, the grants) failed (retryable when
+    /// [`PgError::is_unavailable`]).
+    #[error("statement failed")]
+    Statement(#[source] PgError),
 }
 
-impl From<crate::rds_ca::CaError> for DbError {
-    fn from(error: crate::rds_ca::CaError) -> Self {
-        DbError::Ca {
-            path: error.origin,
-            reason: error.reason,
-        }
+impl From<refinery::Error> for DbError {
+    fn from(error: refinery::Error) -> Self {
+        DbError::Migrate(MigrationError::from(error))
     }
 }
 
@@ -94,8 +92,8 @@ impl From<crate::rds_ca::CaError> for DbError {
 /// # Errors
 /// [`DbError::Url`] when the URL does not parse.
 pub fn pg_config(settings: &DatabaseSettings) -> Result<tokio_postgres::Config, DbError> {
-    let mut config =
-        tokio_postgres::Config::from_str(settings.url.expose_secret()).map_err(DbError::Url)?;
+    let mut config = tokio_postgres::Config::from_str(settings.url.expose_secret())
+        .map_err(|e| DbError::Url(e.into()))?;
     if config.get_application_name().is_none() {
         config.application_name("hookledger");
     }
@@ -123,10 +121,8 @@ pub fn tls_connector(settings: &DatabaseSettings) -> Result<MakeTlsConnector, Db
     let mut builder = native_tls::TlsConnector::builder();
     let extra = match &settings.ca_file {
         Some(path) => {
-            let pem = std::fs::read(path).map_err(|e| DbError::Ca {
-                path: path.display().to_string(),
-                reason: e.to_string(),
-            })?;
+            let pem = std::fs::read(path)
+                .map_err(|e| crate::rds_ca::CaError::unreadable(&path.display().to_string(), e))?;
             crate::rds_ca::parse_ca_pem(&path.display().to_string(), &pem)?
         }
         None if settings.bundled_rds_ca => crate::rds_ca::rds_ca_certificates()?,
@@ -172,7 +168,7 @@ pub async fn connect(settings: &DatabaseSettings) -> Result<tokio_postgres::Clie
     let (client, connection) = pg_config(settings)?
         .connect(tls_connector(settings)?)
         .await
-        .map_err(DbError::Connect)?;
+        .map_err(|e| DbError::Connect(e.into()))?;
     tokio::spawn(async move {
         if let Err(error) = connection.await {
             tracing::warn!(%error, "database connection closed with an error");
@@ -218,73 +214,6 @@ pub async fn now(conn: &Connection) -> Result<std::time::SystemTime, tokio_postg
         // SELECT now() returns one row; none would be a broken server: use the host's clock.
         None => Ok(std::time::SystemTime::now()),
     }
-}
-
-/// SQLSTATE classes that mean "our side of the database is unavailable" (retryable, 503):
-/// connection failures, admin shutdown, insufficient resources, statement/lock timeouts.
-pub fn is_unavailable(error: &tokio_postgres::Error) -> bool {
-    if error.is_closed() {
-        return true;
-    }
-    match error.code() {
-        // No SQLSTATE: unreachable (I/O, connect, TLS, timeout) or our own bug (a parameter or
-        // column conversion, an unexpected row count), which is not the database's fault.
-        None => {
-            let text = error.to_string();
-            [
-                "error communicating with the server",
-                "error performing TLS handshake",
-                "error connecting to server",
-                "timeout waiting for server",
-                "connection closed",
-            ]
-            .iter()
-            .any(|kind| text.starts_with(kind))
-        }
-        Some(code) => {
-            let code = code.code();
-            code.starts_with("08") // connection exception
-                || code.starts_with("53") // insufficient resources (too many connections)
-                || code.starts_with("57") // operator intervention: shutdown, query_canceled (statement_timeout)
-                || code == "55P03" // lock_not_available (lock_timeout)
-                || code == "40001" // serialization_failure
-                || code == "40P01" // deadlock_detected
-                || code == "25P03" // idle_in_transaction_session_timeout
-        }
-    }
-}
-
-/// A log-safe description of why no pooled connection could be had: the backend's SQLSTATE and
-/// message when PostgreSQL refused (deadpool's own `Display` is only "db error"), else the pool's
-/// reason (timeout, closed).
-pub fn describe_pool(error: &deadpool_postgres::PoolError) -> String {
-    match error {
-        deadpool_postgres::PoolError::Backend(e) => describe(e),
-        other => other.to_string(),
-    }
-}
-
-/// A log-safe description of a PostgreSQL error: SQLSTATE, message, and the constraint, table
-/// and column it names, never the DETAIL (which quotes row values, i.e. payload content).
-/// `tokio_postgres::Error`'s own `Display` is only "db error".
-pub fn describe(error: &tokio_postgres::Error) -> String {
-    if let Some(db) = error.as_db_error() {
-        let mut text = format!("{} {}", db.code().code(), db.message());
-        if let Some(constraint) = db.constraint() {
-            text.push_str(&format!(" (constraint {constraint})"));
-        } else if let Some(table) = db.table() {
-            text.push_str(&format!(" (table {table})"));
-        }
-        return text;
-    }
-    let mut text = error.to_string();
-    let mut source = std::error::Error::source(error);
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }
 
 #[cfg(test)]
@@ -352,15 +281,13 @@ mod tests {
         settings.bundled_rds_ca = true;
         assert!(tls_connector(&settings).is_ok());
         settings.ca_file = Some("/nonexistent/ca.pem".into());
-        assert!(matches!(tls_connector(&settings), Err(DbError::Ca { .. })));
+        assert!(matches!(tls_connector(&settings), Err(DbError::Ca(_))));
         let empty =
             std::env::temp_dir().join(format!("hookledger-empty-ca-{}", std::process::id()));
         std::fs::write(&empty, "# no certificate here\n").unwrap();
         settings.ca_file = Some(empty.clone());
-        let error = tls_connector(&settings)
-            .map(|_| ())
-            .unwrap_err()
-            .to_string();
+        let error = tls_connector(&settings).map(|_| ()).unwrap_err();
+        let error = crate::error_chain::error_chain(&error);
         let _ = std::fs::remove_file(&empty);
         assert!(error.contains("no certificate found"), "{error}");
     }

@@ -16,16 +16,23 @@ use aws_sdk_lambda::types::InvocationType;
 /// Longest a ring may delay the provider's 202, milliseconds.
 pub const RING_TIMEOUT_MS: u64 = 2_000;
 
-/// Why a ring failed (never fatal to the delivery).
+/// The SDK's error for an `Invoke` call.
+pub type InvokeSdkError =
+    aws_sdk_lambda::error::SdkError<aws_sdk_lambda::operation::invoke::InvokeError>;
+
+/// Why a ring failed. Never fatal to the delivery, and not retried: the worker's schedule
+/// drains the event anyway.
 #[derive(Debug, thiserror::Error)]
 pub enum DoorbellError {
     /// The Invoke call failed.
-    #[error("invoke {function}: {reason}")]
+    #[error("invoke {function}")]
     Invoke {
         /// The worker function.
         function: String,
-        /// The SDK's error, as text.
-        reason: String,
+        /// The SDK's error (the service's code and message, or the transport's failure).
+        /// Boxed: the SDK's error is large.
+        #[source]
+        source: Box<InvokeSdkError>,
     },
     /// The Invoke call took longer than [`RING_TIMEOUT_MS`].
     #[error("invoke {0}: timed out")]
@@ -67,7 +74,8 @@ impl Doorbell {
     /// Returns `Ok(false)` when the doorbell is off.
     ///
     /// # Errors
-    /// [`DoorbellError`] when the invoke fails or times out: log it and carry on.
+    /// [`DoorbellError`] when the invoke fails or times out: log it with its causes
+    /// (`crate::error_chain::error_chain`) and carry on.
     pub async fn ring(&self, source: &str, event_id: &str) -> Result<bool, DoorbellError> {
         let Some((client, function)) = &self.target else {
             return Ok(false);
@@ -87,7 +95,7 @@ impl Doorbell {
             Ok(Ok(_)) => Ok(true),
             Ok(Err(error)) => Err(DoorbellError::Invoke {
                 function: function.clone(),
-                reason: aws_sdk_lambda::error::DisplayErrorContext(error).to_string(),
+                source: Box::new(error),
             }),
             Err(_) => Err(DoorbellError::Timeout(function.clone())),
         }

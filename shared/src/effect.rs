@@ -146,10 +146,15 @@ impl HandlerError {
     /// Whether the cause is the database being unavailable (the receiver answers 503).
     pub fn is_unavailable(&self) -> bool {
         let (HandlerError::Retryable { source, .. } | HandlerError::Fatal { source, .. }) = self;
-        source
-            .as_ref()
-            .and_then(|s| s.downcast_ref::<tokio_postgres::Error>())
-            .is_some_and(crate::db::is_unavailable)
+        source.as_ref().is_some_and(|source| {
+            match source.downcast_ref::<crate::db::PgError>() {
+                Some(pg) => pg.is_unavailable(),
+                // A handler's own error with the client's error as its cause.
+                None => source
+                    .downcast_ref::<tokio_postgres::Error>()
+                    .is_some_and(crate::db::is_unavailable),
+            }
+        })
     }
 
     /// The reason with its cause chain, for `last_error` and the log.
@@ -163,10 +168,21 @@ impl HandlerError {
 /// has) are fatal: the same payload fails the same way every time. Everything else (connection,
 /// timeouts, lock and serialization conflicts, a statement that is wrong until the handler is
 /// fixed) is retryable.
+///
+/// The reason is `database`; the cause ([`crate::db::PgError`]) says the SQLSTATE, the message
+/// and the constraint or table, never PostgreSQL's DETAIL (it quotes row values).
 impl From<tokio_postgres::Error> for HandlerError {
     fn from(error: tokio_postgres::Error) -> Self {
-        let reason = format!("database: {}", crate::db::describe(&error));
+        HandlerError::from(crate::db::PgError::from(error))
+    }
+}
+
+/// As `From<tokio_postgres::Error>`.
+impl From<crate::db::PgError> for HandlerError {
+    fn from(error: crate::db::PgError) -> Self {
+        let reason = "database".to_owned();
         let fatal = error
+            .inner()
             .code()
             .map(|code| code.code().starts_with("22") || code.code().starts_with("23"))
             .unwrap_or(false);

@@ -28,6 +28,7 @@ pub mod retention;
 pub mod retry_after;
 pub mod secrets;
 pub mod sources_refresh;
+pub mod startup;
 pub mod status;
 pub mod sweep;
 pub mod telemetry;

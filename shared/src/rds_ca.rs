@@ -4,14 +4,40 @@
 //! A leaf: [`crate::config`] starts the preload, [`crate::db`] trusts the result.
 
 /// Why CA certificates could not be loaded: a configured CA file, or the bundle after a broken
-/// refresh. Not retryable.
+/// refresh. Not retryable (the configuration or the build is wrong).
 #[derive(Debug, Clone, thiserror::Error)]
-#[error("cannot load CA certificates from {origin}: {reason}")]
+#[error("cannot load CA certificates from {origin}")]
 pub struct CaError {
     /// The file's path, or the bundle's name.
     pub origin: String,
     /// What went wrong.
-    pub reason: String,
+    #[source]
+    pub problem: CaProblem,
+}
+
+impl CaError {
+    /// The file at `origin` could not be read.
+    pub fn unreadable(origin: &str, error: std::io::Error) -> Self {
+        Self {
+            origin: origin.to_owned(),
+            problem: CaProblem::Unreadable(std::sync::Arc::new(error)),
+        }
+    }
+}
+
+/// What was wrong with a CA file or bundle ([`CaError`]'s cause). Shared (`Arc`) so that the
+/// bundle's parse result, kept for the process, can be handed out again.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum CaProblem {
+    /// The file could not be read.
+    #[error(transparent)]
+    Unreadable(std::sync::Arc<std::io::Error>),
+    /// The PEM does not parse (OpenSSL's error).
+    #[error(transparent)]
+    NotPem(std::sync::Arc<native_tls::Error>),
+    /// The PEM parses but holds no certificate.
+    #[error("no certificate found")]
+    Empty,
 }
 
 /// The Amazon RDS certificate authorities, PEM, compiled into every binary (SAM's
@@ -33,15 +59,11 @@ pub const RDS_CA_BUNDLE: &[u8] = include_bytes!("../certs/rds-global-bundle.pem"
 /// # Errors
 /// [`CaError`] when the bundle does not parse or holds no certificate (a broken refresh).
 pub fn rds_ca_certificates() -> Result<Vec<native_tls::Certificate>, CaError> {
-    static PARSED: std::sync::OnceLock<Result<Vec<native_tls::Certificate>, String>> =
+    static PARSED: std::sync::OnceLock<Result<Vec<native_tls::Certificate>, CaError>> =
         std::sync::OnceLock::new();
     PARSED
-        .get_or_init(|| parse_ca_pem(RDS_CA_ORIGIN, RDS_CA_BUNDLE).map_err(|error| error.reason))
+        .get_or_init(|| parse_ca_pem(RDS_CA_ORIGIN, RDS_CA_BUNDLE))
         .clone()
-        .map_err(|reason| CaError {
-            origin: RDS_CA_ORIGIN.to_owned(),
-            reason,
-        })
 }
 
 /// Starts parsing [`RDS_CA_BUNDLE`] on a background thread, so that it overlaps the cold
@@ -66,14 +88,14 @@ const RDS_CA_ORIGIN: &str = "the compiled-in RDS CA bundle";
 /// # Errors
 /// [`CaError`] when the PEM does not parse or holds no certificate.
 pub fn parse_ca_pem(origin: &str, pem: &[u8]) -> Result<Vec<native_tls::Certificate>, CaError> {
-    let ca_error = |reason: String| CaError {
+    let ca_error = |problem: CaProblem| CaError {
         origin: origin.to_owned(),
-        reason,
+        problem,
     };
-    let certificates =
-        native_tls::Certificate::stack_from_pem(pem).map_err(|e| ca_error(e.to_string()))?;
+    let certificates = native_tls::Certificate::stack_from_pem(pem)
+        .map_err(|e| ca_error(CaProblem::NotPem(std::sync::Arc::new(e))))?;
     if certificates.is_empty() {
-        return Err(ca_error("no certificate found".to_owned()));
+        return Err(ca_error(CaProblem::Empty));
     }
     Ok(certificates)
 }

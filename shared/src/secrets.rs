@@ -21,21 +21,29 @@ use aws_sdk_secretsmanager::Client;
 use secrecy::SecretString;
 use serde_json::Value;
 
+/// The SDK's error for a `GetSecretValue` call.
+pub type GetSecretValueSdkError = aws_sdk_secretsmanager::error::SdkError<
+    aws_sdk_secretsmanager::operation::get_secret_value::GetSecretValueError,
+>;
+
 /// Why a secret could not be used. The messages name the ARN, never a value.
 #[derive(Debug, thiserror::Error)]
 pub enum SecretsError {
-    /// Secrets Manager refused or could not be reached (retryable at the next cold start).
-    #[error("cannot read secret {arn}: {reason}")]
+    /// Secrets Manager refused or could not be reached (retryable: at the next cold start, or
+    /// the sources' next re-read).
+    #[error("cannot read secret {arn}")]
     Fetch {
         /// The secret's ARN or name.
         arn: String,
-        /// The SDK's error, as text.
-        reason: String,
+        /// The SDK's error: the service's code and message, or the transport's failure; a
+        /// refusal never carries the secret's value. Boxed: the SDK's error is large.
+        #[source]
+        source: Box<GetSecretValueSdkError>,
     },
-    /// The secret has no `SecretString` (a binary secret).
+    /// The secret has no `SecretString` (a binary secret; fatal until the secret is fixed).
     #[error("secret {0} has no SecretString")]
     NotAString(String),
-    /// The database secret is not RDS-shaped JSON.
+    /// The database secret is not RDS-shaped JSON (fatal until the secret is fixed).
     #[error("secret {arn} is not an RDS-style secret: {problem}")]
     NotRds {
         /// The secret's ARN or name.
@@ -84,7 +92,7 @@ impl Secrets {
             .await
             .map_err(|e| SecretsError::Fetch {
                 arn: arn.to_owned(),
-                reason: aws_sdk_secretsmanager::error::DisplayErrorContext(e).to_string(),
+                source: Box::new(e),
             })?;
         output
             .secret_string
@@ -223,6 +231,33 @@ mod tests {
     use super::*;
     use secrecy::ExposeSecret;
     use std::str::FromStr;
+
+    #[test]
+    fn a_refused_read_keeps_the_sdks_error_as_its_cause_printed_once() {
+        use aws_sdk_secretsmanager::operation::get_secret_value::GetSecretValueError;
+        use aws_sdk_secretsmanager::types::error::ResourceNotFoundException;
+        let refused = GetSecretValueError::ResourceNotFoundException(
+            ResourceNotFoundException::builder()
+                .message("Secrets Manager can't find the specified secret.")
+                .build(),
+        );
+        let response = aws_smithy_runtime_api::http::Response::new(
+            aws_smithy_runtime_api::http::StatusCode::try_from(400).unwrap(),
+            aws_smithy_types::body::SdkBody::empty(),
+        );
+        let error = SecretsError::Fetch {
+            arn: "arn:db".to_owned(),
+            source: Box::new(aws_sdk_secretsmanager::error::SdkError::service_error(
+                refused, response,
+            )),
+        };
+        assert_eq!(error.to_string(), "cannot read secret arn:db");
+        assert_eq!(
+            crate::error_chain::error_chain(&error),
+            "cannot read secret arn:db: service error: ResourceNotFoundException: Secrets \
+             Manager can't find the specified secret."
+        );
+    }
 
     #[test]
     fn an_rds_secret_becomes_a_tls_connection_string_that_round_trips() {

@@ -126,6 +126,9 @@ impl RefreshFrom {
         }
     }
 
+    /// The current text. Fails only with [`ConfigError::Secrets`] or
+    /// [`ConfigError::SourcesFile`] (retryable: the next re-read tries again), whose causes
+    /// quote no value.
     async fn read(&self) -> Result<SecretString, ConfigError> {
         match self {
             Self::Secret { secrets, arn } => Ok(secrets.secret_string(arn).await?),
@@ -333,7 +336,9 @@ impl LiveSources {
                     source = trigger,
                     from,
                     outcome = "failed",
-                    error = error.to_string(),
+                    // A read's causes (the file's I/O error, Secrets Manager's refusal) quote no
+                    // value, unlike a parse's (below: its own words only).
+                    error = crate::error_chain::error_chain(&error),
                     "sources re-read; keeping the sources in force"
                 );
                 return Refreshed::Failed;

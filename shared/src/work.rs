@@ -118,8 +118,8 @@ impl Summary {
 #[derive(Debug, thiserror::Error)]
 pub enum WorkError {
     /// No database connection.
-    #[error("no database connection: {0}")]
-    Pool(String),
+    #[error("no database connection")]
+    Pool(#[from] crate::db::NoConnection),
     /// A ledger statement failed.
     #[error(transparent)]
     Ledger(#[from] LedgerError),
@@ -595,7 +595,7 @@ impl Worker {
                 tracing::error!(
                     source = leased.source.as_str(),
                     event_id = leased.event_id.as_str(),
-                    error = %record_error,
+                    error = %crate::error_chain::error_chain(&record_error),
                     "could not record a failed attempt; the lease will expire and retry it"
                 );
                 false
@@ -618,10 +618,7 @@ impl Worker {
     }
 
     pub(crate) async fn connection(&self) -> Result<crate::db::Connection, WorkError> {
-        self.pool
-            .get()
-            .await
-            .map_err(|e| WorkError::Pool(crate::db::describe_pool(&e)))
+        self.pool.get().await.map_err(|e| WorkError::Pool(e.into()))
     }
 }
 

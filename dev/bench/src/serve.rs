@@ -42,12 +42,12 @@ async fn main() -> Result<()> {
     shared::telemetry::init();
     let mut settings = Settings::from_env()
         .await
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
+        .map_err(|e| anyhow::anyhow!(shared::startup::config_failure(&e)))?;
     settings.database.pool_size = args.pool_size;
     // Exactly the function's state (functions/receiver/src/main.rs).
     let state = AppState::from_settings(&settings, handlers::registry(&settings.sources))
         .await
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
+        .map_err(|e| anyhow::anyhow!(shared::error_chain::error_chain(&e)))?;
     let state: &'static AppState = Box::leak(Box::new(state));
 
     let listener = tokio::net::TcpListener::bind(&args.listen)

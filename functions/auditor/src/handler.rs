@@ -48,14 +48,18 @@ pub async fn function_handler(
     state.sources.refresh("auditor").await;
     let sources = state.sources.current();
     // Ages against the database's clock, which stamped claimed_at and dead_at.
-    let now = shared::db::now(&conn).await?;
+    let now = shared::db::now(&conn)
+        .await
+        .map_err(|e| shared::db::describe(&e))?;
     let report = match shared::audit::run(&conn, &sources, &state.audit, now).await {
         Ok(report) => report,
         Err(error) => {
-            tracing::error!(error = %shared::error_chain::error_chain(&error), "audit failed");
+            let error = shared::error_chain::error_chain(&error);
+            tracing::error!(error = %error, "audit failed");
             // The audit rolled back, but a failed round trip may leave the connection in
             // an unknown state: do not pool it.
             conn.discard();
+            // The runtime reports an error's own text only: the message with its causes.
             return Err(error.into());
         }
     };

@@ -23,15 +23,19 @@ use shared::Settings;
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Error> {
     shared::telemetry::init();
-    // Display, not Debug: the messages name the problem (and never a value).
-    let settings = Settings::from_env().await.map_err(|e| e.to_string())?;
-    let console = ConsoleSettings::from_env().map_err(|e| e.to_string())?;
+    // Messages, not the errors (their Debug): they name the problem (and never a value), with
+    // what caused it where that quotes no value.
+    let settings = Settings::from_env()
+        .await
+        .map_err(|e| shared::startup::config_failure(&e))?;
+    let console = ConsoleSettings::from_env().map_err(|e| shared::startup::config_failure(&e))?;
     let csrf_secret = Secrets::from_env()
         .await
         .secret_string(&console.csrf_secret_arn)
         .await
-        .map_err(|e| e.to_string())?;
-    let pool = shared::db::pool(&settings.database).map_err(|e| e.to_string())?;
+        .map_err(|e| shared::error_chain::error_chain(&e))?;
+    let pool =
+        shared::db::pool(&settings.database).map_err(|e| shared::error_chain::error_chain(&e))?;
     // The handlers (a re-drive calls the same code as the CLI's): handlers/src/registry.rs.
     let handlers = handlers::registry(&settings.sources);
     let router = router(settings, pool, handlers, &console, &csrf_secret)?;

@@ -174,21 +174,40 @@ impl Response {
 /// How many times [`send`] tries the `PUT`.
 pub const SEND_ATTEMPTS: u32 = 4;
 
+/// Why the answer could not be delivered ([`send`]): the last attempt's failure. The
+/// invocation fails with it; CloudFormation then waits for the resource's timeout.
+#[derive(Debug, thiserror::Error)]
+pub enum SendError {
+    /// The answer does not serialise (a bug: fatal, nothing was sent).
+    #[error("the response does not serialise")]
+    Serialise(#[source] serde_json::Error),
+    /// The response URL answered something other than 2xx (retried up to [`SEND_ATTEMPTS`]).
+    #[error("the response URL answered {0}")]
+    Refused(reqwest::StatusCode),
+    /// The `PUT` got no answer (retried up to [`SEND_ATTEMPTS`]); the transport error, without
+    /// the URL (its query holds the presigned signature).
+    #[error("cannot PUT the response")]
+    Unreachable(#[source] reqwest::Error),
+    /// No time was left before the deadline for a (first) attempt.
+    #[error("no attempt made: no time left")]
+    NoTime,
+}
+
 /// `PUT`s `response` to `url` with an empty `Content-Type`, retrying a failed attempt (no
 /// answer, or not 2xx) up to [`SEND_ATTEMPTS`] times with a growing pause (0.5 s, 1 s, 2 s),
 /// every attempt bounded by what is left before `deadline`.
 ///
 /// # Errors
-/// The last attempt's failure (status or transport error, without the URL's query, which holds
-/// the presigned signature) once the attempts or the time ran out.
+/// [`SendError`]: the last attempt's failure (status or transport error, without the URL's
+/// query, which holds the presigned signature) once the attempts or the time ran out.
 pub async fn send(
     client: &reqwest::Client,
     url: &str,
     response: &Response,
     deadline: SystemTime,
-) -> Result<(), String> {
-    let body = serde_json::to_vec(response).map_err(|e| e.to_string())?;
-    let mut last = String::from("no attempt made: no time left");
+) -> Result<(), SendError> {
+    let body = serde_json::to_vec(response).map_err(SendError::Serialise)?;
+    let mut last = SendError::NoTime;
     for attempt in 0..SEND_ATTEMPTS {
         if attempt > 0 {
             let pause = Duration::from_millis(500 << (attempt - 1));
@@ -209,12 +228,16 @@ pub async fn send(
             .timeout(left.min(Duration::from_secs(10)))
             .send()
             .await;
-        match result {
+        last = match result {
             Ok(answer) if answer.status().is_success() => return Ok(()),
-            Ok(answer) => last = format!("the response URL answered {}", answer.status()),
-            Err(error) => last = format!("cannot PUT the response: {}", error.without_url()),
-        }
-        tracing::warn!(attempt = attempt + 1, error = %last, "custom resource response not taken");
+            Ok(answer) => SendError::Refused(answer.status()),
+            Err(error) => SendError::Unreachable(error.without_url()),
+        };
+        tracing::warn!(
+            attempt = attempt + 1,
+            error = %shared::error_chain::error_chain(&last),
+            "custom resource response not taken"
+        );
     }
     Err(last)
 }

@@ -24,6 +24,11 @@ pub struct AppState {
 /// retries (the invocation fails; CloudFormation then times out on the resource).
 pub async fn function_handler(state: &AppState, event: LambdaEvent<Value>) -> Result<Value, Error> {
     let deadline = deadline(event.context.deadline, SystemTime::now());
-    let response = state.resource.handle(&event.payload, deadline).await?;
+    // The runtime reports an error's own text only: the message carries its causes.
+    let response = state
+        .resource
+        .handle(&event.payload, deadline)
+        .await
+        .map_err(|e| shared::error_chain::error_chain(&e))?;
     Ok(serde_json::to_value(&response)?)
 }

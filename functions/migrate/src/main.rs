@@ -19,18 +19,20 @@ use migrate::resource::{database_settings_from_env, SchemaResource};
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     shared::telemetry::init();
-    // Display, not Debug: the message names the problem ("set only one of ..."). A failure is
-    // kept, not returned: an environment that never starts would never answer CloudFormation
-    // (the deploy would wait for the resource's ServiceTimeout); with it kept, every request
-    // is answered (FAILED with this reason; Delete SUCCESS, so a rollback completes).
+    // A message, not the error (its Debug): it names the problem ("set only one of ..."), and
+    // what caused it where that quotes no value. A failure is kept, not returned: an
+    // environment that never starts would never answer CloudFormation (the deploy would wait
+    // for the resource's ServiceTimeout); with it kept, every request is answered (FAILED with
+    // this reason; Delete SUCCESS, so a rollback completes).
     let database = database_settings_from_env()
         .await
-        .map_err(|e| e.to_string());
+        .map_err(|e| shared::startup::config_failure(&e));
     if let Err(reason) = &database {
         tracing::error!(%reason, "cannot read the database settings; every Create and Update will answer FAILED");
     }
     let secrets = shared::secrets::Secrets::from_env().await;
-    let resource = SchemaResource::new(database, Some(secrets), handlers::migrations())?;
+    let resource = SchemaResource::new(database, Some(secrets), handlers::migrations())
+        .map_err(|e| shared::error_chain::error_chain(&e))?;
     let state: &'static AppState = Box::leak(Box::new(AppState { resource }));
     run(service_fn(move |event: LambdaEvent<serde_json::Value>| {
         function_handler(state, event)

@@ -32,12 +32,28 @@ pub const PHYSICAL_RESOURCE_ID: &str = "hookledger-schema";
 /// database and answers FAILED instead, by default.
 pub const DEFAULT_MARGIN: Duration = Duration::from_secs(15);
 
+/// Why an invocation could not be answered: the invocation fails (Lambda's log has why) and
+/// CloudFormation waits for the resource's timeout. Not retried here: [`crate::custom_resource::send`]
+/// already retried the answer.
+#[derive(Debug, thiserror::Error)]
+pub enum AnswerError {
+    /// The event is not a custom resource request with a `ResponseURL`: nothing to answer.
+    #[error(transparent)]
+    BadRequest(#[from] custom_resource::BadRequest),
+    /// The answer could not be delivered.
+    #[error(transparent)]
+    Send(#[from] custom_resource::SendError),
+}
+
 /// Everything one invocation needs, built once per execution environment.
 #[derive(Debug, Clone)]
 pub struct SchemaResource {
     /// The admin (owner) connection settings, or why they could not be read at cold start:
     /// then every Create and Update answers FAILED with that reason (and Delete SUCCESS), so
     /// a wrong admin secret fails the deploy at once instead of leaving CloudFormation waiting.
+    /// The reason is the message as sent (`shared::startup::config_failure`'s words: the
+    /// configuration error's causes may quote a value, so only some are spelled out), kept as
+    /// text since every request answers it again.
     pub database: Result<DatabaseSettings, String>,
     /// Where the login secrets are read (`None`: a request with logins fails).
     pub secrets: Option<shared::secrets::Secrets>,
@@ -53,15 +69,13 @@ impl SchemaResource {
     /// A resource handler over `database` and `sets`, with the default margin.
     ///
     /// # Errors
-    /// When the HTTP client cannot be built (its TLS back end).
+    /// reqwest's error when the HTTP client cannot be built (its TLS back end; fatal).
     pub fn new(
         database: Result<DatabaseSettings, String>,
         secrets: Option<shared::secrets::Secrets>,
         sets: Vec<MigrationSet>,
-    ) -> Result<Self, String> {
-        let http = reqwest::Client::builder()
-            .build()
-            .map_err(|e| format!("cannot build the HTTP client: {e}"))?;
+    ) -> Result<Self, reqwest::Error> {
+        let http = reqwest::Client::builder().build()?;
         Ok(Self {
             database,
             secrets,
@@ -75,21 +89,22 @@ impl SchemaResource {
     /// the answer sent.
     ///
     /// # Errors
-    /// When the event has no `ResponseURL` (nothing can be answered) or the answer could not be
-    /// delivered.
-    pub async fn handle(&self, event: &Value, deadline: SystemTime) -> Result<Response, String> {
+    /// [`AnswerError`] when the event has no `ResponseURL` (nothing can be answered) or the
+    /// answer could not be delivered.
+    pub async fn handle(
+        &self,
+        event: &Value,
+        deadline: SystemTime,
+    ) -> Result<Response, AnswerError> {
         let (request, outcome) = match Request::from_value(event) {
             Ok(request) => {
                 let outcome = self.outcome(&request, deadline).await;
                 (request, outcome)
             }
-            Err(bad) => {
-                let reason = bad.to_string();
-                match bad.partial {
-                    Some(partial) => (*partial, Err(reason)),
-                    None => return Err(reason),
-                }
-            }
+            Err(mut bad) => match bad.partial.take() {
+                Some(partial) => (*partial, Err(bad.to_string())),
+                None => return Err(bad.into()),
+            },
         };
         let response = match outcome {
             Ok((reason, data)) => Response::to(
@@ -142,7 +157,7 @@ impl SchemaResource {
             }
             Ok(Ok(Err((error, passwords)))) => {
                 known.extend(passwords);
-                Err(error.to_string())
+                Err(shared::error_chain::error_chain(&error))
             }
             Ok(Err(join)) if join.is_panic() => Err("internal error (panic); see the log".into()),
             Ok(Err(join)) => Err(format!("internal error: {join}")),
@@ -191,8 +206,7 @@ impl SchemaResource {
                     st = database.statement_timeout_ms,
                     idle = database.idle_in_transaction_timeout_ms,
                 ))
-                .await
-                .map_err(|e| SchemaError::Db(e.to_string()))?;
+                .await?;
             crate::schema::apply(&mut client, &properties, &self.sets, &logins, owner, database.lock_timeout_ms).await
         }
         .await;
@@ -215,14 +229,10 @@ impl SchemaResource {
                     problem: "no Secrets Manager client".to_owned(),
                 });
             };
-            let json =
-                secrets
-                    .secret_string(&spec.secret_arn)
-                    .await
-                    .map_err(|e| SchemaError::Secret {
-                        role,
-                        problem: e.to_string(),
-                    })?;
+            let json = secrets
+                .secret_string(&spec.secret_arn)
+                .await
+                .map_err(|source| SchemaError::SecretUnreadable { role, source })?;
             let login = credentials(spec.role, json.expose_secret())?;
             if let Some((_, other)) = logins
                 .iter()

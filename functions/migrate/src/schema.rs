@@ -30,22 +30,36 @@ use serde_json::Value;
 use shared::db::{MigrationReport, MigrationSet};
 
 /// Why the schema could not be brought to the requested state. Every message is short and
-/// names settings, roles and ARNs, never a password or a connection string.
+/// names settings, roles and ARNs, never a password or a connection string; the cause (the
+/// database's, Secrets Manager's) is the `source`. Each fails the CloudFormation request (the
+/// deploy rolls back); the next deploy tries again.
 #[derive(Debug, thiserror::Error)]
 pub enum SchemaError {
     /// The function's own database settings could not be read at cold start (the admin
-    /// secret missing, unreadable or malformed; a bad `HOOKLEDGER_DB_*` variable).
+    /// secret missing, unreadable or malformed; a bad `HOOKLEDGER_DB_*` variable): fatal until
+    /// the environment or the secret is fixed.
     #[error("the migrate function's database settings: {0}")]
     Settings(String),
-    /// The resource properties do not have the documented shape.
-    #[error("invalid resource properties: {0}")]
-    Properties(String),
-    /// A login's secret could not be read or lacks `username`/`password`.
+    /// The resource properties do not have the documented shape (fatal: the template). The
+    /// cause names the field (properties hold ARNs and numbers, never a secret).
+    #[error("invalid resource properties")]
+    Properties(#[source] serde_json::Error),
+    /// A login's secret could not be read from Secrets Manager (retryable: the next request
+    /// reads it again).
+    #[error("login for {role}")]
+    SecretUnreadable {
+        /// The function's role (`receiver`, ...).
+        role: &'static str,
+        /// Secrets Manager's refusal (it names the ARN, never a value).
+        #[source]
+        source: shared::secrets::SecretsError,
+    },
+    /// A login's secret lacks `username`/`password` or is not JSON (fatal: the secret).
     #[error("login for {role}: {problem}")]
     Secret {
         /// The function's role (`receiver`, ...).
         role: &'static str,
-        /// What went wrong (the ARN, a field name; never a value).
+        /// What went wrong (a field name; never a value).
         problem: String,
     },
     /// A login's username is refused (not a plain identifier, reserved, or privileged).
@@ -57,11 +71,15 @@ pub enum SchemaError {
         problem: String,
     },
     /// The migrations failed (a broken migration, a divergent history, no privilege).
-    #[error("{}", describe_db_error(.0))]
+    #[error(transparent)]
     Migrate(#[from] shared::db::DbError),
+    /// Waiting for the schema lock (another deploy's migration) failed, e.g. its
+    /// `lock_timeout` (retryable: the next deploy gets it).
+    #[error("waiting for another deploy's migration")]
+    SchemaLock(#[source] shared::db::PgError),
     /// A provisioning or budget statement failed.
-    #[error("{0}")]
-    Db(String),
+    #[error(transparent)]
+    Db(#[from] shared::db::PgError),
     /// The reserved connections exceed what the database can take.
     #[error(
         "connection budget exceeded: reserved concurrency x pool size is {reserved}, the \
@@ -76,28 +94,9 @@ pub enum SchemaError {
     },
 }
 
-/// `error` with its causes, PostgreSQL's own as SQLSTATE and message ([`shared::db::describe`]:
-/// refinery's and tokio-postgres' `Display` alone say only "db error").
-fn describe_db_error(error: &shared::db::DbError) -> String {
-    let mut text = error.to_string();
-    let mut source = std::error::Error::source(error);
-    while let Some(cause) = source {
-        let line = match cause.downcast_ref::<tokio_postgres::Error>() {
-            Some(pg) => shared::db::describe(pg),
-            None => cause.to_string(),
-        };
-        if !text.contains(&line) {
-            text.push_str(": ");
-            text.push_str(&line);
-        }
-        source = cause.source();
-    }
-    text
-}
-
 impl From<tokio_postgres::Error> for SchemaError {
     fn from(error: tokio_postgres::Error) -> Self {
-        Self::Db(shared::db::describe(&error))
+        Self::Db(error.into())
     }
 }
 
@@ -229,7 +228,7 @@ impl SchemaProperties {
         if value.is_null() {
             return Ok(Self::default());
         }
-        Self::deserialize(value).map_err(|e| SchemaError::Properties(e.to_string()))
+        Self::deserialize(value).map_err(SchemaError::Properties)
     }
 }
 
@@ -577,11 +576,10 @@ pub async fn apply(
     client
         .batch_execute(shared::db::migrations::SCHEMA_LOCK)
         .await
-        .map_err(|e| SchemaError::Db(format!("waiting for another deploy's migration: {e}")))?;
+        .map_err(|e| SchemaError::SchemaLock(e.into()))?;
     client
         .batch_execute(&format!("SET lock_timeout = {lock_timeout_ms}"))
-        .await
-        .map_err(|e| SchemaError::Db(e.to_string()))?;
+        .await?;
     let budget = match &properties.connection_budget {
         Some(budget) => Some(check_budget(budget, usable_connections(client).await?)?),
         None => None,

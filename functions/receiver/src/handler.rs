@@ -34,9 +34,13 @@ impl AppState {
     /// (`shared::sources_refresh`).
     ///
     /// # Errors
-    /// When the pool cannot be built from `settings.database` (the reason, for the init error).
-    pub async fn from_settings(settings: &Settings, handlers: Registry) -> Result<Self, String> {
-        let pool = shared::db::pool(&settings.database).map_err(|e| e.to_string())?;
+    /// [`shared::db::DbError`] when the pool cannot be built from `settings.database` (fatal:
+    /// the init error; print it with its causes, `shared::error_chain::error_chain`).
+    pub async fn from_settings(
+        settings: &Settings,
+        handlers: Registry,
+    ) -> Result<Self, shared::db::DbError> {
+        let pool = shared::db::pool(&settings.database)?;
         let mut state = Self::new(settings, pool, handlers);
         state.receiver = state.receiver.with_doorbell(
             shared::doorbell::Doorbell::new(settings.worker_function.as_deref()).await,

@@ -21,10 +21,15 @@ use shared::Settings;
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Error> {
     shared::telemetry::init();
-    // Display, not Debug: the message names the problem ("set only one of ...").
-    let settings = Settings::from_env().await.map_err(|e| e.to_string())?;
+    // A message, not the error (its Debug): it names the problem ("set only one of ..."), and
+    // what caused it where that quotes no value.
+    let settings = Settings::from_env()
+        .await
+        .map_err(|e| shared::startup::config_failure(&e))?;
     // Lives for the whole execution environment. The handlers: handlers/src/registry.rs.
-    let state = AppState::from_settings(&settings, handlers::registry(&settings.sources)).await?;
+    let state = AppState::from_settings(&settings, handlers::registry(&settings.sources))
+        .await
+        .map_err(|e| shared::error_chain::error_chain(&e))?;
     let state: &'static AppState = Box::leak(Box::new(state));
     let handler = service_fn(move |request: Request| function_handler(state, request));
     // lambda_http::run(handler) is this without the guards: it panics on invalid base64

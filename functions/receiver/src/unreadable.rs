@@ -41,7 +41,7 @@ impl<S> ReadableEvent<S> {
 impl<S> Service<LambdaEvent<Box<RawValue>>> for ReadableEvent<S>
 where
     S: Service<LambdaEvent<LambdaRequest>>,
-    S::Error: From<String>,
+    S::Error: From<serde_json::Error>,
 {
     type Response = S::Response;
     type Error = S::Error;
@@ -63,8 +63,9 @@ where
 /// [`MALFORMED_HEADER_MARKER`] (and a sender's marker removed).
 ///
 /// # Errors
-/// lambda_http's own message when the event is not an HTTP event even without those headers.
-pub fn read(json: &str) -> Result<LambdaRequest, String> {
+/// lambda_http's own error (the first reading's) when the event is not an HTTP event even
+/// without those headers: the invocation fails, as it would without this guard.
+pub fn read(json: &str) -> Result<LambdaRequest, serde_json::Error> {
     let first = match serde_json::from_str::<LambdaRequest>(json) {
         Ok(mut request) => {
             if let Some((headers, multi)) = headers_of(&mut request) {
@@ -75,7 +76,7 @@ pub fn read(json: &str) -> Result<LambdaRequest, String> {
             }
             return Ok(request);
         }
-        Err(error) => error.to_string(),
+        Err(error) => error,
     };
     let Ok(mut value) = serde_json::from_str::<Value>(json) else {
         return Err(first);

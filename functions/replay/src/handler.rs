@@ -7,6 +7,7 @@ use lambda_runtime::{Error, LambdaEvent};
 use serde::Deserialize;
 use serde_json::Value;
 use shared::db::Pool;
+use shared::error_chain::error_chain;
 use shared::handler::Registry;
 use shared::invocation::{deadline, remaining};
 use shared::redrive::RedriveSpec;
@@ -71,36 +72,71 @@ pub enum Input {
     Inspect(InspectInput),
 }
 
+/// Why an invocation's input is refused (fatal to the invocation: fix the input).
+#[derive(Debug)]
+pub enum InputError {
+    /// Not a JSON object.
+    NotAnObject,
+    /// Both `redrive` and `inspect`.
+    Ambiguous,
+    /// The object does not have the shape of its kind (`replay`, `redrive` or `inspect`): the
+    /// source names the missing or unknown field.
+    Invalid {
+        /// `replay`, `redrive` or `inspect`.
+        what: &'static str,
+        /// serde's error (the operator's own input: no secret in it).
+        source: serde_json::Error,
+    },
+}
+
+impl std::fmt::Display for InputError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            InputError::NotAnObject => f.write_str(
+                "the input must be a JSON object: {\"source\", \"since\", ...}, \
+                 {\"source\", \"redrive\": {...}} or {\"source\", \"inspect\": \"...\"}",
+            ),
+            InputError::Ambiguous => f.write_str("give redrive or inspect, not both"),
+            InputError::Invalid { what, .. } => write!(f, "invalid {what} input"),
+        }
+    }
+}
+
+impl std::error::Error for InputError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            InputError::Invalid { source, .. } => Some(source),
+            InputError::NotAnObject | InputError::Ambiguous => None,
+        }
+    }
+}
+
 impl Input {
     /// Reads the input: an object with `redrive` is a re-drive, one with `inspect` an
     /// inspection, anything else a replay.
     ///
     /// # Errors
-    /// A message naming the problem (not an object, both `redrive` and `inspect`, a missing or
-    /// unknown field).
-    pub fn parse(value: Value) -> Result<Self, String> {
+    /// [`InputError`] naming the problem (not an object, both `redrive` and `inspect`, a
+    /// missing or unknown field).
+    pub fn parse(value: Value) -> Result<Self, InputError> {
         let Some(object) = value.as_object() else {
-            return Err(
-                "the input must be a JSON object: {\"source\", \"since\", ...}, \
-                        {\"source\", \"redrive\": {...}} or {\"source\", \"inspect\": \"...\"}"
-                    .to_owned(),
-            );
+            return Err(InputError::NotAnObject);
         };
-        let invalid = |what: &str, e: serde_json::Error| format!("invalid {what} input: {e}");
+        let invalid = |what: &'static str| move |source| InputError::Invalid { what, source };
         match (
             object.contains_key("redrive"),
             object.contains_key("inspect"),
         ) {
-            (true, true) => Err("give redrive or inspect, not both".to_owned()),
+            (true, true) => Err(InputError::Ambiguous),
             (true, false) => serde_json::from_value(value)
                 .map(Input::Redrive)
-                .map_err(|e| invalid("redrive", e)),
+                .map_err(invalid("redrive")),
             (false, true) => serde_json::from_value(value)
                 .map(Input::Inspect)
-                .map_err(|e| invalid("inspect", e)),
+                .map_err(invalid("inspect")),
             (false, false) => serde_json::from_value(value)
                 .map(Input::Replay)
-                .map_err(|e| invalid("replay", e)),
+                .map_err(invalid("replay")),
         }
     }
 }
@@ -109,7 +145,9 @@ impl Input {
 ///
 /// # Errors
 /// An invalid input; a replay that failed (the message carries its partial report and
-/// `next_cursor`); a re-drive refused or failed; an inspected key not in the ledger.
+/// `next_cursor`); a re-drive refused or failed; an inspected key not in the ledger. Each is
+/// the error with its causes as one message (`shared::error_chain::error_chain`): the runtime
+/// reports an error's own text only.
 pub async fn function_handler(state: &AppState, event: LambdaEvent<Value>) -> Result<Value, Error> {
     let deadline = deadline(event.context.deadline, SystemTime::now());
     handle(state, event.payload, move || remaining(deadline)).await
@@ -124,7 +162,7 @@ pub async fn handle(
     input: Value,
     remaining: impl Fn() -> Duration + Send + Sync,
 ) -> Result<Value, Error> {
-    let input = Input::parse(input)?;
+    let input = Input::parse(input).map_err(|e| error_chain(&e))?;
     let receiver = &state.receiver;
     receiver.sources.refresh("replay").await;
     match input {
@@ -136,14 +174,15 @@ pub async fn handle(
             {
                 Ok(report) => Ok(serde_json::to_value(report)?),
                 Err(error) => Err(format!(
-                    "{error}; report so far: {}",
+                    "{}; report so far: {}",
+                    error_chain(&error),
                     serde_json::to_string(&error.report)?
                 )
                 .into()),
             }
         }
         Input::Redrive(input) => {
-            let selection = input.redrive.selection().map_err(|e| e.to_string())?;
+            let selection = input.redrive.selection().map_err(|e| error_chain(&e))?;
             let sources = receiver.sources.current();
             let report = shared::redrive::run(
                 &receiver.pool,
@@ -157,14 +196,14 @@ pub async fn handle(
                 |_| {},
             )
             .await
-            // Display: the reason in words (Debug would print the enum).
-            .map_err(|e| e.to_string())?;
+            // The reason in words with its causes (Debug would print the enum).
+            .map_err(|e| error_chain(&e))?;
             Ok(serde_json::to_value(report)?)
         }
         Input::Inspect(input) => {
             match shared::redrive::inspect(&receiver.pool, &input.source, &input.inspect)
                 .await
-                .map_err(|e| e.to_string())?
+                .map_err(|e| error_chain(&e))?
             {
                 Some(detail) => Ok(detail.to_json()),
                 None => Err(format!(
@@ -194,13 +233,14 @@ mod tests {
         assert!(matches!(redrive, Input::Redrive(r) if !r.dry_run));
         let inspect = Input::parse(json!({"source": "s", "inspect": "evt_1"})).unwrap();
         assert!(matches!(inspect, Input::Inspect(i) if i.inspect == "evt_1"));
-        let e = Input::parse(json!({"source": "s"})).unwrap_err();
+        let refused = |input: Value| error_chain(&Input::parse(input).unwrap_err());
+        let e = refused(json!({"source": "s"}));
         assert!(e.contains("since"), "{e}");
-        let e = Input::parse(json!({"source": "s", "since": "x", "untill": "y"})).unwrap_err();
+        let e = refused(json!({"source": "s", "since": "x", "untill": "y"}));
         assert!(e.contains("untill"), "{e}");
-        let e = Input::parse(json!([1])).unwrap_err();
+        let e = refused(json!([1]));
         assert!(e.contains("JSON object"), "{e}");
-        let e = Input::parse(json!({"source": "s", "redrive": {}, "inspect": "x"})).unwrap_err();
+        let e = refused(json!({"source": "s", "redrive": {}, "inspect": "x"}));
         assert!(e.contains("not both"), "{e}");
     }
 }

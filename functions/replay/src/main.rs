@@ -28,12 +28,17 @@ use shared::Settings;
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     shared::telemetry::init();
-    // Display, not Debug: the message names the problem ("set only one of ...").
-    let settings = Settings::from_env().await.map_err(|e| e.to_string())?;
-    let pool = shared::db::pool(&settings.database).map_err(|e| e.to_string())?;
+    // A message, not the error (its Debug): it names the problem ("set only one of ..."), and
+    // what caused it where that quotes no value.
+    let settings = Settings::from_env()
+        .await
+        .map_err(|e| shared::startup::config_failure(&e))?;
+    let pool =
+        shared::db::pool(&settings.database).map_err(|e| shared::error_chain::error_chain(&e))?;
     // The handlers: handlers/src/registry.rs.
     let registry = handlers::registry(&settings.sources);
-    let mut state = AppState::new(&settings, pool, registry).map_err(|e| e.to_string())?;
+    let mut state = AppState::new(&settings, pool, registry)
+        .map_err(|e| shared::error_chain::error_chain(&e))?;
     state.receiver = state
         .receiver
         .with_doorbell(Doorbell::new(settings.worker_function.as_deref()).await);

@@ -55,9 +55,13 @@ pub async fn function_handler(
     state.sources.refresh("sweeper").await;
     let sources = state.sources.current();
     // Ages against the database's clock, which stamped claimed_at and dead_at.
-    let now = shared::db::now(&conn).await?;
-    let report =
-        shared::sweep::run(&conn, &sources, &state.sweep, now, || remaining(deadline)).await?;
+    let now = shared::db::now(&conn)
+        .await
+        .map_err(|e| shared::db::describe(&e))?;
+    // The runtime reports an error's own text only: the message with its causes.
+    let report = shared::sweep::run(&conn, &sources, &state.sweep, now, || remaining(deadline))
+        .await
+        .map_err(|e| shared::error_chain::error_chain(&e))?;
     report.emit();
     Ok(report)
 }

@@ -22,9 +22,13 @@ use sweeper::handler::{function_handler, AppState};
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     shared::telemetry::init();
-    // Display, not Debug: the message names the problem ("set only one of ...").
-    let settings = Settings::from_env().await.map_err(|e| e.to_string())?;
-    let pool = shared::db::pool(&settings.database).map_err(|e| e.to_string())?;
+    // A message, not the error (its Debug): it names the problem ("set only one of ..."), and
+    // what caused it where that quotes no value.
+    let settings = Settings::from_env()
+        .await
+        .map_err(|e| shared::startup::config_failure(&e))?;
+    let pool =
+        shared::db::pool(&settings.database).map_err(|e| shared::error_chain::error_chain(&e))?;
     let mut state = AppState::new(&settings, pool);
     // A retention changed in the sources secret or file applies from the next run.
     state.sources = LiveSources::from_settings(&settings).await;

@@ -44,10 +44,12 @@ pub async fn function_handler(
         .unwrap_or("schedule")
         .to_owned();
     let remaining_ms = remaining(deadline).as_millis() as u64;
+    // The runtime reports an error's own text only: the message with its causes.
     let summary = state
         .worker
         .drain(SystemTime::now, || remaining(deadline))
-        .await?;
+        .await
+        .map_err(|e| shared::error_chain::error_chain(&e))?;
     tracing::info!(
         reason,
         remaining_ms,

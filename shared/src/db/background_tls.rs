@@ -17,7 +17,8 @@ use tokio_postgres::tls::MakeTlsConnect;
 
 use crate::config::DatabaseSettings;
 
-type Built = Result<MakeTlsConnector, String>;
+/// The connector, or why it could not be built (shared: every connect fails with it).
+type Built = Result<MakeTlsConnector, Arc<super::DbError>>;
 
 /// A [`MakeTlsConnect`] whose connector ([`super::tls_connector`] for the settings) is built
 /// once per process, on a background thread started by [`BackgroundTls::start`]. A build
@@ -36,7 +37,7 @@ impl Inner {
     fn get(&self) -> &Built {
         // Blocks while another thread (the background one) builds it.
         self.built
-            .get_or_init(|| super::tls_connector(&self.settings).map_err(|error| error.to_string()))
+            .get_or_init(|| super::tls_connector(&self.settings).map_err(Arc::new))
     }
 }
 
@@ -75,7 +76,9 @@ where
                 domain,
             )
             .map_err(Into::into),
-            Err(reason) => Err(format!("cannot build the TLS connector: {reason}").into()),
+            // Its own text says what failed ("cannot load CA certificates from ..."), its
+            // source why.
+            Err(error) => Err(Box::new(error.clone())),
         }
     }
 }

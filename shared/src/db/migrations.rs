@@ -99,6 +99,57 @@ pub struct MigrationReport {
     pub ahead: Vec<String>,
 }
 
+/// A refinery failure as a cause ([`DbError::Migrate`]): refinery's own words ("error applying
+/// migration V3__create_orders"), and for a statement PostgreSQL refused, its SQLSTATE and
+/// message as [`super::describe`] words them (refinery's text alone says "`...`, `db error`", and
+/// the statement's error would print PostgreSQL's DETAIL). Fatal until the migration or the
+/// database is fixed (a divergent history, a broken migration, a missing privilege), except a
+/// lock timeout behind another deploy's migration, which the next deploy gets past.
+#[derive(Debug)]
+pub struct MigrationError(refinery::Error);
+
+impl MigrationError {
+    /// refinery's error (its kind, and the report of what was applied before the failure).
+    pub fn inner(&self) -> &refinery::Error {
+        &self.0
+    }
+}
+
+impl From<refinery::Error> for MigrationError {
+    fn from(error: refinery::Error) -> Self {
+        Self(error)
+    }
+}
+
+impl std::fmt::Display for MigrationError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0.kind() {
+            refinery::error::Kind::Connection(doing, cause) => {
+                match cause.downcast_ref::<tokio_postgres::Error>() {
+                    Some(pg) => write!(f, "{doing}: {}", super::describe(pg)),
+                    None => f.write_str(doing),
+                }
+            }
+            other => std::fmt::Display::fmt(other, f),
+        }
+    }
+}
+
+impl std::error::Error for MigrationError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self.0.kind() {
+            // Said in full above (never PostgreSQL's DETAIL).
+            refinery::error::Kind::Connection(_, cause)
+                if cause.downcast_ref::<tokio_postgres::Error>().is_some() =>
+            {
+                None
+            }
+            refinery::error::Kind::Connection(_, cause) => Some(cause.as_ref()),
+            other => other.source(),
+        }
+    }
+}
+
 /// Applies every pending migration of the ledger's set, then of each of `sets` in order, each
 /// set recorded in its own history table. Safe to run repeatedly; returns the names applied
 /// this time ([`MigrationSet::names`]' form). A database ahead of this build is not an error
@@ -146,7 +197,7 @@ pub async fn migrate_client(
     client
         .batch_execute(SCHEMA_LOCK)
         .await
-        .map_err(DbError::Statement)?;
+        .map_err(|e| DbError::Statement(e.into()))?;
     let mut report = MigrationReport::default();
     for set in std::iter::once(&MigrationSet::ledger()).chain(sets) {
         let mut runner = refinery::Runner::new(&set.migrations);
@@ -169,7 +220,7 @@ pub async fn migrate_client(
             let handlers_role = client
                 .query_one("SELECT to_regrole('hookledger_handlers') IS NOT NULL", &[])
                 .await
-                .map_err(DbError::Statement)?;
+                .map_err(|e| DbError::Statement(e.into()))?;
             if handlers_role.get::<_, bool>(0) {
                 client
                     .batch_execute(&format!(
@@ -177,7 +228,7 @@ pub async fn migrate_client(
                         set.table
                     ))
                     .await
-                    .map_err(DbError::Statement)?;
+                    .map_err(|e| DbError::Statement(e.into()))?;
             }
         }
     }
@@ -195,7 +246,7 @@ async fn ahead_of_build(
     let exists = client
         .query_one("SELECT to_regclass($1) IS NOT NULL", &[&set.table])
         .await
-        .map_err(DbError::Statement)?;
+        .map_err(|e| DbError::Statement(e.into()))?;
     if !exists.get::<_, bool>(0) {
         return Ok(Vec::new());
     }

@@ -50,8 +50,8 @@ pub type Connection = crate::db::Connection;
 pub enum LedgerError {
     /// PostgreSQL refused or could not run a statement. Retryable when
     /// [`LedgerError::is_unavailable`] says so (the provider's retry will succeed later).
-    #[error("database error: {}", crate::db::describe(.0))]
-    Db(#[source] tokio_postgres::Error),
+    #[error("database error")]
+    Db(#[source] crate::db::PgError),
     /// The database holds a status this build does not know (schema ahead of code).
     #[error("unknown event_status {0:?}")]
     UnknownStatus(String),
@@ -65,7 +65,7 @@ impl From<crate::status::UnknownStatus> for LedgerError {
 
 impl From<tokio_postgres::Error> for LedgerError {
     fn from(error: tokio_postgres::Error) -> Self {
-        LedgerError::Db(error)
+        LedgerError::Db(error.into())
     }
 }
 
@@ -74,7 +74,7 @@ impl LedgerError {
     /// answer 503 so the provider retries.
     pub fn is_unavailable(&self) -> bool {
         match self {
-            LedgerError::Db(e) => crate::db::is_unavailable(e),
+            LedgerError::Db(e) => e.is_unavailable(),
             LedgerError::UnknownStatus(_) => false,
         }
     }

@@ -108,8 +108,8 @@ impl std::fmt::Debug for Tx<'_> {
 pub enum CompleteError {
     /// A deferred write, or the response body the handler returned, was refused: the handler's
     /// failure (classify it with `HandlerError::from`).
-    #[error("deferred write or response body refused: {}", crate::db::describe(.0))]
-    Write(#[source] tokio_postgres::Error),
+    #[error("deferred write or response body refused")]
+    Write(#[source] crate::db::PgError),
     /// The completion matched no row: the claim or the lease is not ours (a lease that expired
     /// and was taken over). The transaction was rolled back.
     #[error("the completion matched no ledger row: the claim or lease is not ours")]
@@ -374,7 +374,8 @@ impl<'c> Tx<'c> {
     ///
     /// # Errors
     /// [`HandlerError::Fatal`] when `target` is not one of the event's source's configured
-    /// targets (`"targets"` in its configuration): the same event always fails the same way.
+    /// targets (`"targets"` in its configuration), or `payload` does not serialise (serde's
+    /// error its source): the same event always fails the same way.
     pub fn outbox(
         &mut self,
         target: &str,
@@ -387,8 +388,10 @@ impl<'c> Tx<'c> {
                  targets: {known:?})"
             )));
         }
-        let payload = serde_json::to_vec(payload)
-            .map_err(|e| HandlerError::fatal(format!("outbox payload: {e}")))?;
+        let payload = serde_json::to_vec(payload).map_err(|e| HandlerError::Fatal {
+            reason: "outbox payload".to_owned(),
+            source: Some(Box::new(e)),
+        })?;
         self.queue(target, payload, crate::outbox::JSON);
         Ok(())
     }
@@ -583,7 +586,7 @@ impl<'c> Tx<'c> {
         // error, so every result must be checked, not only the commit's. The first failure is
         // the cause; the statements after it only report the aborted transaction.
         for result in written {
-            result.map_err(CompleteError::Write)?;
+            result.map_err(|e| CompleteError::Write(e.into()))?;
         }
         let enqueued = enqueued.map_err(LedgerError::from)?;
         let row = match completed {
@@ -596,7 +599,7 @@ impl<'c> Tx<'c> {
             // A data exception from the completion is the response body the handler chose
             // (e.g. a `\u0000` that jsonb refuses): the handler's failure, like a write's.
             Err(error) if error.code().is_some_and(|c| c.code().starts_with("22")) => {
-                return Err(CompleteError::Write(error))
+                return Err(CompleteError::Write(error.into()))
             }
             Err(error) => return Err(LedgerError::from(error).into()),
         };

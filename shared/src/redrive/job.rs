@@ -99,7 +99,9 @@ pub struct RedriveReport {
     pub complete: bool,
 }
 
-/// Why a re-drive was refused or stopped.
+/// Why a re-drive was refused or stopped. A refusal (`Invalid`, `UnknownSource`, `NoHandler`)
+/// is fatal to the request: fix it and ask again; a database failure is retryable: the same
+/// request again continues (what moved stays moved).
 #[derive(Debug, thiserror::Error)]
 pub enum RedriveError {
     /// The request is malformed (the message says what to change).
@@ -117,8 +119,8 @@ pub enum RedriveError {
         event_type: String,
     },
     /// No database connection.
-    #[error("no database connection: {0}")]
-    Pool(String),
+    #[error("no database connection")]
+    Pool(#[from] crate::db::NoConnection),
     /// A ledger statement failed.
     #[error(transparent)]
     Ledger(#[from] LedgerError),
@@ -275,10 +277,7 @@ pub async fn run(
             });
         }
     }
-    let conn = pool
-        .get()
-        .await
-        .map_err(|e| RedriveError::Pool(crate::db::describe_pool(&e)))?;
+    let conn = pool.get().await.map_err(|e| RedriveError::Pool(e.into()))?;
     let mut report = RedriveReport {
         source: source.to_owned(),
         status: match selection {
@@ -407,7 +406,11 @@ pub async fn run(
     let moved_first = report.event_ids.first().or(report.idempotency_keys.first());
     if let Some(event_id) = moved_first.filter(|_| !dry_run) {
         if let Err(error) = doorbell.ring(source, event_id).await {
-            tracing::warn!(source, %error, "doorbell failed; the worker's schedule will drain the re-driven events");
+            tracing::warn!(
+                source,
+                error = %crate::error_chain::error_chain(&error),
+                "doorbell failed; the worker's schedule will drain the re-driven events"
+            );
         }
     }
     tracing::info!(
@@ -471,10 +474,7 @@ pub async fn inspect(
     source: &str,
     event_id: &str,
 ) -> Result<Option<ledger::EventDetail>, RedriveError> {
-    let conn = pool
-        .get()
-        .await
-        .map_err(|e| RedriveError::Pool(crate::db::describe_pool(&e)))?;
+    let conn = pool.get().await.map_err(|e| RedriveError::Pool(e.into()))?;
     Ok(ledger::inspect(&conn, source, event_id).await?)
 }
 

@@ -258,9 +258,9 @@ pub(crate) async fn replay(
             .pool
             .get()
             .await
-            .map_err(|e| ReplayErrorKind::Database {
+            .map_err(|e| ReplayErrorKind::NoConnection {
                 name: source.to_owned(),
-                detail: format!("no database connection: {}", crate::db::describe_pool(&e)),
+                cause: e.into(),
             })?;
         // The page's GUIDs in the ledger, in one read rather than one per delivery.
         let guids: Vec<String> = parsed
@@ -270,9 +270,9 @@ pub(crate) async fn replay(
             .collect();
         let rows = ledger::lookup_many(&conn, source, &guids)
             .await
-            .map_err(|e| ReplayErrorKind::Database {
+            .map_err(|cause| ReplayErrorKind::Database {
                 name: source.to_owned(),
-                detail: e.to_string(),
+                cause,
             })?;
         let here = page_cursor.clone().unwrap_or_default();
         let mut reached_since = false;
@@ -337,12 +337,12 @@ pub(crate) async fn replay(
                         run.report.failed += 1;
                         "redelivery_refused"
                     }
-                    Err(Failure::Error(ReplayErrorKind::Unreachable { detail, .. })) => {
+                    Err(Failure::Error(ReplayErrorKind::Unreachable { cause, .. })) => {
                         tracing::error!(
                             source,
                             event_id = delivery.guid.as_str(),
                             delivery_id = delivery.id,
-                            error = detail.as_str(),
+                            error = %crate::error_chain::error_chain(&cause),
                             "replay: the redelivery request got no answer"
                         );
                         run.report.failed += 1;

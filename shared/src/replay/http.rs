@@ -140,9 +140,9 @@ pub(crate) async fn send(
             builder = builder.header(*name, *value);
         }
         let sent = builder.send().await;
-        // What went wrong, when a retry may help: (status, Retry-After, detail).
-        let retryable: (Option<u16>, Option<String>, String) = match sent {
-            Err(error) => (None, None, transport_error(&error)),
+        // What went wrong, when a retry may help.
+        let retryable = match sent {
+            Err(error) => Retryable::Transport(error),
             Ok(response) => {
                 let status = response.status().as_u16();
                 let headers = response.headers().clone();
@@ -157,9 +157,8 @@ pub(crate) async fn send(
                         }))
                     }
                     Err(error) => {
-                        let detail = transport_error(&error);
                         if attempt >= options.max_retries || !idempotent {
-                            return Err(unreachable(source, attempt + 1, detail));
+                            return Err(unreachable(source, attempt + 1, error));
                         }
                         wait(run, attempt, None).await?;
                         attempt += 1;
@@ -192,11 +191,11 @@ pub(crate) async fn send(
                             allowed: credential.allowed,
                         }))
                     }
-                    403 | 429 | 500..=599 => (
-                        Some(status),
+                    403 | 429 | 500..=599 => Retryable::Status {
+                        status,
                         retry_after,
-                        provider_message(&body, credential.secret),
-                    ),
+                        message: provider_message(&body, credential.secret),
+                    },
                     _ => {
                         return Err(Failure::Error(ReplayErrorKind::Provider {
                             name: source.to_owned(),
@@ -208,29 +207,57 @@ pub(crate) async fn send(
                 }
             }
         };
-        let (status, retry_after, detail) = retryable;
+        let status = match &retryable {
+            Retryable::Status { status, .. } => Some(*status),
+            Retryable::Transport(_) => None,
+        };
         if attempt >= options.max_retries || (!idempotent && status != Some(429)) {
-            return Err(match status {
-                Some(status) => Failure::Error(ReplayErrorKind::Provider {
+            return Err(match retryable {
+                Retryable::Status {
+                    status, message, ..
+                } => Failure::Error(ReplayErrorKind::Provider {
                     name: source.to_owned(),
                     status,
                     attempts: attempt + 1,
-                    message: detail,
+                    message,
                 }),
-                None => unreachable(source, attempt + 1, detail),
+                Retryable::Transport(error) => unreachable(source, attempt + 1, error),
             });
         }
+        let (retry_after, detail) = match &retryable {
+            Retryable::Status {
+                retry_after,
+                message,
+                ..
+            } => (retry_after.as_deref(), message.clone()),
+            Retryable::Transport(error) => (None, crate::error_chain::error_chain(error)),
+        };
         tracing::warn!(
             source,
             status = status.unwrap_or(0),
             attempt = attempt + 1,
-            retry_after = retry_after.as_deref().unwrap_or(""),
+            retry_after = retry_after.unwrap_or(""),
             error = detail.as_str(),
             "provider API request failed; retrying"
         );
-        wait(run, attempt, retry_after.as_deref()).await?;
+        wait(run, attempt, retry_after).await?;
         attempt += 1;
     }
+}
+
+/// A failed attempt that a retry may fix.
+enum Retryable {
+    /// No answer: reqwest's error (it names the URL, which carries no credential).
+    Transport(reqwest::Error),
+    /// 403 (rate limited), 429 or 5xx.
+    Status {
+        /// The status.
+        status: u16,
+        /// The `Retry-After` header, when given.
+        retry_after: Option<String>,
+        /// The provider's message ([`provider_message`]).
+        message: String,
+    },
 }
 
 /// The answer's body, read chunk by chunk; `None` once it passes [`MAX_ANSWER_BYTES`].
@@ -261,17 +288,12 @@ async fn wait(run: &Run<'_>, attempt: u32, retry_after: Option<&str>) -> Result<
     Ok(())
 }
 
-fn unreachable(source: &str, attempts: u32, detail: String) -> Failure {
+fn unreachable(source: &str, attempts: u32, error: reqwest::Error) -> Failure {
     Failure::Error(ReplayErrorKind::Unreachable {
         name: source.to_owned(),
         attempts,
-        detail,
+        cause: error,
     })
-}
-
-/// A transport error's chain (reqwest names the URL, which carries no credential).
-fn transport_error(error: &reqwest::Error) -> String {
-    crate::error_chain::error_chain(error)
 }
 
 /// The provider's error message from an error body (Stripe `error.message`, Paddle

@@ -146,9 +146,9 @@ impl Default for ReplayOptions {
     }
 }
 
-/// Why a replay was refused or stopped; [`ReplayError::report`] says how far it got.
-#[derive(Debug, thiserror::Error)]
-#[error("{kind}")]
+/// Why a replay was refused or stopped; [`ReplayError::report`] says how far it got. Its text
+/// and causes are its kind's ([`ReplayErrorKind`]).
+#[derive(Debug)]
 pub struct ReplayError {
     /// What went wrong (boxed: the error stays small on the `Ok` path).
     pub kind: Box<ReplayErrorKind>,
@@ -157,7 +157,24 @@ pub struct ReplayError {
     pub report: ReplayReport,
 }
 
-/// What went wrong in a replay. Messages name sources and settings, never a credential's value.
+impl std::fmt::Display for ReplayError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Display::fmt(&self.kind, f)
+    }
+}
+
+/// Transparent: the kind's causes, not the kind (whose text is already this error's).
+impl std::error::Error for ReplayError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        std::error::Error::source(&*self.kind)
+    }
+}
+
+/// What went wrong in a replay. Messages name sources and settings, never a credential's value;
+/// a transport or database failure is the `source`. A refusal ([`ReplayErrorKind::is_refusal`])
+/// is fatal to the request: fix it and ask again; anything else stopped a run that the same
+/// request with `starting_after = next_cursor` resumes (a rejected credential once it is
+/// fixed, a malformed page once the API answers correctly).
 #[derive(Debug, thiserror::Error)]
 pub enum ReplayErrorKind {
     /// The request is malformed (bad time, `until` before `since`, a cursor of another
@@ -228,17 +245,17 @@ pub enum ReplayErrorKind {
         /// The provider's error message, when it gave one (credential values scrubbed).
         message: String,
     },
-    /// The provider's API could not be reached after every retry.
-    #[error(
-        "source {name:?}: cannot reach the provider's API after {attempts} attempt(s): {detail}"
-    )]
+    /// The provider's API could not be reached after every retry (the run stopped: resume
+    /// from `next_cursor` later).
+    #[error("source {name:?}: cannot reach the provider's API after {attempts} attempt(s)")]
     Unreachable {
         /// The source.
         name: String,
         /// Attempts made.
         attempts: u32,
-        /// The last transport error.
-        detail: String,
+        /// The last transport error (it names the URL, which carries no credential).
+        #[source]
+        cause: reqwest::Error,
     },
     /// The invocation's time ran out before a single event was handled (or while waiting to
     /// retry): invoke again with the same request.
@@ -247,17 +264,27 @@ pub enum ReplayErrorKind {
         /// The source.
         name: String,
     },
-    /// The ledger could not be read (GitHub's lookups).
-    #[error("source {name:?}: {detail}")]
+    /// No database connection for GitHub's lookups (retryable: resume from `next_cursor`).
+    #[error("source {name:?}: no database connection")]
+    NoConnection {
+        /// The source.
+        name: String,
+        /// The pool's error.
+        #[source]
+        cause: crate::db::NoConnection,
+    },
+    /// The ledger could not be read (GitHub's lookups; retryable: resume from `next_cursor`).
+    #[error("source {name:?}: the ledger could not be read")]
     Database {
         /// The source.
         name: String,
         /// The database's error.
-        detail: String,
+        #[source]
+        cause: crate::ledger::LedgerError,
     },
-    /// The HTTP client could not be built (TLS initialisation).
-    #[error("cannot build the HTTP client: {0}")]
-    Client(String),
+    /// The HTTP client could not be built (TLS initialisation; fatal).
+    #[error("cannot build the HTTP client")]
+    Client(#[source] reqwest::Error),
 }
 
 impl ReplayErrorKind {
@@ -383,10 +410,7 @@ impl Replayer {
             // request rather than followed with the credential to wherever it points.
             .redirect(reqwest::redirect::Policy::none())
             .build()
-            .map_err(|e| {
-                ReplayErrorKind::Client(crate::error_chain::error_chain(&e))
-                    .into_error(ReplayReport::default())
-            })?;
+            .map_err(|e| ReplayErrorKind::Client(e).into_error(ReplayReport::default()))?;
         Ok(Self { client, options })
     }
 
@@ -437,7 +461,7 @@ impl Replayer {
             // A request refused before any provider request (bad input, configuration) is the
             // operator's to fix and already their answer: not an error in the log.
             Err(kind) if kind.is_refusal() => ("refused", kind.to_string()),
-            Err(kind) => ("error", kind.to_string()),
+            Err(kind) => ("error", crate::error_chain::error_chain(kind)),
         };
         let next_cursor = report.next_cursor.as_deref().unwrap_or("");
         let until = request.until.as_deref().unwrap_or("");

@@ -92,10 +92,7 @@ pub async fn spawn_app_behind_pooler(
     // Fail with pgbouncer's own words (e.g. "unsupported startup parameter: options") rather
     // than with the 503 every delivery would answer.
     if let Err(error) = shared::db::connect(&database).await {
-        let reason = match &error {
-            shared::db::DbError::Connect(e) => shared::db::describe(e),
-            other => other.to_string(),
-        };
+        let reason = shared::error_chain::error_chain(&error);
         panic!("cannot connect through pgbouncer: {reason}");
     }
     spawn_app_over(db, database)

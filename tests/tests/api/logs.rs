@@ -18,6 +18,12 @@ async fn database_errors_are_logged_with_their_cause() {
         text.contains("orders_total_minor_non_negative") && text.contains("23514"),
         "{text}"
     );
+    // PostgreSQL's DETAIL quotes the row ("Failing row contains (ord_neg, -5, ...)"): payload
+    // values, never printed; nor the client's bare "db error".
+    assert!(
+        !text.contains("Failing row") && !text.contains("db error"),
+        "{text}"
+    );
 }
 
 #[tokio::test]

@@ -627,7 +627,7 @@ async fn unreadable_admin_settings_answer_failed_on_create_and_success_on_delete
         _ => None,
     })
     .await
-    .map_err(|e| e.to_string());
+    .map_err(|e| shared::startup::config_failure(&e));
     let reason = settings
         .clone()
         .expect_err("a bad admin secret is an error");

@@ -17,9 +17,12 @@ use shared::Settings;
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Error> {
     shared::telemetry::init();
-    let settings = Settings::from_env().await.map_err(|e| e.to_string())?;
-    let state =
-        AppState::from_settings(&settings, chaos::handlers::registry(&settings.sources)).await?;
+    let settings = Settings::from_env()
+        .await
+        .map_err(|e| shared::startup::config_failure(&e))?;
+    let state = AppState::from_settings(&settings, chaos::handlers::registry(&settings.sources))
+        .await
+        .map_err(|e| shared::error_chain::error_chain(&e))?;
     let state: &'static AppState = Box::leak(Box::new(state));
     let delay = Duration::from_millis(
         std::env::var("CHAOS_REPLY_DELAY_MS")
