@@ -37,4 +37,14 @@ mod tests {
         assert!(text.starts_with("sources JSON is invalid"), "{text}");
         assert!(!text.contains("whsec_topsecret"), "{text}");
     }
+
+    /// Found while splitting the errors (issue 23): the parser's error was the JSON error's
+    /// `source`, so any error chain of it (a re-read's log line) quoted the secret.
+    #[test]
+    fn no_error_chain_of_a_json_error_quotes_a_value() {
+        let json = serde_json::from_str::<Vec<String>>(r#""whsec_topsecret""#).unwrap_err();
+        let text = crate::error_chain::error_chain(&ConfigError::SourcesJson(json));
+        assert!(text.starts_with("sources JSON is invalid"), "{text}");
+        assert!(!text.contains("whsec_topsecret"), "{text}");
+    }
 }

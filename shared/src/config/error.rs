@@ -33,9 +33,11 @@ pub enum ConfigError {
     },
     /// The sources JSON does not parse, or has an unknown scheme, mode or field. The message
     /// names keys and enum values but never a string value (serde quotes values such as a
-    /// secret given where a list was expected: `invalid type: string "whsec_..."`).
+    /// secret given where a list was expected: `invalid type: string "whsec_..."`). The parser's
+    /// error is kept but is deliberately not this error's `source`, so no error chain (a log
+    /// line's, a start-up message's) can reach its text.
     #[error("sources JSON is invalid: {}", redacted_json_error(.0))]
-    SourcesJson(#[from] serde_json::Error),
+    SourcesJson(serde_json::Error),
     /// One source is configured wrongly.
     #[error("source {name:?}: {problem}")]
     Source {
@@ -114,6 +116,12 @@ fn redacted_json_error(error: &serde_json::Error) -> String {
         inside = !inside;
     }
     out
+}
+
+impl From<serde_json::Error> for ConfigError {
+    fn from(error: serde_json::Error) -> Self {
+        Self::SourcesJson(error)
+    }
 }
 
 #[cfg(test)]
