@@ -16,7 +16,11 @@ pub fn registry(sources: &Sources) -> Registry {
     crate::examples::register(&mut registry, sources);
 
     // Your handlers, one line each: source name (as configured), event type, handler. E.g.
-    // registry.register("stripe", "charge.refunded", handler_fn!(crate::refunds::charge_refunded));
+    // registry.register(
+    //     "stripe",
+    //     "charge.refunded",
+    //     handler_fn!(crate::refunds::charge_refunded),
+    // );
 
     registry
 }

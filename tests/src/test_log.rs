@@ -1,5 +1,5 @@
 //! The test suite's logs, collected for the secret scan of `make test`
-//! (scripts/scan-test-logs.sh): with [`LOG_DIR_ENV`] set (scripts/test.sh sets it to a fresh
+//! (scripts/scan-test-logs.py): with [`LOG_DIR_ENV`] set (scripts/test.sh sets it to a fresh
 //! folder under the target dir), every in-process test logs through the functions' own JSON
 //! subscriber (`shared::telemetry::subscriber`, debug for the workspace's crates) into
 //! `{dir}/api-{pid}.log`, and the output of the processes tests spawn is appended by [`record`];

@@ -1,4 +1,4 @@
--- One row per Stripe charge.refunded event, written by refunds::ChargeRefunded in the claim's
+-- One row per Stripe charge.refunded event, written by refunds::charge_refunded in the claim's
 -- transaction.
 CREATE TABLE refunds (
     -- The event that recorded the refund (Stripe sends charge.refunded once per refund, with

@@ -88,3 +88,17 @@ fn the_readme_quotes_the_refunds_handler() {
         );
     }
 }
+
+/// The book shows the refund handler's migration as it is (`docs/guide/handlers.md`, "Its table").
+#[test]
+fn the_book_quotes_the_refunds_migration() {
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
+    let sql = include_str!("../migrations/V1__create_refunds.sql");
+    let block = format!("```sql\n{sql}```\n");
+    let text =
+        std::fs::read_to_string(format!("{root}/docs/guide/handlers.md")).expect("handlers.md");
+    assert!(
+        text.contains(&block),
+        "docs/guide/handlers.md does not show migrations/V1__create_refunds.sql as:\n{block}"
+    );
+}

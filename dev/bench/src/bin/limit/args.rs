@@ -43,7 +43,7 @@ pub enum Command {
         /// Concurrencies measured at each size.
         #[arg(long, value_delimiter = ',', default_value = "1,8")]
         concurrency: Vec<usize>,
-        /// bench/SWEEP.md, quoted.
+        /// dev/bench/SWEEP.md, quoted.
         #[arg(long, default_value = "dev/bench/SWEEP.md")]
         sweep_md: String,
     },
