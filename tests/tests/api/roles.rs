@@ -67,12 +67,11 @@ ORDER BY c.relname";
 #[tokio::test]
 async fn each_role_has_exactly_its_privileges_on_every_table() {
     // The ledger's tables, the history tables, and the examples' tables (created by the
-    // handlers' sets after V14, granted through its default privileges).
+    // handlers' sets, granted after each set: shared::db::grants).
     let app = spawn_app().await;
     let client = app.db.connect().await.unwrap();
     // (table, [receiver, worker, sweeper, auditor, replay, handlers]). A new table anywhere
-    // (a later ledger migration) fails this test until it is listed here: a ledger table must
-    // revoke the handlers' default grant (else the receiver could DELETE from it).
+    // (a later ledger migration) fails this test until it is listed here with its grants.
     let handlers_table = ["SIUD", "SIUD", "", "", "SIUD", "SIUD"];
     let expected: BTreeMap<&str, [&str; 6]> = BTreeMap::from([
         ("webhook_event", ["SIU", "SU", "SuD", "S", "SIU", ""]),
