@@ -55,10 +55,8 @@ pub fn created_relations<'a>(migrations: impl IntoIterator<Item = &'a str>) -> V
             i = next;
         }
     }
-    names.retain(|n| {
-        !LEDGER_RELATIONS.contains(&n.as_str())
-            && !(n.starts_with("hookledger_") && n.ends_with("_schema_history"))
-    });
+    let history = |n: &str| n.starts_with("hookledger_") && n.ends_with("_schema_history");
+    names.retain(|n| !(LEDGER_RELATIONS.contains(&n.as_str()) || history(n)));
     names
 }
 
@@ -108,9 +106,8 @@ fn tokens(sql: &str) -> Vec<Token> {
             let escapes = matches!(out.last(), Some(Token::Word(w)) if w == "e");
             i += 1;
             while i < chars.len() {
-                if escapes && chars[i] == '\\' {
-                    i += 2;
-                } else if chars[i] == '\'' && chars.get(i + 1) == Some(&'\'') {
+                let quoted_quote = chars[i] == '\'' && chars.get(i + 1) == Some(&'\'');
+                if (escapes && chars[i] == '\\') || quoted_quote {
                     i += 2;
                 } else if chars[i] == '\'' {
                     i += 1;
