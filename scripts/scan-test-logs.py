@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""The secret scan of `make test`: no signing secret, API key, database password or signature
-value in the complete log output of the test suite.
+"""The secret scan of `make test`: no signing secret, API key, database password, signature
+value or payload value in the complete log output of the test suite.
 
 Usage: scripts/scan-test-logs.py [--min-bytes N] PATH...
   PATH: log files, or folders whose files are all read (recursively): the cargo test log and the
@@ -19,6 +19,9 @@ What counts as a secret:
   - signature values in the forms of their headers (a payload digest is 64 hex digits too, so
     only the prefixed forms count): t=..,v1=<hex>, v1=<hex>, sha256=<hex>, v0=<hex>, h1=<hex>,
     v1,<base64>, sha512=<base64>, and a base64 value after a Shopify HMAC header name.
+
+What counts as a payload value: the marker the end-to-end tests plant in the payloads they send
+(PAYLOAD_MARKER in tests/src/lib.rs, read from there): a log line holding it quotes a payload.
 
 Exits 1 listing each finding (file, line, what; never the value itself: this output is a log
 too), 2 when fewer than --min-bytes (default 100000) bytes were read or no path exists: a scan
@@ -106,6 +109,22 @@ def collect_secrets():
     return secrets
 
 
+MARKER_CONST = re.compile(r'pub const PAYLOAD_MARKER: &str = "([^"]{8,})";')
+
+
+def payload_marker():
+    """The marker the tests plant in payloads (tests/src/lib.rs), or exit: without it the scan
+    would silently stop looking for payload values."""
+    path = ROOT / "tests" / "src" / "lib.rs"
+    try:
+        match = MARKER_CONST.search(path.read_text())
+    except OSError as error:
+        sys.exit(f"scan-test-logs: cannot read {path}: {error}")
+    if not match:
+        sys.exit(f"scan-test-logs: no PAYLOAD_MARKER in {path}: the payload marker moved")
+    return match.group(1)
+
+
 def files_of(paths):
     for path in paths:
         path = Path(path)
@@ -123,6 +142,7 @@ def main(argv):
     if not argv:
         sys.exit(__doc__)
     secrets = collect_secrets()
+    marker = payload_marker()
     if not secrets:
         print("scan-test-logs: no secrets collected: the sources or fixtures moved", file=sys.stderr)
         return 2
@@ -143,6 +163,10 @@ def main(argv):
             while start != -1 and len(findings) < 1000:
                 findings.append(f"{path}:{line_of(start)}: {what} ({secret[:4]}..., {len(secret)} chars)")
                 start = text.find(secret, start + 1)
+        start = text.find(marker)
+        while start != -1 and len(findings) < 1000:
+            findings.append(f"{path}:{line_of(start)}: a payload value (the tests' planted marker)")
+            start = text.find(marker, start + 1)
         for what, pattern in SIGNATURES:
             for match in pattern.finditer(text):
                 findings.append(f"{path}:{line_of(match.start())}: {what}")
@@ -156,13 +180,16 @@ def main(argv):
         )
         return 2
     if findings:
-        print(f"scan-test-logs: {len(findings)} secret or signature values in the test logs:", file=sys.stderr)
+        print(
+            f"scan-test-logs: {len(findings)} secret, signature or payload values in the test logs:",
+            file=sys.stderr,
+        )
         for finding in findings[:200]:
             print(f"  {finding}", file=sys.stderr)
         return 1
     print(
         f"scan-test-logs: {files} files, {total} bytes, {len(secrets)} secrets and "
-        f"{len(SIGNATURES)} signature forms: none found"
+        f"{len(SIGNATURES)} signature forms and the payload marker: none found"
     )
     return 0
 

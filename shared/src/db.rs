@@ -30,6 +30,7 @@ use crate::config::DatabaseSettings;
 mod background_tls;
 pub mod deadline;
 pub mod error;
+pub mod grants;
 pub mod migrations;
 pub(crate) mod pipeline;
 pub mod session;

@@ -78,6 +78,13 @@ impl MigrationSet {
         self.migrations.iter().map(|m| self.label(m)).collect()
     }
 
+    /// The relations in schema `public` this set's migrations create, by name
+    /// ([`super::grants::created_relations`]): the ones `hookledger_handlers` is granted after
+    /// the set ran, and no others.
+    pub fn relations(&self) -> Vec<String> {
+        super::grants::created_relations(self.migrations.iter().filter_map(|m| m.sql()))
+    }
+
     fn label(&self, migration: &refinery::Migration) -> String {
         if self.table == LEDGER_HISTORY_TABLE {
             migration.to_string()
@@ -183,13 +190,13 @@ pub const SCHEMA_LOCK: &str = "SELECT pg_advisory_lock(hashtext('hookledger.sche
 /// is ahead (a newer build migrated it): nothing is applied to that set and its unknown
 /// migrations are reported in [`MigrationReport::ahead`] (and logged). A divergent migration
 /// (same version, another name or checksum) and a gap (a migration of this build not applied
-/// below the database's latest) still fail. After each set other than the ledger's, its history
-/// table is revoked from `hookledger_handlers` (migration V14's default privileges grant every
-/// new table to it; a history table is not a handler's business).
+/// below the database's latest) still fail. After each set other than the ledger's (applied now,
+/// before, or ahead), `hookledger_handlers` is granted exactly the relations the set creates
+/// ([`MigrationSet::relations`], [`super::grants`]): no other table of the database.
 ///
 /// # Errors
 /// [`DbError::Migrate`] as [`migrate_with`]; [`DbError::Statement`] when a statement of the
-/// check or the revoke fails.
+/// check or a grant fails.
 pub async fn migrate_client(
     client: &mut tokio_postgres::Client,
     sets: &[MigrationSet],
@@ -217,19 +224,8 @@ pub async fn migrate_client(
             report.ahead.extend(ahead);
         }
         if set.table != LEDGER_HISTORY_TABLE {
-            let handlers_role = client
-                .query_one("SELECT to_regrole('hookledger_handlers') IS NOT NULL", &[])
-                .await
-                .map_err(|e| DbError::Statement(e.into()))?;
-            if handlers_role.get::<_, bool>(0) {
-                client
-                    .batch_execute(&format!(
-                        "REVOKE ALL ON TABLE {} FROM hookledger_handlers",
-                        set.table
-                    ))
-                    .await
-                    .map_err(|e| DbError::Statement(e.into()))?;
-            }
+            let relations = set.relations();
+            super::grants::grant_to_handlers(client, &relations).await?;
         }
     }
     Ok(report)

@@ -67,12 +67,11 @@ ORDER BY c.relname";
 #[tokio::test]
 async fn each_role_has_exactly_its_privileges_on_every_table() {
     // The ledger's tables, the history tables, and the examples' tables (created by the
-    // handlers' sets after V14, granted through its default privileges).
+    // handlers' sets, granted after each set: shared::db::grants).
     let app = spawn_app().await;
     let client = app.db.connect().await.unwrap();
     // (table, [receiver, worker, sweeper, auditor, replay, handlers]). A new table anywhere
-    // (a later ledger migration) fails this test until it is listed here: a ledger table must
-    // revoke the handlers' default grant (else the receiver could DELETE from it).
+    // (a later ledger migration) fails this test until it is listed here with its grants.
     let handlers_table = ["SIUD", "SIUD", "", "", "SIUD", "SIUD"];
     let expected: BTreeMap<&str, [&str; 6]> = BTreeMap::from([
         ("webhook_event", ["SIU", "SU", "SuD", "S", "SIU", ""]),
@@ -456,17 +455,21 @@ async fn handlers_tables_created_before_v14_are_granted_to_the_handlers_role() {
         runner.set_migration_table_name(set.table());
         runner.run_async(&mut client).await.unwrap();
     }
+    // Another application's table, owned by the same (master) user.
+    client
+        .batch_execute("CREATE TABLE other_app_accounts (id serial PRIMARY KEY, email text)")
+        .await
+        .unwrap();
     let applied = shared::db::migrate_with(&db.settings(1), &examples)
         .await
         .unwrap();
-    assert_eq!(
-        applied,
-        [
-            "V14__create_function_roles",
-            "V15__add_claimed_at_key_index",
-            "V16__grant_audit_run_to_replay"
-        ]
-    );
+    let from_v14: Vec<String> = shared::db::MigrationSet::ledger()
+        .migrations()
+        .iter()
+        .filter(|m| m.version() >= 14)
+        .map(|m| m.to_string())
+        .collect();
+    assert_eq!(applied, from_v14);
     let privileges = |table: &'static str| {
         let client = &client;
         async move {
@@ -493,7 +496,96 @@ async fn handlers_tables_created_before_v14_are_granted_to_the_handlers_role() {
             "{table}"
         );
     }
-    // The history tables are nobody's business but the owner's.
-    let row = privileges("hookledger_examples_schema_history").await;
-    assert!(!row.get::<_, bool>(0) && !row.get::<_, bool>(1));
+    // The history tables are nobody's business but the owner's, nor is another application's
+    // table (V14 granted it; V18 took it back).
+    for table in ["hookledger_examples_schema_history", "other_app_accounts"] {
+        let row = privileges(table).await;
+        assert!(!row.get::<_, bool>(0) && !row.get::<_, bool>(1), "{table}");
+    }
+    assert!(!any_privilege(&client, "hookledger_receiver", "other_app_accounts_id_seq").await);
+}
+
+/// Whether `role` holds any privilege on the relation `name` (a table or a sequence).
+async fn any_privilege(client: &tokio_postgres::Client, role: &str, name: &str) -> bool {
+    client
+        .query_one(
+            "SELECT CASE WHEN c.relkind = 'S'
+                         THEN has_sequence_privilege($1, c.oid, 'USAGE, SELECT, UPDATE')
+                         ELSE has_table_privilege($1, c.oid,
+                                'SELECT, INSERT, UPDATE, DELETE, TRUNCATE, REFERENCES, TRIGGER')
+                    END
+             FROM pg_class c WHERE c.oid = $2::text::regclass",
+            &[&role, &name],
+        )
+        .await
+        .unwrap()
+        .get(0)
+}
+
+#[tokio::test]
+async fn another_applications_tables_are_never_granted_to_the_handlers_role() {
+    // One database shared with another application, whose tables the same (master) user owns:
+    // one created before hookledger's first migration, one after.
+    let db = TestDb::empty().await.unwrap();
+    let owner = db.connect().await.unwrap();
+    owner
+        .batch_execute("CREATE TABLE other_app_before (id serial PRIMARY KEY, email text)")
+        .await
+        .unwrap();
+    shared::db::migrate_with(&db.settings(1), &handlers::migrations())
+        .await
+        .unwrap();
+    owner
+        .batch_execute("CREATE TABLE other_app_after (id serial PRIMARY KEY, email text)")
+        .await
+        .unwrap();
+    // A second deploy changes nothing of that.
+    shared::db::migrate_with(&db.settings(1), &handlers::migrations())
+        .await
+        .unwrap();
+    for role in [
+        "hookledger_handlers",
+        "hookledger_receiver",
+        "hookledger_worker",
+        "hookledger_replay",
+    ] {
+        for name in [
+            "other_app_before",
+            "other_app_before_id_seq",
+            "other_app_after",
+            "other_app_after_id_seq",
+        ] {
+            assert!(!any_privilege(&owner, role, name).await, "{role} on {name}");
+        }
+        assert!(
+            any_privilege(&owner, role, "orders").await,
+            "{role} on orders"
+        );
+    }
+
+    // The receiver's login: refused on the other application's tables, writes its own.
+    let (_, settings) = login_as(&db, "hookledger_receiver", 1).await;
+    let receiver = shared::db::connect(&settings).await.unwrap();
+    for statement in [
+        "INSERT INTO other_app_before (email) VALUES ('x@example.com')",
+        "UPDATE other_app_after SET email = 'x@example.com'",
+        "SELECT count(*) FROM other_app_after",
+        "DELETE FROM other_app_before",
+    ] {
+        let error = receiver.execute(statement, &[]).await.unwrap_err();
+        assert_eq!(
+            error.code().map(|c| c.code()),
+            Some("42501"),
+            "{statement}: {error:?}"
+        );
+    }
+    let written = receiver
+        .execute(
+            "INSERT INTO orders (order_id, total_minor, currency, source, event_id)
+             VALUES ('ord_other_app', 1, 'usd', 'stripe', 'evt_other_app')",
+            &[],
+        )
+        .await
+        .unwrap();
+    assert_eq!(written, 1);
 }

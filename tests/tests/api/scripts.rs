@@ -595,7 +595,7 @@ fn the_log_scan_catches_a_planted_secret_or_signature_and_passes_a_clean_log() {
     let sources: serde_json::Value =
         serde_json::from_str(&hookledger_tests::local_sources_json().unwrap()).unwrap();
     let secret = sources[0]["secrets"][0].as_str().unwrap().to_owned();
-    let planted: [(&str, String); 5] = [
+    let planted: [(&str, String); 6] = [
         (
             "signing secret",
             format!("{{\"error\":\"bad key {secret}\"}}\n"),
@@ -613,6 +613,14 @@ fn the_log_scan_catches_a_planted_secret_or_signature_and_passes_a_clean_log() {
             "database password",
             "connecting as hookledger:pw-9f2c41d7e8 \n".to_owned(),
         ),
+        // A payload value: the marker the tests plant in the payloads they send.
+        (
+            "payload value",
+            format!(
+                "{{\"level\":\"ERROR\",\"error\":\"DETAIL: Failing row contains (order for {})\"}}\n",
+                hookledger_tests::PAYLOAD_MARKER
+            ),
+        ),
     ];
     for (what, line) in planted {
         let dir = scratch.0.join(what.replace(' ', "-"));
@@ -629,7 +637,9 @@ fn the_log_scan_catches_a_planted_secret_or_signature_and_passes_a_clean_log() {
             "{what}: the line is named: {out}"
         );
         assert!(
-            !out.contains(&secret) && !out.contains("pw-9f2c41d7e8"),
+            !out.contains(&secret)
+                && !out.contains("pw-9f2c41d7e8")
+                && !out.contains(hookledger_tests::PAYLOAD_MARKER),
             "{what}: {out}"
         );
     }
