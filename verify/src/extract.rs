@@ -275,7 +275,7 @@ pub fn extract<'a>(
 /// | generic HMAC | signed with `event_id_pointer`, not with `event_id_header` | likewise | when configured |
 ///
 /// When `false` the ledger keeps one event per verified body for the source (its replay
-/// guard, docs/reference/signatures.md). `generic` is the source's rule set (for
+/// guard, docs/guide/providers.md, "What the signature covers"). `generic` is the source's rule set (for
 /// [`Scheme::GenericHmac`]; `None` there answers `false`, the strict side).
 #[must_use]
 pub fn id_and_type_signed(scheme: Scheme, generic: Option<&GenericHmac>) -> bool {

@@ -89,7 +89,7 @@ impl GenericHmac {
     /// `event_type_header` / `event_type_pointer`; pointers start with `/` and escape `~` only
     /// as `~0` or `~1` (RFC 6901); `event_id_header` and `event_type_header` only with a
     /// signed timestamp (a header is never signed, so without one a captured body could be
-    /// sent again under a fresh id or type for ever: docs/reference/signatures.md).
+    /// sent again under a fresh id or type for ever: docs/guide/providers.md, "What the signature covers").
     ///
     /// # Errors
     ///
