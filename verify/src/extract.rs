@@ -261,6 +261,31 @@ pub fn extract<'a>(
     finish(event_id, event_type, document)
 }
 
+/// Whether the event id and the event type `scheme` reads (see the module's table) are covered
+/// by the delivery's signature, so a captured delivery cannot be sent again as another event:
+///
+/// | scheme | id | type | timestamp |
+/// |---|---|---|---|
+/// | Stripe | signed (body) | signed (body) | signed |
+/// | Slack | signed (body) | signed (body) | signed |
+/// | Paddle Billing | signed (body) | signed (body) | signed |
+/// | Standard Webhooks / Svix | signed (`webhook-id` is in the signed content) | signed (body) | signed |
+/// | GitHub | **not signed** (header) | **not signed** (header) | none |
+/// | Shopify | **not signed** (header) | **not signed** (header) | none |
+/// | generic HMAC | signed with `event_id_pointer`, not with `event_id_header` | likewise | when configured |
+///
+/// When `false` the ledger keeps one event per verified body for the source (its replay
+/// guard, docs/guide/providers.md, "What the signature covers"). `generic` is the source's rule set (for
+/// [`Scheme::GenericHmac`]; `None` there answers `false`, the strict side).
+#[must_use]
+pub fn id_and_type_signed(scheme: Scheme, generic: Option<&GenericHmac>) -> bool {
+    match scheme {
+        Scheme::Stripe | Scheme::Slack | Scheme::Paddle | Scheme::StandardWebhooks => true,
+        Scheme::Github | Scheme::Shopify => false,
+        Scheme::GenericHmac => generic.is_some_and(GenericHmac::signs_id_and_type),
+    }
+}
+
 fn finish<'a>(
     event_id: Option<Cow<'a, str>>,
     event_type: Option<Cow<'a, str>>,
@@ -616,6 +641,34 @@ mod tests {
         let meta = event(Scheme::StandardWebhooks, &h, body);
         assert_eq!(meta.event_id, "msg_2");
         assert_eq!(meta.event_type, "user.created");
+    }
+
+    #[test]
+    fn only_github_shopify_and_generic_headers_leave_the_id_or_type_unsigned() {
+        for scheme in [
+            Scheme::Stripe,
+            Scheme::Slack,
+            Scheme::Paddle,
+            Scheme::StandardWebhooks,
+        ] {
+            assert!(id_and_type_signed(scheme, None), "{scheme:?}");
+        }
+        assert!(!id_and_type_signed(Scheme::Github, None));
+        assert!(!id_and_type_signed(Scheme::Shopify, None));
+        let rule =
+            |json: serde_json::Value| -> GenericHmac { serde_json::from_value(json).unwrap() };
+        let by_pointer = rule(serde_json::json!({
+            "signature_header": "X-Signature", "event_id_pointer": "/id", "event_type_pointer": "/type"
+        }));
+        assert!(id_and_type_signed(Scheme::GenericHmac, Some(&by_pointer)));
+        let type_by_header = rule(serde_json::json!({
+            "signature_header": "X-Signature", "event_id_pointer": "/id", "event_type_header": "X-Kind"
+        }));
+        assert!(!id_and_type_signed(
+            Scheme::GenericHmac,
+            Some(&type_by_header)
+        ));
+        assert!(!id_and_type_signed(Scheme::GenericHmac, None));
     }
 
     #[test]

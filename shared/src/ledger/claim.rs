@@ -34,6 +34,31 @@ pub struct NewEvent<'a> {
     /// payload comparison applies to deliveries only) and is never retaken when dead (that is
     /// re-drive's job, `crate::redrive`).
     pub replayed: bool,
+    /// `true` when the delivery's event id or type is not covered by its signature (GitHub,
+    /// Shopify, a generic source reading a header: `hookledger_verify::extract::id_and_type_signed`).
+    /// The row then keeps `digest` as its replay guard (`replay_guard`, unique per source,
+    /// migration V17): the same verified body cannot become a second event under a fresh id or
+    /// type while the row is kept. Ignored for a replayed event (the provider's API named it).
+    pub unsigned_id: bool,
+}
+
+impl NewEvent<'_> {
+    /// The replay guard this event's row records: its digest when [`NewEvent::unsigned_id`]
+    /// (and not replayed), else `None` (SQL NULL: no guard).
+    pub(crate) fn replay_guard(&self) -> Option<&[u8]> {
+        (self.unsigned_id && !self.replayed).then_some(self.digest.as_slice())
+    }
+}
+
+/// The row that already holds a verified body which arrived again under another event id (or
+/// type): its replay guard matched ([`NewEvent::unsigned_id`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Original {
+    /// The event id the body was first received under.
+    pub event_id: String,
+    /// Its stored response when it has one (completed, or kept dead inline): what the body's
+    /// second arrival is answered with. `None` while it is still being processed.
+    pub response: Option<StoredResponse>,
 }
 
 /// A stored response: what every retry of a completed event is answered with.
@@ -61,6 +86,10 @@ pub enum Claim<'c> {
     /// Replay only ([`NewEvent::replayed`]): the key is already in the ledger, in this status,
     /// whatever its body. Nothing was written.
     Known(Status),
+    /// The same verified body is in the ledger under another event id, and this scheme does not
+    /// sign the id or type ([`NewEvent::unsigned_id`]): a captured delivery sent again as a new
+    /// event. Nothing was written; answer like a duplicate of the original.
+    BodyReplayed(Original),
 }
 
 /// A row as [`lookup`] reads it.
@@ -125,10 +154,11 @@ pub static CLAIM: Sql = Sql {
     text: "\
 INSERT INTO webhook_event
     (source, event_id, event_type, payload_digest, payload, status, payload_identity,
-     replayed_at)
-VALUES ($1, $2, $3, $4, $5, 'claimed', $6, CASE WHEN $7 THEN now() END)
--- A concurrent claim of the same key waits here for the first to commit or roll back.
-ON CONFLICT (source, event_id) DO NOTHING
+     replayed_at, replay_guard)
+VALUES ($1, $2, $3, $4, $5, 'claimed', $6, CASE WHEN $7 THEN now() END, $8)
+-- No conflict target: the key, or the replay guard (the same body under another id, V17). A
+-- concurrent claim of either waits here for the first to commit or roll back.
+ON CONFLICT DO NOTHING
 RETURNING 1",
     types: &[
         Type::TEXT,
@@ -138,6 +168,7 @@ RETURNING 1",
         Type::BYTEA,
         Type::BYTEA,
         Type::BOOL,
+        Type::BYTEA,
     ],
 };
 
@@ -164,7 +195,8 @@ pub async fn claim<'c>(
     let statement = conn.prepare(&CLAIM).await?;
     let digest: &[u8] = event.digest;
     let identity: &[u8] = event.identity;
-    let params: [&(dyn ToSql + Sync); 7] = [
+    let guard = event.replay_guard();
+    let params: [&(dyn ToSql + Sync); 8] = [
         &event.source,
         &event.event_id,
         &event.event_type,
@@ -172,6 +204,7 @@ pub async fn claim<'c>(
         &event.payload,
         &identity,
         &event.replayed,
+        &guard,
     ];
     // The guard exists before anything is sent: if this future is dropped while the INSERT
     // waits (a cancelled duplicate), the guard's Drop queues ROLLBACK, so the connection never
@@ -193,9 +226,14 @@ pub async fn claim<'c>(
     let (rolled_back, row) =
         in_order(tx.rollback(), lookup(conn, event.source, event.event_id)).await;
     rolled_back?;
-    // Deleted between the conflict and the read (sweeper): the provider's retry decides.
     let Some(row) = row? else {
-        return Ok(Claim::InFlight);
+        // No row of this key: the conflict was the replay guard's (this body under another
+        // id), or the row was deleted between the conflict and the read (sweeper), and then
+        // the provider's retry decides.
+        return Ok(match lookup_guard(conn, event).await? {
+            Some(original) => Claim::BodyReplayed(original),
+            None => Claim::InFlight,
+        });
     };
     Ok(match judge(&row, event, expiry) {
         Verdict::Known(status) => Claim::Known(status),
@@ -249,6 +287,68 @@ pub(crate) fn judge(row: &EventRow, event: &NewEvent<'_>, expiry: &Expiry) -> Ve
         _ => Verdict::InFlight,
     }
 }
+
+static LOOKUP_GUARD: Sql = Sql {
+    text: "\
+SELECT event_id, status::text, response_status, response_body::text
+FROM webhook_event
+WHERE source = $1
+  AND replay_guard = $2",
+    types: &[Type::TEXT, Type::BYTEA],
+};
+
+/// The row holding `event`'s body under another event id, found by its replay guard (one
+/// statement, only after a lost claim found no row of its own key); `None` when `event` has no
+/// guard ([`NewEvent::unsigned_id`]) or no row holds it.
+pub(crate) async fn lookup_guard(
+    conn: &Connection,
+    event: &NewEvent<'_>,
+) -> Result<Option<Original>, LedgerError> {
+    let Some(guard) = event.replay_guard() else {
+        return Ok(None);
+    };
+    let statement = conn.prepare(&LOOKUP_GUARD).await?;
+    let Some(row) = conn.query_opt(&statement, &[&event.source, &guard]).await? else {
+        return Ok(None);
+    };
+    let status = Status::parse(row.try_get::<_, &str>(1)?)?;
+    Ok(Some(original(
+        row.try_get(0)?,
+        status,
+        row.try_get(2)?,
+        row.try_get(3)?,
+    )))
+}
+
+/// An [`Original`] from its row's event id, status and stored response columns.
+pub(crate) fn original(
+    event_id: String,
+    status: Status,
+    response_status: Option<i16>,
+    response_body: Option<String>,
+) -> Original {
+    let response = match (status, response_status, response_body) {
+        (Status::Completed | Status::Dead, Some(code), Some(body)) => Some(StoredResponse {
+            status: u16::try_from(code).unwrap_or(500),
+            body,
+        }),
+        _ => None,
+    };
+    Original { event_id, response }
+}
+
+/// Whether `error` is the replay guard's unique index refusing a second row of the same body
+/// (an UPDATE or an `ON CONFLICT (source, event_id)` INSERT, which do not arbitrate it).
+pub(crate) fn is_replay_guard_conflict(error: &tokio_postgres::Error) -> bool {
+    error.code() == Some(&tokio_postgres::error::SqlState::UNIQUE_VIOLATION)
+        && error
+            .as_db_error()
+            .and_then(tokio_postgres::error::DbError::constraint)
+            == Some(REPLAY_GUARD_INDEX)
+}
+
+/// The replay guard's unique index (migration V17).
+const REPLAY_GUARD_INDEX: &str = "webhook_event_replay_guard_key";
 
 static RETAKE_DEAD: Sql = Sql {
     text: "\
@@ -330,6 +430,7 @@ SET event_type = $3,
     lease_expires_at = NULL,
     next_attempt_at = $7,
     replayed_at = CASE WHEN $10 THEN now() END,
+    replay_guard = $11,
     history = NULL
 WHERE source = $1
   AND event_id = $2
@@ -349,6 +450,7 @@ RETURNING 1",
         Type::TEXT,
         Type::TIMESTAMPTZ,
         Type::BOOL,
+        Type::BYTEA,
     ],
 };
 
@@ -357,7 +459,8 @@ RETURNING 1",
 /// (`None` inline, the accept time in deferred mode). Runs in the caller's open transaction
 /// (inline), or in its own, committed before this returns, when `due_at` is set (deferred).
 /// Returns `false` when the row changed
-/// since `row` was read. Logs `expired_key_reclaimed` and counts the metric of that name: a
+/// since `row` was read, or when this body is already another row's under the replay guard
+/// (an expired key retaken with a body the ledger holds under another id). Logs `expired_key_reclaimed` and counts the metric of that name: a
 /// delivery past retention means the retention is shorter than the provider retries, or an old
 /// event was replayed.
 pub(crate) async fn retake_expired(
@@ -388,7 +491,8 @@ pub(crate) async fn retake_expired(
     let digest: &[u8] = event.digest;
     let identity: &[u8] = event.identity;
     let status = row.status.as_str();
-    let params: [&(dyn ToSql + Sync); 10] = [
+    let guard = event.replay_guard();
+    let params: [&(dyn ToSql + Sync); 11] = [
         &event.source,
         &event.event_id,
         &event.event_type,
@@ -399,14 +503,19 @@ pub(crate) async fn retake_expired(
         &status,
         &row.claimed_at,
         &event.replayed,
+        &guard,
     ];
     let rows = if due_at.is_some() {
-        conn.autocommit(&RETAKE_EXPIRED, &params).await?
+        conn.autocommit(&RETAKE_EXPIRED, &params).await
     } else {
         let statement = conn.prepare(&RETAKE_EXPIRED).await?;
-        conn.query(&statement, &params).await?
+        conn.query(&statement, &params).await
     };
-    Ok(!rows.is_empty())
+    match rows {
+        Ok(rows) => Ok(!rows.is_empty()),
+        Err(error) if is_replay_guard_conflict(&error) => Ok(false),
+        Err(error) => Err(error),
+    }
 }
 
 static LOOKUP: Sql = Sql {
@@ -490,13 +599,16 @@ static RECORD_DEAD: Sql = Sql {
     text: "\
 INSERT INTO webhook_event
     (source, event_id, event_type, payload_digest, payload, status, attempts, last_error,
-     response_status, response_body, payload_identity, dead_at, replayed_at)
-VALUES ($1, $2, $3, $4, $5, 'dead', 1, $6, $7, $8, $9, now(), CASE WHEN $12 THEN now() END)
+     response_status, response_body, payload_identity, dead_at, replayed_at, replay_guard)
+VALUES ($1, $2, $3, $4, $5, 'dead', 1, $6, $7, $8, $9, now(), CASE WHEN $12 THEN now() END,
+        $13)
 -- A redelivery of a dead event failed fatally again: one more attempt, the latest error, the
 -- same answer. A key past its retention ($10: completed claimed before it; $11: dead before it)
 -- counts as absent, exactly as if swept: it becomes a new dead letter of this delivery. A
 -- concurrent delivery that claimed the event after our rollback: its outcome stands (no row
--- back).
+-- back). (The replay guard is not an arbiter here: a delivery of the same body under another id
+-- that claimed it after our rollback makes this statement fail, a 5xx the provider retries,
+-- and its retry is answered as that body's duplicate.)
 ON CONFLICT (source, event_id) DO UPDATE
 SET attempts = CASE WHEN webhook_event.status = 'completed' OR webhook_event.dead_at < $11
                     THEN 1 ELSE webhook_event.attempts + 1 END,
@@ -508,6 +620,7 @@ SET attempts = CASE WHEN webhook_event.status = 'completed' OR webhook_event.dea
     payload_digest = EXCLUDED.payload_digest,
     payload = EXCLUDED.payload,
     payload_identity = EXCLUDED.payload_identity,
+    replay_guard = EXCLUDED.replay_guard,
     status = 'dead',
     completed_at = NULL,
     last_error = EXCLUDED.last_error,
@@ -530,6 +643,7 @@ RETURNING response_body::text",
         Type::TIMESTAMPTZ,
         Type::TIMESTAMPTZ,
         Type::BOOL,
+        Type::BYTEA,
     ],
 };
 
@@ -558,6 +672,7 @@ pub async fn record_dead(
     let error = super::bounded_error(error);
     let status_param = i16::try_from(status).unwrap_or(200);
     let body_param = Json(body);
+    let guard = event.replay_guard();
     let rows = conn
         .autocommit(
             &RECORD_DEAD,
@@ -574,6 +689,7 @@ pub async fn record_dead(
                 &completed_cutoff,
                 &dead_cutoff,
                 &event.replayed,
+                &guard,
             ],
         )
         .await?;

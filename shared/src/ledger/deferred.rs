@@ -4,12 +4,12 @@ use std::time::SystemTime;
 
 use tokio_postgres::types::{ToSql, Type};
 
-use super::claim::{retake_expired, Expiry};
+use super::claim::{lookup_guard, retake_expired, Expiry, Original};
 use super::{is_lock_timeout, lookup, Connection, LedgerError, NewEvent, Status};
 use crate::db::Sql;
 
 /// The decision of a deferred accept.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Accept {
     /// The event is durably stored as `claimed`, due at once: ring the worker, answer 202.
     Accepted,
@@ -21,6 +21,10 @@ pub enum Accept {
     /// Another delivery of the event holds an uncommitted claim past `lock_timeout`: 409 with
     /// `Retry-After`.
     InFlight,
+    /// The same verified body is in the ledger under another event id and the scheme does not
+    /// sign the id or type ([`NewEvent::unsigned_id`]): nothing was written; answer like a
+    /// duplicate.
+    BodyReplayed(Original),
 }
 
 /// The claim's INSERT in deferred mode: committed by itself, due at `$6`.
@@ -28,10 +32,11 @@ static ACCEPT: Sql = Sql {
     text: "\
 INSERT INTO webhook_event
     (source, event_id, event_type, payload_digest, payload, status, next_attempt_at,
-     payload_identity, replayed_at)
-VALUES ($1, $2, $3, $4, $5, 'claimed', $6, $7, CASE WHEN $8 THEN now() END)
--- A concurrent accept of the same key waits here (bounded by lock_timeout).
-ON CONFLICT (source, event_id) DO NOTHING
+     payload_identity, replayed_at, replay_guard)
+VALUES ($1, $2, $3, $4, $5, 'claimed', $6, $7, CASE WHEN $8 THEN now() END, $9)
+-- No conflict target: the key, or the replay guard (the same body under another id, V17). A
+-- concurrent accept of either waits here (bounded by lock_timeout).
+ON CONFLICT DO NOTHING
 RETURNING 1",
     types: &[
         Type::TEXT,
@@ -42,6 +47,7 @@ RETURNING 1",
         Type::TIMESTAMPTZ,
         Type::BYTEA,
         Type::BOOL,
+        Type::BYTEA,
     ],
 };
 
@@ -61,7 +67,8 @@ pub async fn accept(
     let now: SystemTime = expiry.now;
     let digest: &[u8] = event.digest;
     let identity: &[u8] = event.identity;
-    let params: [&(dyn ToSql + Sync); 8] = [
+    let guard = event.replay_guard();
+    let params: [&(dyn ToSql + Sync); 9] = [
         &event.source,
         &event.event_id,
         &event.event_type,
@@ -70,6 +77,7 @@ pub async fn accept(
         &now,
         &identity,
         &event.replayed,
+        &guard,
     ];
     match conn.autocommit(&ACCEPT, &params).await {
         Ok(rows) if !rows.is_empty() => return Ok(Accept::Accepted),
@@ -78,8 +86,12 @@ pub async fn accept(
         Err(error) => return Err(error.into()),
     }
     Ok(match lookup(conn, event.source, event.event_id).await? {
-        // Swept between the conflict and the read: let the provider's retry decide.
-        None => Accept::InFlight,
+        // The replay guard's conflict (this body under another id), or swept between the
+        // conflict and the read: then the provider's retry decides.
+        None => match lookup_guard(conn, event).await? {
+            Some(original) => Accept::BodyReplayed(original),
+            None => Accept::InFlight,
+        },
         // Replay: a key in the ledger is a duplicate whatever its bytes, status or age (see
         // `super::claim`).
         Some(row) if event.replayed => Accept::Duplicate(row.status),

@@ -8,10 +8,14 @@
 //! [`crate::sweep::sql`], the auditor's in [`crate::audit::sql`], the re-drive's in
 //! [`crate::redrive::sql`] and [`crate::redrive::outbox_sql`].
 //!
-//! The claim is one `INSERT ... ON CONFLICT (source, event_id) DO NOTHING RETURNING` and nothing
-//! is read before it: the primary key is the concurrency control. A second claim of the same key
-//! blocks on the first's uncommitted tuple (bounded by `lock_timeout`) and sees the conflict
-//! once the first commits; if the first rolls back, the second wins.
+//! The claim is one `INSERT ... ON CONFLICT DO NOTHING RETURNING` and nothing is read before it:
+//! the primary key is the concurrency control. A second claim of the same key blocks on the
+//! first's uncommitted tuple (bounded by `lock_timeout`) and sees the conflict once the first
+//! commits; if the first rolls back, the second wins. The same holds for the replay guard
+//! (`replay_guard`, unique per source when set, migration V17): a delivery whose event id or
+//! type is not signed ([`NewEvent::unsigned_id`]) records its body's digest there, so the same
+//! body under another id conflicts in the same INSERT and is answered as a duplicate
+//! ([`Claim::BodyReplayed`]).
 //!
 //! Round trips for a new event (inline mode), in one of two shapes:
 //!
@@ -34,7 +38,8 @@ pub mod tx;
 
 pub use crate::status::Status;
 pub use claim::{
-    claim, lookup, lookup_many, record_dead, Claim, EventRow, Expiry, NewEvent, StoredResponse,
+    claim, lookup, lookup_many, record_dead, Claim, EventRow, Expiry, NewEvent, Original,
+    StoredResponse,
 };
 pub use deferred::{accept, Accept};
 pub use inspect::{inspect, EventDetail, MessageDetail};

@@ -6,16 +6,16 @@
 //!
 //! ```sql
 //! WITH claimed AS (
-//!     INSERT INTO webhook_event (..., status, attempts, response_status, response_body, completed_at)
-//!     VALUES (..., 'completed', 1, $7, $8, now())
-//!     ON CONFLICT (source, event_id) DO NOTHING
+//!     INSERT INTO webhook_event (..., status, attempts, response_status, response_body, completed_at, replay_guard)
+//!     VALUES (..., 'completed', 1, $7, $8, now(), $9)
+//!     ON CONFLICT DO NOTHING
 //!     RETURNING response_body::text AS body
 //! ),
-//! w1 AS (INSERT INTO orders (...) SELECT $9, $10, ... FROM claimed ON CONFLICT (order_id) DO NOTHING)
-//! SELECT <no row columns>, true AS won, body FROM claimed
+//! w1 AS (INSERT INTO orders (...) SELECT $10, $11, ... FROM claimed ON CONFLICT (order_id) DO NOTHING)
+//! SELECT <no row columns>, true AS won, body, NULL FROM claimed
 //! UNION ALL
-//! SELECT <the existing row's columns>, false, NULL FROM webhook_event
-//! WHERE source = $1 AND event_id = $2 AND NOT EXISTS (SELECT 1 FROM claimed)
+//! SELECT <the existing row's columns>, false, NULL, event_id FROM webhook_event
+//! WHERE source = $1 AND (event_id = $2 OR replay_guard = $9) AND NOT EXISTS (SELECT 1 FROM claimed)
 //! ```
 //!
 //! - **Gated on the claim.** Each write selects its row `FROM claimed` (`super::gate` rewrites
@@ -26,7 +26,9 @@
 //!   second tuple version, no dead tuple, no `claimed` state anyone could see.
 //! - **A duplicate in the same round trip.** When the claim is lost the same statement returns
 //!   the existing row as the statement's snapshot sees it, judged like the transaction shape's
-//!   lookup (`super::claim::judge`). A winner that was still uncommitted when the statement
+//!   lookup (`super::claim::judge`); a row holding the same body under another id (the replay
+//!   guard, `$9`, set only when the scheme does not sign the id or type) is
+//!   [`Decided::BodyReplayed`], also in the same round trip. A winner that was still uncommitted when the statement
 //!   started is invisible to that snapshot (the insert waited for it and then saw the conflict):
 //!   only then is a second statement needed, and the caller takes the transaction shape.
 //! - **Limits.** When the session's limits live on the database role (`HOOKLEDGER_DB_TRANSACTION_LIMITS=false`,
@@ -42,7 +44,7 @@ use std::sync::{Mutex, OnceLock};
 
 use tokio_postgres::types::{Json, ToSql, Type};
 
-use super::claim::{event_row, judge, Verdict};
+use super::claim::{event_row, judge, original, Verdict};
 use super::gate::gate;
 use super::tx::Deferred;
 use super::{Connection, Expiry, LedgerError, NewEvent, StoredResponse};
@@ -58,9 +60,10 @@ pub const MAX_COMPOSED: usize = 256;
 const MAX_PARAMETERS: usize = u16::MAX as usize;
 
 /// The claim's parameters: `$1` source, `$2` event id, `$3` event type, `$4` digest, `$5`
-/// payload, `$6` payload identity, `$7` response status, `$8` response body. The handler's
-/// statements' parameters follow, each shifted past the ones before.
-const CLAIM_TYPES: [Type; 8] = [
+/// payload, `$6` payload identity, `$7` response status, `$8` response body, `$9` replay guard
+/// (the digest, or NULL). The handler's statements' parameters follow, each shifted past the
+/// ones before.
+const CLAIM_TYPES: [Type; 9] = [
     Type::TEXT,
     Type::TEXT,
     Type::TEXT,
@@ -69,32 +72,36 @@ const CLAIM_TYPES: [Type; 8] = [
     Type::BYTEA,
     Type::INT2,
     Type::JSONB,
+    Type::BYTEA,
 ];
 
 const CLAIMED: &str = "\
 WITH claimed AS (
     INSERT INTO webhook_event
         (source, event_id, event_type, payload_digest, payload, status, payload_identity,
-         attempts, response_status, response_body, completed_at)
-    VALUES ($1, $2, $3, $4, $5, 'completed', $6, 1, $7, $8, now())
-    -- A concurrent claim of the same key waits here for the first to commit or roll back.
-    ON CONFLICT (source, event_id) DO NOTHING
+         attempts, response_status, response_body, completed_at, replay_guard)
+    VALUES ($1, $2, $3, $4, $5, 'completed', $6, 1, $7, $8, now(), $9)
+    -- No conflict target: the key, or the replay guard (the same body under another id, V17).
+    -- A concurrent claim of either waits here for the first to commit or roll back.
+    ON CONFLICT DO NOTHING
     -- The stored text is what the first answer and every retry send, byte for byte.
     RETURNING response_body::text AS body
 )";
 
-/// The existing row's columns in `super::claim`'s lookup order (so `event_row` reads them),
-/// then `won` and the stored body.
+/// The existing rows' columns in `super::claim`'s lookup order (so `event_row` reads them),
+/// then `won`, the stored body and the row's event id: the row of the key, and the row holding
+/// the same body under another id when the delivery has a replay guard (`$9`; NULL matches
+/// nothing).
 const ANSWER: &str = "
 SELECT NULL::text, NULL::bytea, NULL::smallint, NULL::text, NULL::bytea, NULL::timestamptz,
-       NULL::timestamptz, NULL::boolean, true AS won, body
+       NULL::timestamptz, NULL::boolean, true AS won, body, NULL::text
 FROM claimed
 UNION ALL
 SELECT status::text, payload_digest, response_status, response_body::text, payload_identity,
-       claimed_at, dead_at, replayed_at IS NOT NULL, false, NULL
+       claimed_at, dead_at, replayed_at IS NOT NULL, false, NULL, event_id
 FROM webhook_event
 WHERE source = $1
-  AND event_id = $2
+  AND (event_id = $2 OR replay_guard = $9)
   AND NOT EXISTS (SELECT 1 FROM claimed)";
 
 /// What a plain-SQL handler decided before any claim: the response to store and the writes to
@@ -139,6 +146,9 @@ pub enum Decided {
     /// The claim was lost to a committed row someone else owns now (pending or processing):
     /// 409 with `Retry-After`, nothing written.
     InFlight,
+    /// The claim was lost to a committed row holding the same body under another event id
+    /// (the replay guard): nothing written; answered like a duplicate of it.
+    BodyReplayed(super::Original),
     /// Nothing was written and the statement cannot decide (an expired or dead row to take
     /// again, a winner committed after the statement began, a write the database refused):
     /// take the transaction shape, which decides every case.
@@ -211,6 +221,7 @@ pub async fn claim_and_complete(
     let identity: &[u8] = event.identity;
     let status = i16::try_from(plan.status).unwrap_or(500);
     let body = Json(&plan.body);
+    let guard = event.replay_guard();
     let mut params: Vec<&(dyn ToSql + Sync)> = vec![
         &event.source,
         &event.event_id,
@@ -220,6 +231,7 @@ pub async fn claim_and_complete(
         &identity,
         &status,
         &body,
+        &guard,
     ];
     for write in &plan.writes {
         params.extend(
@@ -249,15 +261,37 @@ pub async fn claim_and_complete(
         }
         Err(error) => return Err(error.into()),
     };
-    let Some(row) = rows.first() else {
+    let Some(first) = rows.first() else {
         return Ok(Decided::Undecided);
     };
-    if row.try_get::<_, bool>(8)? {
+    if first.try_get::<_, bool>(8)? {
         return Ok(Decided::Won(StoredResponse {
             status: plan.status,
-            body: row.try_get(9)?,
+            body: first.try_get(9)?,
         }));
     }
+    // The key's own row decides when there is one (a retry, a reused id); else the row holding
+    // this body under another id (the replay guard).
+    let mut guarded = None;
+    let mut own = None;
+    for row in &rows {
+        if row.try_get::<_, &str>(10)? == event.event_id {
+            own = Some(row);
+        } else {
+            guarded = Some(row);
+        }
+    }
+    let Some(row) = own else {
+        let Some(row) = guarded else {
+            return Ok(Decided::Undecided);
+        };
+        return Ok(Decided::BodyReplayed(original(
+            row.try_get(10)?,
+            event_row(row)?.status,
+            row.try_get(2)?,
+            row.try_get(3)?,
+        )));
+    };
     let existing = event_row(row)?;
     Ok(match judge(&existing, event, expiry) {
         Verdict::Completed(response) => Decided::Completed(response),
@@ -295,7 +329,7 @@ ON CONFLICT (order_id) DO NOTHING",
         let sql = composed(&[&EXAMPLE_ORDER]).expect("composed");
         assert!(
             sql.text
-                .contains("SELECT $9, $10, $11, $12, $13 FROM claimed"),
+                .contains("SELECT $10, $11, $12, $13, $14 FROM claimed"),
             "{}",
             sql.text
         );
@@ -305,16 +339,16 @@ ON CONFLICT (order_id) DO NOTHING",
     fn writes_are_numbered_after_the_claim_and_each_other() {
         let sql = composed(&[&ORDER, &ORDER]).expect("composed");
         assert!(
-            sql.text.contains("SELECT $9, $10 FROM claimed"),
+            sql.text.contains("SELECT $10, $11 FROM claimed"),
             "{}",
             sql.text
         );
         assert!(
-            sql.text.contains("SELECT $11, $12 FROM claimed"),
+            sql.text.contains("SELECT $12, $13 FROM claimed"),
             "{}",
             sql.text
         );
-        assert_eq!(sql.types.len(), 12);
+        assert_eq!(sql.types.len(), 13);
         // Cached: the same sequence is the same statement.
         assert!(std::ptr::eq(
             sql,

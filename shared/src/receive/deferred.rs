@@ -38,6 +38,12 @@ impl Receiver {
                 false,
             ),
             Accept::InFlight => (in_flight(), false),
+            // A captured body sent again under another id or type: the same 202 as a
+            // duplicate, nothing stored, no worker rung.
+            Accept::BodyReplayed(original) => {
+                super::log::body_replayed(new_event, &original.event_id);
+                (accepted_reply(true, Outcome::BodyReplayed), false)
+            }
         })
     }
 }

@@ -4,7 +4,7 @@
 
 use super::outcome::Outcome;
 use super::receiver::{Failed, Receiver};
-use super::reply::{dry_run_reply, in_flight, replayed, Reply};
+use super::reply::{body_replayed, dry_run_reply, in_flight, replayed, Reply};
 use crate::apply::{apply, fatal_body, ApplyError, FATAL_STATUS};
 use crate::config::SourceConfig;
 use crate::effect::Event;
@@ -60,6 +60,13 @@ impl Receiver {
             Claim::InFlight => return Ok((in_flight(), false)),
             // Replay: the event is in the ledger already, whatever its status or bytes.
             Claim::Known(_) => return Ok((dry_run_reply(Outcome::Duplicate), false)),
+            // A captured body sent again under another id or type: never processed, not even
+            // in shadow mode (it is not a duplicate a naive receiver would see from the
+            // provider).
+            Claim::BodyReplayed(original) => {
+                super::log::body_replayed(new_event, &original.event_id);
+                return Ok((body_replayed(original), false));
+            }
         };
         // Boxed: the handler's and the completion's futures are large, and this one sits inside
         // every delivery's (and every replayed page's) future.

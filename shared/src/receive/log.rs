@@ -25,8 +25,8 @@ pub(super) struct Trace<'a> {
 
 /// Writes the `delivery` line of a delivery answered `reply` after `elapsed` (source,
 /// event_id, event_type, outcome, status, latency_ms, and the error, the reason or the key
-/// index), at error level for a 5xx or a digest mismatch, warn for another 4xx, info
-/// otherwise, and counts its metrics: in the line itself when it can carry them, else as an
+/// index), at error level for a 5xx or a digest mismatch, warn for another 4xx or a body
+/// replayed under another id (`body_replayed`, answered 2xx), info otherwise, and counts its metrics: in the line itself when it can carry them, else as an
 /// EMF line of their own.
 pub(super) fn delivery(sources: &LiveSources, trace: &Trace<'_>, reply: &Reply, elapsed: Duration) {
     let source = trace.source;
@@ -36,7 +36,7 @@ pub(super) fn delivery(sources: &LiveSources, trace: &Trace<'_>, reply: &Reply, 
     let event_type = trace.event_type.as_deref().unwrap_or("");
     let (error, warn) = (
         reply.status >= 500 || reply.outcome == Outcome::DigestMismatch,
-        reply.status >= 400,
+        reply.status >= 400 || reply.outcome == Outcome::BodyReplayed,
     );
     // One stdout line per delivery: the log line carries the delivery's metrics (an EMF
     // document, `telemetry::LogLines`) when the functions' subscriber writes it, the line
@@ -114,6 +114,21 @@ fn count_delivery(sources: &LiveSources, source: &str, outcome: Outcome, latency
         UNKNOWN_SOURCE
     };
     crate::telemetry::emit_delivery(source, outcome.as_str(), latency);
+}
+
+/// Writes the `body replayed` line: a verified body already in the ledger as
+/// `original_event_id` arrived again as `event` (another event id or type), for a scheme that
+/// does not sign them; the operator sees both ids (never the body).
+pub(super) fn body_replayed(event: &crate::ledger::NewEvent<'_>, original_event_id: &str) {
+    tracing::warn!(
+        source = event.source,
+        event_id = event.event_id,
+        event_type = event.event_type,
+        original_event_id,
+        outcome = Outcome::BodyReplayed.as_str(),
+        "body replayed: a verified body arrived again under another event id or type (a \
+         captured delivery sent again?); nothing ran, answered as the first event's duplicate"
+    );
 }
 
 /// Writes the `delivery` line of a delivery the transport could not read (see

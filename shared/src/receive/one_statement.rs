@@ -39,6 +39,7 @@ impl Receiver {
                 Decided::Completed(stored) => Some(Err(Claim::Completed(stored))),
                 Decided::DigestMismatch => Some(Err(Claim::DigestMismatch)),
                 Decided::InFlight => Some(Err(Claim::InFlight)),
+                Decided::BodyReplayed(original) => Some(Err(Claim::BodyReplayed(original))),
                 Decided::Undecided => None,
             },
         )

@@ -28,6 +28,12 @@ pub enum Outcome {
     Challenge,
     /// `digest_mismatch`: the event id was seen with a different payload (409).
     DigestMismatch,
+    /// `body_replayed`: a verified body already in the ledger under another event id, for a
+    /// scheme that does not sign the id or type (GitHub, Shopify, a generic source reading a
+    /// header): a captured delivery sent again as a new event. Nothing runs; it is answered
+    /// like a duplicate of the first (its stored response, or 409 while it is in flight, or
+    /// deferred mode's 202), and its `delivery` line is a warning naming the first event.
+    BodyReplayed,
     /// `in_flight`: a duplicate still being processed (409 with `Retry-After`).
     InFlight,
     /// `unknown_source`: the path names no configured source (404).
@@ -65,6 +71,7 @@ impl Outcome {
             Outcome::New => "new",
             Outcome::Challenge => "challenge",
             Outcome::DigestMismatch => "digest_mismatch",
+            Outcome::BodyReplayed => "body_replayed",
             Outcome::InFlight => "in_flight",
             Outcome::UnknownSource => "unknown_source",
             Outcome::TooLarge => "too_large",
@@ -101,7 +108,7 @@ mod tests {
     use super::*;
 
     /// Every outcome, once.
-    const ALL: [Outcome; 20] = [
+    const ALL: [Outcome; 21] = [
         Outcome::Processed,
         Outcome::Ignored,
         Outcome::Replayed,
@@ -112,6 +119,7 @@ mod tests {
         Outcome::New,
         Outcome::Challenge,
         Outcome::DigestMismatch,
+        Outcome::BodyReplayed,
         Outcome::InFlight,
         Outcome::UnknownSource,
         Outcome::TooLarge,

@@ -161,6 +161,12 @@ impl Receiver {
             identity: &hashes.identity,
             payload: config.store_payload.then_some(body),
             replayed,
+            // GitHub, Shopify, a generic source reading a header: one event per verified body
+            // (the ledger's replay guard), or a captured body could come back under a new id.
+            unsigned_id: !hookledger_verify::extract::id_and_type_signed(
+                config.scheme,
+                config.verifier.generic(),
+            ),
         };
         // A key past the source's retention counts as absent, swept or not.
         let expiry = Expiry {
@@ -199,6 +205,9 @@ impl Receiver {
                     trace.detail =
                         Some("stored payload identity differs from this body's".to_owned());
                     crate::telemetry::count(MetricName::DigestMismatch, source, 1);
+                }
+                if reply.outcome == Outcome::BodyReplayed {
+                    trace.detail = Some(super::reply::BODY_REPLAYED_REASON.to_owned());
                 }
                 reply
             }

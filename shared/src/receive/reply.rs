@@ -46,6 +46,24 @@ pub(super) fn replayed(stored: ledger::StoredResponse, outcome: Outcome) -> Repl
     }
 }
 
+/// A verified body already in the ledger as `original` arrived under another event id (the
+/// replay guard): its stored response (`Idempotent-Replayed: true`) when it has one, else 409
+/// with `Retry-After` while it is processed; outcome `body_replayed` either way.
+pub(super) fn body_replayed(original: ledger::Original) -> Reply {
+    match original.response {
+        Some(stored) => replayed(stored, Outcome::BodyReplayed),
+        None => Reply {
+            outcome: Outcome::BodyReplayed,
+            ..in_flight()
+        },
+    }
+}
+
+/// Why a delivery was answered [`body_replayed`]: the `delivery` line's `reason`.
+pub(super) const BODY_REPLAYED_REASON: &str =
+    "verified body already in the ledger under another event id, and the scheme does not sign \
+     the event id or type: answered as that event's duplicate";
+
 pub(super) fn in_flight() -> Reply {
     let mut reply = Reply::error(409, Outcome::InFlight, "event is being processed");
     reply.retry_after = Some(RETRY_AFTER_SECS);

@@ -27,6 +27,7 @@ fn event<'a>(id: &'a str, digest: &'a [u8; 32]) -> NewEvent<'a> {
         identity: digest,
         payload: Some(b"{}"),
         replayed: false,
+        unsigned_id: false,
     }
 }
 
@@ -189,6 +190,7 @@ async fn a_completed_claim_with_another_digest_is_a_mismatch() {
 fn replayed<'a>(id: &'a str, digest: &'a [u8; 32]) -> NewEvent<'a> {
     NewEvent {
         replayed: true,
+        unsigned_id: false,
         ..event(id, digest)
     }
 }

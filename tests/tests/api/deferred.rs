@@ -410,6 +410,7 @@ async fn two_workers_leasing_at_once_get_disjoint_rows() {
                 identity: &digest,
                 payload: Some(b"{}"),
                 replayed: false,
+                unsigned_id: false,
             };
             let expiry = ledger::Expiry {
                 retention: shared::retention::Retention::default(),

@@ -350,7 +350,9 @@ async fn a_signed_event_id_full_of_sql_metacharacters_is_stored_verbatim() {
         assert_eq!(first.status, 200, "{id}: {first:?}");
         let again = app.receive("stripe", &delivery).await;
         assert!(again.replayed, "{id}: {again:?}");
-        let github_delivery = github(id, "ping", r#"{"zen":"x"}"#);
+        // A body of its own each: the same GitHub body under another delivery id is the
+        // first event's duplicate (the replay guard, `body_replay`).
+        let github_delivery = github(id, "ping", &format!(r#"{{"zen":"x{n}"}}"#));
         assert_eq!(
             app.receive("github", &github_delivery).await.status,
             200,

@@ -87,7 +87,9 @@ impl GenericHmac {
     /// `timestamp_header` is set (an unsigned timestamp would give no replay protection);
     /// exactly one of `event_id_header` / `event_id_pointer`; at most one of
     /// `event_type_header` / `event_type_pointer`; pointers start with `/` and escape `~` only
-    /// as `~0` or `~1` (RFC 6901).
+    /// as `~0` or `~1` (RFC 6901); `event_id_header` and `event_type_header` only with a
+    /// signed timestamp (a header is never signed, so without one a captured body could be
+    /// sent again under a fresh id or type for ever: docs/guide/providers.md, "What the signature covers").
     ///
     /// # Errors
     ///
@@ -95,6 +97,14 @@ impl GenericHmac {
     /// quoted; there is no secret in this struct).
     pub fn validate(&self) -> Result<(), String> {
         self.parse().map(|_| ())
+    }
+
+    /// Whether the event id and the event type this source reads are covered by its
+    /// signature: `false` when either comes from a header (`event_id_header`,
+    /// `event_type_header`), which the signed content never includes.
+    #[must_use]
+    pub fn signs_id_and_type(&self) -> bool {
+        self.event_id_header.is_none() && self.event_type_header.is_none()
     }
 
     /// [`GenericHmac::validate`], keeping what was parsed.
@@ -162,6 +172,28 @@ impl GenericHmac {
                 )
             }
             (None, None) => {}
+        }
+        // A header is never part of the signed content (the template signs the body and the
+        // timestamp only): an id or type read from one could be changed on a captured delivery
+        // and the signature would still hold. The ledger keeps one event per body for such a
+        // source (hookledger's replay guard), but only within its retention; without a signed
+        // timestamp the same body would be accepted again, under a fresh id, once swept.
+        if !signs_timestamp {
+            for (field, name) in [
+                ("event_id_header", &self.event_id_header),
+                ("event_type_header", &self.event_type_header),
+            ] {
+                if name.is_some() {
+                    let pointer = field.replace("_header", "_pointer");
+                    return Err(format!(
+                        "{field} is not covered by the signature and no timestamp is signed: \
+                         anyone who saw one delivery could send its body again under a new \
+                         event id or type, forever; read it from the signed body with {pointer}, \
+                         or sign a timestamp (timestamp_header and {{timestamp}} in \
+                         signed_payload)"
+                    ));
+                }
+            }
         }
         Ok(Parsed {
             signature_header,

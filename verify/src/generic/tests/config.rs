@@ -160,9 +160,38 @@ fn exactly_one_event_id_location_is_required() {
     let by_header = GenericHmac {
         event_id_header: Some("X-Event-Id".to_owned()),
         event_id_pointer: None,
-        ..minimal()
+        ..timestamped()
     };
     assert_eq!(by_header.validate(), Ok(()));
+}
+
+#[test]
+fn an_id_or_type_from_a_header_needs_a_signed_timestamp() {
+    // A header is never signed: without a signed timestamp a captured body could be sent again
+    // under a new id or type for ever (issue 24).
+    assert_invalid(
+        &GenericHmac {
+            event_id_header: Some("X-Event-Id".to_owned()),
+            event_id_pointer: None,
+            ..minimal()
+        },
+        "event_id_header is not covered by the signature and no timestamp is signed",
+    );
+    assert_invalid(
+        &GenericHmac {
+            event_type_header: Some("X-Event-Type".to_owned()),
+            ..minimal()
+        },
+        "event_type_header is not covered by the signature",
+    );
+    assert_eq!(minimal().validate(), Ok(()));
+    assert!(minimal().signs_id_and_type());
+    let timestamped_header = GenericHmac {
+        event_type_header: Some("X-Event-Type".to_owned()),
+        ..timestamped()
+    };
+    assert_eq!(timestamped_header.validate(), Ok(()));
+    assert!(!timestamped_header.signs_id_and_type());
 }
 
 #[test]
@@ -178,7 +207,7 @@ fn at_most_one_event_type_location_is_allowed() {
     for config in [
         GenericHmac {
             event_type_header: Some("X-Event-Type".to_owned()),
-            ..minimal()
+            ..timestamped()
         },
         GenericHmac {
             event_type_pointer: Some("/type".to_owned()),

@@ -57,6 +57,7 @@ impl LiveEvent {
             identity: &self.digest,
             payload: Some(&self.body),
             replayed: false,
+            unsigned_id: false,
         }
     }
 }
