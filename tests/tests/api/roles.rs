@@ -464,7 +464,8 @@ async fn handlers_tables_created_before_v14_are_granted_to_the_handlers_role() {
         [
             "V14__create_function_roles",
             "V15__add_claimed_at_key_index",
-            "V16__grant_audit_run_to_replay"
+            "V16__grant_audit_run_to_replay",
+            "V19__add_life_started_at"
         ]
     );
     let privileges = |table: &'static str| {
