@@ -277,6 +277,12 @@ impl Connection {
     /// statement and `COMMIT` pipelined (one round trip). A failed statement makes `COMMIT` roll
     /// back; its error is returned.
     ///
+    /// With the statement cache on, the first use of `sql` on this connection prepares it
+    /// after `BEGIN ..` went out, inside the transaction: parsing a statement locks the tables
+    /// it names, and outside the transaction that wait would have no `lock_timeout` and no
+    /// `statement_timeout` at all (a table another session holds would keep the delivery
+    /// until the client deadline).
+    ///
     /// # Errors
     /// `tokio_postgres::Error` when the statement or the transaction fails.
     pub async fn autocommit(
@@ -284,14 +290,19 @@ impl Connection {
         sql: &'static Sql,
         params: &[&(dyn ToSql + Sync)],
     ) -> Result<Vec<Row>, tokio_postgres::Error> {
-        let statement = self.prepare(sql).await?;
-        let (begun, (rows, committed)) = super::pipeline::in_order(
-            self.begin(),
-            super::pipeline::in_order(
-                self.query(&statement, params),
-                self.client.batch_execute("COMMIT"),
-            ),
-        )
+        let (begun, (rows, committed)) = super::pipeline::in_order(self.begin(), async {
+            match self.prepare(sql).await {
+                Ok(statement) => {
+                    super::pipeline::in_order(
+                        self.query(&statement, params),
+                        self.client.batch_execute("COMMIT"),
+                    )
+                    .await
+                }
+                // The prepare failed inside the transaction: COMMIT ends it (as a rollback).
+                Err(error) => (Err(error), self.client.batch_execute("COMMIT").await),
+            }
+        })
         .await;
         begun?;
         let rows = rows?;

@@ -425,6 +425,8 @@ SET event_type = $3,
     response_status = NULL,
     response_body = NULL,
     claimed_at = now(),
+    -- A new life of the event: its outbox messages of the earlier life were for that one.
+    life_started_at = now(),
     completed_at = NULL,
     dead_at = NULL,
     lease_expires_at = NULL,
@@ -614,6 +616,8 @@ SET attempts = CASE WHEN webhook_event.status = 'completed' OR webhook_event.dea
                     THEN 1 ELSE webhook_event.attempts + 1 END,
     claimed_at = CASE WHEN webhook_event.status = 'completed' OR webhook_event.dead_at < $11
                       THEN now() ELSE webhook_event.claimed_at END,
+    life_started_at = CASE WHEN webhook_event.status = 'completed' OR webhook_event.dead_at < $11
+                           THEN now() ELSE webhook_event.life_started_at END,
     replayed_at = CASE WHEN webhook_event.status = 'completed' OR webhook_event.dead_at < $11
                        THEN EXCLUDED.replayed_at ELSE webhook_event.replayed_at END,
     event_type = EXCLUDED.event_type,

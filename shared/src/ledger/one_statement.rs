@@ -31,6 +31,10 @@
 //!   [`Decided::BodyReplayed`], also in the same round trip. A winner that was still uncommitted when the statement
 //!   started is invisible to that snapshot (the insert waited for it and then saw the conflict):
 //!   only then is a second statement needed, and the caller takes the transaction shape.
+//! - **One lock wait.** A `lock_timeout` is answered from this statement: a wait on the ledger
+//!   key (a delivery of the same event in flight) as in flight, any other (a business row or
+//!   table a write needs) as the database error, a 503. The transaction shape is not tried
+//!   after it: it would wait on the same lock again.
 //! - **Limits.** When the session's limits live on the database role (`HOOKLEDGER_DB_TRANSACTION_LIMITS=false`,
 //!   what the deploy sets up) the statement is sent alone: one statement, one round trip, its
 //!   own implicit transaction. Otherwise it is wrapped in `BEGIN` with its `SET LOCAL` limits
@@ -47,7 +51,7 @@ use tokio_postgres::types::{Json, ToSql, Type};
 use super::claim::{event_row, judge, original, Verdict};
 use super::gate::gate;
 use super::tx::Deferred;
-use super::{Connection, Expiry, LedgerError, NewEvent, StoredResponse};
+use super::{is_lock_timeout, Connection, Expiry, LedgerError, NewEvent, StoredResponse};
 use crate::db::Sql;
 
 /// The most distinct composed statements kept (each handler's sequence of deferred statements
@@ -143,8 +147,9 @@ pub enum Decided {
     Completed(StoredResponse),
     /// The claim was lost to a row with another payload: 409, nothing written.
     DigestMismatch,
-    /// The claim was lost to a committed row someone else owns now (pending or processing):
-    /// 409 with `Retry-After`, nothing written.
+    /// The claim was lost to a committed row someone else owns now (pending or processing), or
+    /// waited past `lock_timeout` on a delivery of the same key still in flight: 409 with
+    /// `Retry-After`, nothing written.
     InFlight,
     /// The claim was lost to a committed row holding the same body under another event id
     /// (the replay guard): nothing written; answered like a duplicate of it.
@@ -202,13 +207,20 @@ fn compose(writes: &[&'static Sql]) -> Option<&'static Sql> {
 /// Claims `event` (a signed delivery, never a replayed one) and applies `plan` in one
 /// statement; see the module docs.
 ///
+/// A `lock_timeout` (SQLSTATE 55P03) is decided here, never retried in the transaction shape
+/// (which would wait on the same lock a second time: twice the lock timeout, or the client
+/// deadline): a wait on the ledger key (an in-flight delivery of the same event: see
+/// [`waited_on_the_ledger`]) is [`Decided::InFlight`], any other wait (a business row or table
+/// a handler write needs) is the error, answered 503 like the transaction shape's.
+///
 /// # Errors
 /// [`LedgerError::Db`] when PostgreSQL fails for a reason the transaction shape would fail for
-/// too (check [`LedgerError::is_unavailable`]). A `lock_timeout` (SQLSTATE 55P03), a
-/// data exception or integrity violation (SQLSTATE classes 22 and 23: a write or the response
-/// body the database refuses) or a cardinality violation (class 21: two writes of one plan
-/// upserting the same row, which one statement cannot do) is [`Decided::Undecided`], so the transaction shape runs the
-/// handler again and classifies the failure as it always does.
+/// too (check [`LedgerError::is_unavailable`]), including a `lock_timeout` on anything but the
+/// ledger key. A data exception or integrity violation (SQLSTATE classes 22 and 23: a write or
+/// the response body the database refuses) or a cardinality violation (class 21: two writes of
+/// one plan upserting the same row, which one statement cannot do) is [`Decided::Undecided`],
+/// so the transaction shape runs the handler again and classifies the failure as it always
+/// does.
 pub async fn claim_and_complete(
     conn: &Connection,
     event: &NewEvent<'_>,
@@ -248,14 +260,20 @@ pub async fn claim_and_complete(
     }
     let rows = match conn.one_statement(sql, &params).await {
         Ok(rows) => rows,
-        // A lock wait that timed out may have been the claim's (a duplicate of an event still
-        // in flight: 409) or a handler write's (a business row someone holds: 503); only the
-        // transaction shape, which waits for each on its own, can tell them apart.
+        // A lock wait that timed out was the claim's (a duplicate of an event still in flight:
+        // 409) or a handler write's (a business row or table someone holds: 503). Decided
+        // here: the transaction shape would only wait on the same lock again.
+        Err(error) if is_lock_timeout(&error) => {
+            return if waited_on_the_ledger(&error) {
+                Ok(Decided::InFlight)
+            } else {
+                Err(error.into())
+            };
+        }
         Err(error)
-            if error.code().is_some_and(|c| {
-                c == &tokio_postgres::error::SqlState::LOCK_NOT_AVAILABLE
-                    || ["21", "22", "23"].iter().any(|k| c.code().starts_with(k))
-            }) =>
+            if error
+                .code()
+                .is_some_and(|c| ["21", "22", "23"].iter().any(|k| c.code().starts_with(k))) =>
         {
             return Ok(Decided::Undecided)
         }
@@ -301,6 +319,35 @@ pub async fn claim_and_complete(
     })
 }
 
+/// Whether a `lock_timeout` `error` ended a wait on a row of the ledger table itself (the
+/// claim's `ON CONFLICT` waiting for an in-flight delivery of the same key to commit or roll
+/// back), rather than on a handler's business row or table.
+///
+/// PostgreSQL says which row a statement waited on in the error's context: a wait for another
+/// transaction on a tuple is reported "while inserting index tuple (0,1) in relation
+/// \"webhook_event\"" (`XactLockTableWait`'s error context in `src/backend/storage/lmgr/lmgr.c`,
+/// the relation's name unqualified, the words translated with `lc_messages`), so the relation's
+/// name is looked for as a whole identifier. A wait the context does not name (a table lock, a
+/// speculative insertion's token) counts as not the ledger's: the answer is then the 503 of a
+/// business lock, which the provider retries just the same.
+fn waited_on_the_ledger(error: &tokio_postgres::Error) -> bool {
+    error
+        .as_db_error()
+        .and_then(|db| db.where_())
+        .is_some_and(names_the_ledger)
+}
+
+/// Whether an error `context` names the ledger table as a whole identifier.
+fn names_the_ledger(context: &str) -> bool {
+    const TABLE: &str = "webhook_event";
+    let identifier = |c: char| c.is_alphanumeric() || c == '_' || c == '$';
+    context.match_indices(TABLE).any(|(at, _)| {
+        let before = context[..at].chars().next_back();
+        let after = context[at + TABLE.len()..].chars().next();
+        !before.is_some_and(identifier) && !after.is_some_and(identifier)
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -323,6 +370,24 @@ VALUES ($1, $2, $3, $4, $5)
 ON CONFLICT (order_id) DO NOTHING",
         types: &[Type::TEXT, Type::INT8, Type::TEXT, Type::TEXT, Type::TEXT],
     };
+
+    #[test]
+    fn a_lock_wait_is_the_ledgers_only_when_its_context_names_the_ledger_table() {
+        for context in [
+            "while inserting index tuple (0,1) in relation \"webhook_event\"",
+            "beim Einfügen von Indextupel (0,1) in Relation »webhook_event«",
+        ] {
+            assert!(names_the_ledger(context), "{context}");
+        }
+        for context in [
+            "while inserting index tuple (0,1) in relation \"orders\"",
+            "while updating tuple (0,2) in relation \"webhook_event_archive\"",
+            "while locking tuple (0,2) in relation \"my_webhook_event\"",
+            "",
+        ] {
+            assert!(!names_the_ledger(context), "{context}");
+        }
+    }
 
     #[test]
     fn the_example_handlers_insert_rides_in_the_claims_statement() {

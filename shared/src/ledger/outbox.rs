@@ -54,12 +54,32 @@ use crate::outbox::Message;
 /// configuration since gets its message, and a target that already had one gets no second copy
 /// under a new key, whatever the order of the targets now. On an event's first run (the hot
 /// path) the look-up of earlier messages is one probe of the primary key that finds nothing.
+///
+/// Only the messages of the key's current life count as queued: those created since its
+/// `life_started_at` (migration V19: the first claim, or the retake of the expired key). A key
+/// past its retention, claimed again (swept or not), is a new life of the event, so every
+/// target gets it again, numbered after the earlier life's messages (new idempotency keys),
+/// which stay in the outbox until the sweep deletes them by their own age (a delivered message
+/// outlives its key: it is kept for the retention from its delivery).
 pub(crate) static ENQUEUE: Sql = Sql {
     text: "\
-WITH existing AS (
-    SELECT target, n, row_number() OVER (PARTITION BY target ORDER BY n) AS k
+WITH life AS (
+    -- No ledger row (never the case in a claim's transaction): every message counts.
+    SELECT coalesce(
+        (SELECT life_started_at FROM webhook_event WHERE source = $1 AND event_id = $2),
+        '-infinity') AS started_at
+),
+numbered AS (
+    SELECT coalesce(max(n), 0) AS last
     FROM outbox
     WHERE source = $1 AND event_id = $2
+),
+existing AS (
+    SELECT o.target, o.n, row_number() OVER (PARTITION BY o.target ORDER BY o.n) AS k
+    FROM outbox o, life
+    WHERE o.source = $1 AND o.event_id = $2
+      -- An earlier life's messages (the key expired and was claimed again) were for that life.
+      AND o.created_at >= life.started_at
 ),
 incoming AS (
     SELECT m.ord, m.target, m.payload, m.content_type,
@@ -74,7 +94,7 @@ fresh AS (
 )
 INSERT INTO outbox
     (source, event_id, n, event_type, target, payload, content_type, next_attempt_at)
-SELECT $1, $2, (SELECT coalesce(max(n), 0) FROM existing) + f.position, $3, f.target,
+SELECT $1, $2, (SELECT last FROM numbered) + f.position, $3, f.target,
        f.payload, f.content_type,
        -- Due at once: the worker passes its own clock (so its drain sees what it wrote), the
        -- receiver the transaction's.

@@ -12,6 +12,7 @@ mod delivery_metrics;
 mod docs;
 mod events;
 mod half_open;
+mod handler_lock_wait;
 mod handler_outcomes;
 mod handler_transaction;
 mod handlers_crate;

@@ -237,9 +237,10 @@ async fn a_write_the_table_refuses_leaves_nothing_and_the_event_is_kept_dead() {
 
 /// A duplicate sent as one statement while another delivery's transaction holds the claim
 /// open: the wait is bounded by `lock_timeout` in both ways the limits can be set (with every
-/// transaction, or on the database: the role settings the deploy provisions): once in the one
-/// statement, once more in the transaction shape it then takes to tell an in-flight claim from
-/// a business lock; then 409. Once the holder commits, the duplicate gets the stored response.
+/// transaction, or on the database: the role settings the deploy provisions): once, in the one
+/// statement, whose lock timeout on the ledger key is answered 409 at once (the transaction
+/// shape is not tried after it: it would wait again). Once the holder commits, the duplicate
+/// gets the stored response.
 #[tokio::test]
 async fn a_duplicate_in_one_statement_waits_on_an_open_claim_a_bounded_time_then_409() {
     for limits_per_transaction in [true, false] {

@@ -986,3 +986,101 @@ async fn an_outcome_recorded_under_an_expired_lease_is_refused() {
     );
     assert_eq!(message.last_error, None);
 }
+
+/// A key past its retention is a new life of the event (claimed again as new, whether or not
+/// the sweep deleted it first): its handler runs again and its targets get it again, under new
+/// idempotency keys, even though the first life's messages are still in the outbox (a
+/// delivered message is kept for the retention from its delivery, a dead one for the
+/// dead-letter retention). A rerun within one life still queues nothing twice.
+#[tokio::test]
+async fn a_retaken_expired_key_forwards_again_whether_or_not_the_sweep_ran() {
+    let shop = shop().await;
+    let client = shop.app.db.connect().await.unwrap();
+    for (event_id, swept) in [("msg_life_kept", false), ("msg_life_swept", true)] {
+        let first = shop.deliver("shop", event_id, "order.created").await;
+        assert_eq!(first.outcome, Outcome::Processed, "{first:?}");
+        shop.drain_at(soon()).await;
+        let first_life = [format!("shop:{event_id}:1"), format!("shop:{event_id}:2")];
+        let ids = |shop: &Shop| -> Vec<String> {
+            let mut ids: Vec<String> = shop
+                .server
+                .ids()
+                .into_iter()
+                .filter(|id| id.contains(event_id))
+                .collect();
+            ids.sort();
+            ids
+        };
+        assert_eq!(ids(&shop), first_life);
+
+        // The key's first delivery moves past the source's retention (30 days).
+        let aged = client
+            .execute(
+                "UPDATE webhook_event
+                 SET claimed_at = now() - interval '30 days 1 hour',
+                     completed_at = now() - interval '30 days 1 hour'
+                 WHERE source = 'shop' AND event_id = $1",
+                &[&event_id],
+            )
+            .await
+            .unwrap();
+        assert_eq!(aged, 1);
+        if swept {
+            let conn = shop.app.receiver().pool.get().await.unwrap();
+            let limits = shared::config::SweepSettings {
+                batch_size: 100,
+                max_batches: 10,
+                pause_ms: 0,
+                duty_percent: 100,
+                margin_ms: 0,
+            };
+            let report = shared::sweep::run(
+                &conn,
+                &shop.app.settings.sources,
+                &limits,
+                SystemTime::now(),
+                plenty,
+            )
+            .await
+            .unwrap();
+            assert_eq!(report.deleted_by_source.get("shop"), Some(&1), "{report:?}");
+        }
+        // The first life's delivered messages outlive the key.
+        assert_eq!(shop.messages(event_id).await.len(), 2, "{event_id}");
+
+        let again = shop.deliver("shop", event_id, "order.created").await;
+        assert_eq!(
+            (again.outcome, again.replayed),
+            (Outcome::Processed, false),
+            "{event_id}: {again:?}"
+        );
+        let summary = shop.drain_at(soon()).await;
+        assert_eq!(summary.outbox.delivered, 2, "{event_id}: {summary:?}");
+        let messages = shop.messages(event_id).await;
+        assert_eq!(
+            messages
+                .iter()
+                .map(|m| (m.n, m.target.as_str(), m.status.as_str()))
+                .collect::<Vec<_>>(),
+            [
+                (1, "service", "delivered"),
+                (2, "mail", "delivered"),
+                (3, "service", "delivered"),
+                (4, "mail", "delivered"),
+            ],
+            "{event_id}"
+        );
+        let mut both_lives = first_life.to_vec();
+        both_lives.extend([format!("shop:{event_id}:3"), format!("shop:{event_id}:4")]);
+        assert_eq!(
+            ids(&shop),
+            both_lives,
+            "{event_id}: each target got it again"
+        );
+
+        // Within the new life a duplicate is answered from the ledger and queues nothing.
+        let duplicate = shop.deliver("shop", event_id, "order.created").await;
+        assert!(duplicate.replayed, "{duplicate:?}");
+        assert_eq!(shop.messages(event_id).await.len(), 4);
+    }
+}
