@@ -219,6 +219,11 @@ impl Settings {
             sources_reload.min_interval.as_secs(),
             DAY_SECS,
         )?);
+        sources_reload.max_age = std::time::Duration::from_secs(bounded(
+            "HOOKLEDGER_SOURCES_MAX_AGE_SECS",
+            sources_reload.max_age.as_secs(),
+            super::settings::MAX_SOURCES_MAX_AGE.as_secs(),
+        )?);
         let mut sweep = SweepSettings::default();
         sweep.batch_size = bounded(
             "HOOKLEDGER_SWEEP_BATCH_SIZE",
@@ -467,6 +472,7 @@ mod tests {
             ("DATABASE_URL", "postgres://x"),
             ("HOOKLEDGER_SOURCES_FILE", path.to_str().unwrap()),
             ("HOOKLEDGER_SOURCES_REFRESH_SECS", "5"),
+            ("HOOKLEDGER_SOURCES_MAX_AGE_SECS", "120"),
         ]));
         let _ = std::fs::remove_file(&path);
         let file = file.unwrap();
@@ -475,12 +481,28 @@ mod tests {
             file.sources_reload.min_interval,
             std::time::Duration::from_secs(5)
         );
+        assert_eq!(
+            file.sources_reload.max_age,
+            std::time::Duration::from_secs(120)
+        );
+        assert_eq!(
+            inline.sources_reload.max_age,
+            std::time::Duration::from_secs(300)
+        );
 
         for bad in ["0", "86401", "soon"] {
             let error = Settings::from_lookup(env(&[
                 ("DATABASE_URL", "postgres://x"),
                 ("HOOKLEDGER_SOURCES", GOOD),
                 ("HOOKLEDGER_SOURCES_REFRESH_SECS", bad),
+            ]));
+            assert!(matches!(error, Err(ConfigError::Number { .. })), "{bad}");
+        }
+        for bad in ["0", "3601", "soon"] {
+            let error = Settings::from_lookup(env(&[
+                ("DATABASE_URL", "postgres://x"),
+                ("HOOKLEDGER_SOURCES", GOOD),
+                ("HOOKLEDGER_SOURCES_MAX_AGE_SECS", bad),
             ]));
             assert!(matches!(error, Err(ConfigError::Number { .. })), "{bad}");
         }
