@@ -49,7 +49,7 @@ mod worker;
 
 pub use audit::AuditSettings;
 pub use compatibility::{check_compatible, check_dispatch_fits_lease};
-pub use console::ConsoleSettings;
+pub use console::{ConsoleAllow, ConsoleSettings};
 pub use database::{DatabaseSettings, CLIENT_DEADLINE_MARGIN_MS, POSTGRES_MAX_TIMEOUT_MS};
 pub use env::db_endpoint;
 pub use error::ConfigError;
