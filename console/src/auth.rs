@@ -15,7 +15,11 @@
 //! runs; the function's handler turns the validated claims of the request context into a
 //! [`Principal`] request extension (never from anything the client sends). A request without
 //! one is refused 401 here, whatever the route: a route left without the authorizer by mistake
-//! does not open the console. Tokens, cookies and `?token=` mean nothing in this mode.
+//! does not open the console. A principal the deployment's allow rule
+//! ([`ConsoleAllow`]: required scopes, subjects, verified e-mail domains, groups) does not admit
+//! is refused 403 on every route (and logged, with its `sub`): a valid token of the issuer is
+//! not enough, since anyone may get one from a pool open to sign-up or a public OAuth client.
+//! Tokens, cookies and `?token=` mean nothing in this mode.
 //! - The CSRF token ([`authorizer_csrf_token`]): an HMAC-SHA256 of [`AUTHORIZER_CSRF_LABEL`]
 //!   and the principal's `sub`, keyed by a [`CsrfKey`] every execution environment shares (a
 //!   Secrets Manager secret read at cold start), so a form rendered by one environment
@@ -31,6 +35,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use hmac::{KeyInit, Mac};
 use secrecy::{ExposeSecret, SecretString};
+use shared::config::ConsoleAllow;
 use subtle::ConstantTimeEq;
 
 use crate::AppState;
@@ -129,8 +134,9 @@ pub enum Auth {
     /// `Authorization: Bearer`).
     Token(AccessToken),
     /// Behind API Gateway's JWT authorizer: a request needs the [`Principal`] the function's
-    /// handler took from the validated claims; the CSRF tokens are keyed by the shared key.
-    Authorizer(CsrfKey),
+    /// handler took from the validated claims, admitted by the allow rule (never empty: see
+    /// [`ConsoleAllow`]); the CSRF tokens are keyed by the shared key.
+    Authorizer(CsrfKey, ConsoleAllow),
 }
 
 /// The key of the CSRF tokens in [`Auth::Authorizer`] mode, shared by every execution
@@ -166,25 +172,74 @@ impl CsrfKey {
     }
 }
 
-/// Who API Gateway's JWT authorizer let in: the validated token's `sub` claim. Set as a request
-/// extension by the `console` function's handler only; [`Auth::Authorizer`] refuses requests
-/// without it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Who API Gateway's JWT authorizer let in: the validated token's `sub` claim and what the
+/// allow rule reads of its other claims. Set as a request extension by the `console`
+/// function's handler only; [`Auth::Authorizer`] refuses requests without it (401) and those
+/// its rule does not admit (403).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Principal {
     /// The `sub` claim (non-empty).
     pub sub: String,
+    /// The `email` claim's domain (after its last `@`), lower-cased, when `email_verified` is
+    /// `true`; `None` otherwise.
+    pub verified_email_domain: Option<String>,
+    /// The `cognito:groups` and `groups` claims' entries.
+    pub groups: Vec<String>,
+    /// The `scope` and `scp` claims' entries.
+    pub scopes: Vec<String>,
 }
 
 impl Principal {
     /// The principal of validated JWT claims (`claim` looks one up by name): `None` without a
-    /// non-empty `sub`.
+    /// non-empty `sub`. API Gateway passes every claim as a string, a list one as `[a b c]`:
+    /// both that and a space- or comma-separated list are read.
     pub fn from_claims<'a>(claim: impl Fn(&str) -> Option<&'a str>) -> Option<Self> {
-        claim("sub")
-            .map(str::trim)
-            .filter(|sub| !sub.is_empty())
-            .map(|sub| Self {
-                sub: sub.to_owned(),
-            })
+        let sub = claim("sub").map(str::trim).filter(|sub| !sub.is_empty())?;
+        let list = |names: &[&str]| -> Vec<String> {
+            names
+                .iter()
+                .filter_map(|name| claim(name))
+                .flat_map(|value| {
+                    value
+                        .trim()
+                        .trim_start_matches('[')
+                        .trim_end_matches(']')
+                        .split(|c: char| c.is_whitespace() || c == ',')
+                        .filter(|entry| !entry.is_empty())
+                        .map(str::to_owned)
+                        .collect::<Vec<_>>()
+                })
+                .collect()
+        };
+        let verified = claim("email_verified").is_some_and(|v| v.trim() == "true");
+        let verified_email_domain = claim("email")
+            .filter(|_| verified)
+            .and_then(|email| email.trim().rsplit_once('@'))
+            .map(|(_, domain)| domain.to_ascii_lowercase())
+            .filter(|domain| !domain.is_empty());
+        Some(Self {
+            sub: sub.to_owned(),
+            verified_email_domain,
+            groups: list(&["cognito:groups", "groups"]),
+            scopes: list(&["scope", "scp"]),
+        })
+    }
+
+    /// Whether `allow` admits this principal: every list it gives matches (an empty list is
+    /// not checked), and it gives at least one.
+    pub fn admitted_by(&self, allow: &ConsoleAllow) -> bool {
+        let any = |wanted: &[String], held: &[String]| {
+            wanted.is_empty() || held.iter().any(|h| wanted.contains(h))
+        };
+        !allow.is_empty()
+            && any(&allow.scopes, &self.scopes)
+            && any(&allow.groups, &self.groups)
+            && (allow.subjects.is_empty() || allow.subjects.contains(&self.sub))
+            && (allow.email_domains.is_empty()
+                || self
+                    .verified_email_domain
+                    .as_ref()
+                    .is_some_and(|domain| allow.email_domains.contains(domain)))
     }
 }
 
@@ -222,7 +277,7 @@ impl FromRequestParts<AppState> for Csrf {
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Response> {
         match &state.config.auth {
             Auth::Token(token) => Ok(Self(csrf_token(token))),
-            Auth::Authorizer(key) => parts
+            Auth::Authorizer(key, _) => parts
                 .extensions
                 .get::<Principal>()
                 .map(|principal| Self(authorizer_csrf_token(key, principal)))
@@ -250,10 +305,18 @@ fn carried(headers: &HeaderMap) -> Option<&str> {
 pub async fn authenticate(State(state): State<AppState>, request: Request, next: Next) -> Response {
     match &state.config.auth {
         Auth::Token(token) => require_token(token, request, next).await,
-        Auth::Authorizer(_) if request.extensions().get::<Principal>().is_some() => {
-            next.run(request).await
-        }
-        auth @ Auth::Authorizer(_) => unauthorized(auth),
+        Auth::Authorizer(_, allow) => match request.extensions().get::<Principal>() {
+            Some(principal) if principal.admitted_by(allow) => next.run(request).await,
+            Some(principal) => {
+                // The sub only: an opaque id, never the token or its other claims.
+                tracing::warn!(
+                    sub = principal.sub.as_str(),
+                    "console access refused: the allow rule does not admit this user"
+                );
+                forbidden()
+            }
+            None => unauthorized(&state.config.auth),
+        },
     }
 }
 
@@ -314,13 +377,28 @@ fn same_origin_path(path: &str) -> String {
 fn unauthorized(auth: &Auth) -> Response {
     match auth {
         Auth::Token(_) => unauthorized_token(),
-        Auth::Authorizer(_) => sign_in(
+        Auth::Authorizer(..) => sign_in(
             "This console needs a signed-in user",
             maud::html! {
                 "Send the identity provider's token as " code { "Authorization: Bearer JWT" } "."
             },
         ),
     }
+}
+
+/// 403 for a signed-in user the allow rule does not admit.
+fn forbidden() -> Response {
+    let body = maud::html! {
+        (maud::DOCTYPE)
+        html lang="en" {
+            head { meta charset="utf-8"; title { "hookledger console: not allowed" } }
+            body {
+                h1 { "You are signed in, but not allowed to use this console" }
+                p { "Ask its operators to add you to the console's allow rule." }
+            }
+        }
+    };
+    (StatusCode::FORBIDDEN, body).into_response()
 }
 
 /// 401 with a page saying how to get in with the access token.
@@ -432,8 +510,55 @@ mod tests {
         assert_eq!(
             Principal::from_claims(|c| (c == "sub").then_some("u-1")),
             Some(Principal {
-                sub: "u-1".to_owned()
+                sub: "u-1".to_owned(),
+                ..Principal::default()
             })
         );
+    }
+
+    #[test]
+    fn the_allow_rule_reads_api_gateways_claim_strings_and_needs_every_list_it_gives() {
+        let claims = [
+            ("sub", "u-1"),
+            ("email", "U-1@Example.COM"),
+            ("email_verified", "true"),
+            ("cognito:groups", "[admins ops]"),
+            ("scope", "openid hookledger/console"),
+        ];
+        let principal =
+            Principal::from_claims(|name| claims.iter().find(|(n, _)| *n == name).map(|(_, v)| *v))
+                .unwrap();
+        assert_eq!(
+            principal.verified_email_domain.as_deref(),
+            Some("example.com")
+        );
+        assert_eq!(principal.groups, ["admins", "ops"]);
+        assert_eq!(principal.scopes, ["openid", "hookledger/console"]);
+        let list = |items: &[&str]| items.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+        let allow =
+            |scopes: &[&str], subjects: &[&str], domains: &[&str], groups: &[&str]| ConsoleAllow {
+                scopes: list(scopes),
+                subjects: list(subjects),
+                email_domains: list(domains),
+                groups: list(groups),
+            };
+        assert!(
+            !principal.admitted_by(&ConsoleAllow::default()),
+            "no rule admits no one"
+        );
+        assert!(principal.admitted_by(&allow(&[], &[], &["example.com"], &["ops"])));
+        assert!(principal.admitted_by(&allow(&["hookledger/console"], &["u-1"], &[], &[])));
+        assert!(!principal.admitted_by(&allow(&[], &[], &["example.com"], &["billing"])));
+        assert!(!principal.admitted_by(&allow(&["admin"], &[], &[], &[])));
+        assert!(!principal.admitted_by(&allow(&[], &["u-2"], &[], &[])));
+        assert!(!principal.admitted_by(&allow(&[], &[], &["ample.com"], &[])));
+        let unverified = Principal::from_claims(|name| match name {
+            "sub" => Some("u-1"),
+            "email" => Some("u-1@example.com"),
+            _ => None,
+        })
+        .unwrap();
+        assert_eq!(unverified.verified_email_domain, None);
+        assert!(!unverified.admitted_by(&allow(&[], &[], &["example.com"], &[])));
     }
 }

@@ -22,7 +22,8 @@
 //! Every route needs the access token ([`auth`]): `?token=` once (sets an HttpOnly,
 //! SameSite=Strict cookie and redirects to the same URL without it), then the cookie or
 //! `Authorization: Bearer`; else 401. Behind API Gateway ([`Auth::Authorizer`]) every route
-//! needs the principal of a validated JWT instead; else 401. POSTs carry a CSRF token (403
+//! needs the principal of a validated JWT instead (else 401), admitted by the deployment's
+//! allow rule (else 403). POSTs carry a CSRF token (403
 //! without it). In read-only
 //! mode ([`ConsoleConfig::read_only`]) there is no re-drive: no buttons, and the POST routes
 //! answer 403. Every response has `Cache-Control: no-store`, `X-Frame-Options: DENY`, a
@@ -151,7 +152,7 @@ impl Console {
     pub fn url(&self, addr: SocketAddr) -> String {
         match &self.state.config.auth {
             Auth::Token(token) => format!("http://{addr}/?token={}", token.expose()),
-            Auth::Authorizer(_) => format!("http://{addr}/"),
+            Auth::Authorizer(..) => format!("http://{addr}/"),
         }
     }
 

@@ -20,9 +20,12 @@
 //! once more against what it read ([`crate::sources_refresh`]). It re-reads at most once per
 //! `HOOKLEDGER_SOURCES_REFRESH_SECS` per execution environment, whatever the number of failures,
 //! and one re-read at a time; a re-read that fails, or that finds JSON which does not validate,
-//! is logged without values and the sources already loaded stay in force. `HOOKLEDGER_SOURCES`
+//! is logged without values and the sources already loaded stay in force. It also re-reads
+//! once its sources are `HOOKLEDGER_SOURCES_MAX_AGE_SECS` old (default 300 s), before the
+//! delivery that finds them so is verified: a secret removed from the sources stops verifying
+//! within that age even when no signature fails. `HOOKLEDGER_SOURCES`
 //! itself is never re-read (it is the function's environment). Rotate in two steps, because
-//! warm environments only look after a failure and a new environment reads whatever is current:
+//! a warm environment may not have re-read yet and a new environment reads whatever is current:
 //! first put a version whose source lists the new secret before the old one
 //! (`"secrets": ["new", "old"]`), switch the provider to the new secret, and once the log's
 //! `key_index` stays 0, put a version without the old one. The worker does not re-read: it
@@ -46,7 +49,7 @@ mod worker;
 
 pub use audit::AuditSettings;
 pub use compatibility::{check_compatible, check_dispatch_fits_lease};
-pub use console::ConsoleSettings;
+pub use console::{ConsoleAllow, ConsoleSettings};
 pub use database::{DatabaseSettings, CLIENT_DEADLINE_MARGIN_MS, POSTGRES_MAX_TIMEOUT_MS};
 pub use env::db_endpoint;
 pub use error::ConfigError;
@@ -56,7 +59,10 @@ pub use github_hook::{
 pub use provider_api::{
     default_api_base_url, ProviderApi, PADDLE_API_BASE_URL, STRIPE_API_BASE_URL,
 };
-pub use settings::{Settings, SourcesOrigin, SourcesReload, DEFAULT_MIN_REFRESH_INTERVAL};
+pub use settings::{
+    Settings, SourcesOrigin, SourcesReload, DEFAULT_MIN_REFRESH_INTERVAL, DEFAULT_SOURCES_MAX_AGE,
+    MAX_SOURCES_MAX_AGE,
+};
 pub use sources::{
     Mode, SourceConfig, SourceSpec, Sources, DEFAULT_MAX_ATTEMPTS, DEFAULT_MAX_BODY_BYTES,
     MAX_SOURCE_NAME_LEN,

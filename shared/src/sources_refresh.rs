@@ -1,5 +1,5 @@
 //! Secret rotation without a redeploy: the receiver's sources, re-read after a failed
-//! verification, at most once per interval.
+//! verification (at most once per interval) and once they are older than a maximum age.
 //!
 //! [`crate::config::Settings`] reads the sources once per cold start. After a rotation in Secrets
 //! Manager a warm receiver would answer 401 to every delivery signed with the new secret until
@@ -22,10 +22,22 @@
 //! The first failed verification after a cold start may re-read at once (the cold start's own
 //! read does not count), so a rotation right after a cold start costs one 401 at most.
 //!
-//! Each re-read is logged (`sources re-read`, with its outcome) and counted as the EMF metric
-//! `secrets_refreshed` (dimension `source`: the source whose delivery triggered it). Only
-//! signature mismatches trigger a re-read: a missing or malformed header, or a stale timestamp,
-//! is not something a new secret explains.
+//! A failed verification alone would never retire a secret: someone signing with a leaked
+//! secret the operator removed never fails, so nothing would re-read. So the receiver also calls
+//! [`LiveSources::refresh_if_stale`] before it looks a delivery's source up: once the last
+//! re-read (or the cold start) is [`DEFAULT_SOURCES_MAX_AGE`](crate::config::DEFAULT_SOURCES_MAX_AGE)
+//! (300 s, `HOOKLEDGER_SOURCES_MAX_AGE_SECS`) old, that delivery re-reads the sources before it
+//! is verified, so a removed secret verifies at most the max age after its removal (while the
+//! sources can be read; a failed read keeps the sources in force, is logged, and the next
+//! delivery past another max age tries again). The check is a clock read and an atomic load;
+//! the one delivery that finds the sources stale pays for the read, and deliveries that arrive
+//! while any re-read is in flight do not wait for it: they use the sources in force.
+//!
+//! Each re-read is logged (`sources re-read`, with its outcome and `why`: `max_age`,
+//! `no_signature_matched`, or `requested` by a job) and counted as the EMF metric
+//! `secrets_refreshed` (dimension `source`: the source whose delivery triggered it). Of the
+//! failed verifications only signature mismatches trigger a re-read: a missing or malformed
+//! header, or a stale timestamp, is not something a new secret explains.
 //!
 //! `HOOKLEDGER_SOURCES` (the function's environment) cannot change without a redeploy and is
 //! never re-read.
@@ -148,9 +160,12 @@ impl RefreshFrom {
 pub enum Refreshed {
     /// These sources are not refreshable (`HOOKLEDGER_SOURCES`, or built in code).
     Off,
-    /// The last re-read (possibly one this call waited for) was less than the interval ago:
-    /// nothing was read.
+    /// The last re-read (possibly one this call waited for) was less than the interval ago
+    /// (for [`LiveSources::refresh_if_stale`]: less than the max age ago): nothing was read.
     TooSoon,
+    /// Another re-read was in flight ([`LiveSources::refresh_if_stale`] does not wait for it):
+    /// nothing was read, the sources in force are used.
+    InFlight,
     /// Re-read; the same text as the sources in force, which stay.
     Unchanged,
     /// Re-read and installed: deliveries from now on see the new sources.
@@ -169,11 +184,33 @@ struct Gate {
     installed: Option<[u8; 32]>,
 }
 
+/// Why a re-read runs: the `why` of its log line.
+#[derive(Debug, Clone, Copy)]
+enum Why {
+    Requested,
+    NoSignatureMatched,
+    MaxAge,
+}
+
+impl Why {
+    fn as_str(self) -> &'static str {
+        match self {
+            Self::Requested => "requested",
+            Self::NoSignatureMatched => "no_signature_matched",
+            Self::MaxAge => "max_age",
+        }
+    }
+}
+
 /// Re-reads the sources JSON, rate-limited and one at a time; held by a [`LiveSources`].
 pub struct Refresher {
     from: RefreshFrom,
     min_interval: Duration,
+    max_age: Duration,
     clock: Arc<dyn Clock>,
+    /// Clock time (milliseconds) of the last re-read started, or of the refresher's making
+    /// before the first: what [`LiveSources::refresh_if_stale`] reads without the gate.
+    last_read_millis: AtomicU64,
     /// Held for the whole of a re-read: single flight, and callers that queue behind it see
     /// its `last_read` and do not read again.
     gate: tokio::sync::Mutex<Gate>,
@@ -185,27 +222,44 @@ impl fmt::Debug for Refresher {
         f.debug_struct("Refresher")
             .field("from", &self.from)
             .field("min_interval", &self.min_interval)
+            .field("max_age", &self.max_age)
             .field("reads", &self.reads())
             .finish_non_exhaustive()
     }
 }
 
 impl Refresher {
-    /// A refresher reading `from` at most once per `min_interval`, on the real clock.
+    /// A refresher reading `from` after failed verifications at most once per `min_interval`,
+    /// and once the sources are [`DEFAULT_SOURCES_MAX_AGE`](crate::config::DEFAULT_SOURCES_MAX_AGE)
+    /// old (see [`Self::with_max_age`]), on the real clock. The sources it starts with count
+    /// as read now.
     pub fn new(from: RefreshFrom, min_interval: Duration) -> Self {
+        let clock: Arc<dyn Clock> = Arc::new(MonotonicClock::default());
         Self {
             from,
             min_interval,
-            clock: Arc::new(MonotonicClock::default()),
+            max_age: crate::config::DEFAULT_SOURCES_MAX_AGE,
+            last_read_millis: AtomicU64::new(millis(clock.now())),
+            clock,
             gate: tokio::sync::Mutex::new(Gate::default()),
             reads: AtomicU64::new(0),
         }
     }
 
-    /// The same refresher on `clock` (tests: a [`ManualClock`]).
+    /// The same refresher on `clock` (tests: a [`ManualClock`]); the sources it starts with
+    /// count as read at `clock`'s now.
     #[must_use]
     pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.last_read_millis = AtomicU64::new(millis(clock.now()));
         self.clock = clock;
+        self
+    }
+
+    /// The same refresher with sources re-read by [`LiveSources::refresh_if_stale`] once they
+    /// are `max_age` old.
+    #[must_use]
+    pub fn with_max_age(mut self, max_age: Duration) -> Self {
+        self.max_age = max_age;
         self
     }
 
@@ -224,7 +278,7 @@ impl Refresher {
                 arn: arn.clone(),
             },
         };
-        Some(Self::new(from, reload.min_interval))
+        Some(Self::new(from, reload.min_interval).with_max_age(reload.max_age))
     }
 
     /// How many re-reads this refresher has started (failed and timed-out ones included):
@@ -233,10 +287,28 @@ impl Refresher {
         self.reads.load(Ordering::SeqCst)
     }
 
-    /// The least time between two re-reads.
+    /// The least time between two re-reads after failed verifications.
     pub fn min_interval(&self) -> Duration {
         self.min_interval
     }
+
+    /// The age at which a delivery re-reads the sources before it is verified.
+    pub fn max_age(&self) -> Duration {
+        self.max_age
+    }
+
+    /// How long ago the last re-read started (or the refresher was made), from the atomic
+    /// mirror: no lock.
+    fn age(&self) -> Duration {
+        self.clock.now().saturating_sub(Duration::from_millis(
+            self.last_read_millis.load(Ordering::SeqCst),
+        ))
+    }
+}
+
+/// `at` in whole milliseconds (saturating).
+fn millis(at: Duration) -> u64 {
+    u64::try_from(at.as_millis()).unwrap_or(u64::MAX)
 }
 
 /// The receiver's sources: a snapshot read once per delivery without locking, replaced whole
@@ -314,6 +386,10 @@ impl LiveSources {
     /// waits for the one in flight; `trigger` (a source name) is logged and is the metric's
     /// dimension. Never fails: a failed or invalid read is logged and the current sources stay.
     pub async fn refresh(&self, trigger: &str) -> Refreshed {
+        self.refresh_because(trigger, Why::Requested).await
+    }
+
+    async fn refresh_because(&self, trigger: &str, why: Why) -> Refreshed {
         let Some(refresher) = &self.refresher else {
             return Refreshed::Off;
         };
@@ -325,16 +401,59 @@ impl LiveSources {
         {
             return Refreshed::TooSoon;
         }
+        self.read(refresher, &mut gate, now, trigger, why).await
+    }
+
+    /// What a delivery calls before it looks its source up: when the sources in force were read
+    /// (at cold start or by the last re-read) at least the max age ago, re-reads them now,
+    /// unless a re-read is already in flight, which this call does not wait for
+    /// ([`Refreshed::InFlight`]: the sources in force are used). Otherwise
+    /// [`Refreshed::TooSoon`] at the cost of a clock read and an atomic load. Never fails, as
+    /// [`Self::refresh`].
+    pub async fn refresh_if_stale(&self, trigger: &str) -> Refreshed {
+        let Some(refresher) = &self.refresher else {
+            return Refreshed::Off;
+        };
+        if refresher.age() < refresher.max_age {
+            return Refreshed::TooSoon;
+        }
+        let Ok(mut gate) = refresher.gate.try_lock() else {
+            return Refreshed::InFlight;
+        };
+        // A re-read that finished between the load and the lock has made the sources fresh.
+        if refresher.age() < refresher.max_age {
+            return Refreshed::TooSoon;
+        }
+        let now = refresher.clock.now();
+        self.read(refresher, &mut gate, now, trigger, Why::MaxAge)
+            .await
+    }
+
+    /// Re-reads now, holding the gate: records the read, reads (bounded by
+    /// [`REFRESH_TIMEOUT`]), installs what parses and differs from the sources in force.
+    async fn read(
+        &self,
+        refresher: &Refresher,
+        gate: &mut Gate,
+        now: Duration,
+        trigger: &str,
+        why: Why,
+    ) -> Refreshed {
         gate.last_read = Some(now);
+        refresher
+            .last_read_millis
+            .store(millis(now), Ordering::SeqCst);
         refresher.reads.fetch_add(1, Ordering::SeqCst);
         crate::telemetry::count(crate::telemetry::MetricName::SecretsRefreshed, trigger, 1);
         let from = refresher.from.kind();
+        let why = why.as_str();
         let text = match tokio::time::timeout(REFRESH_TIMEOUT, refresher.from.read()).await {
             Ok(Ok(text)) => text,
             Ok(Err(error)) => {
                 tracing::error!(
                     source = trigger,
                     from,
+                    why,
                     outcome = "failed",
                     // A read's causes (the file's I/O error, Secrets Manager's refusal) quote no
                     // value, unlike a parse's (below: its own words only).
@@ -347,6 +466,7 @@ impl LiveSources {
                 tracing::error!(
                     source = trigger,
                     from,
+                    why,
                     outcome = "failed",
                     error = format!("timed out after {} ms", REFRESH_TIMEOUT.as_millis()),
                     "sources re-read; keeping the sources in force"
@@ -359,6 +479,7 @@ impl LiveSources {
             tracing::info!(
                 source = trigger,
                 from,
+                why,
                 outcome = "unchanged",
                 "sources re-read"
             );
@@ -372,6 +493,7 @@ impl LiveSources {
                 tracing::info!(
                     source = trigger,
                     from,
+                    why,
                     outcome = "changed",
                     sources = count,
                     "sources re-read"
@@ -382,6 +504,7 @@ impl LiveSources {
                 tracing::error!(
                     source = trigger,
                     from,
+                    why,
                     outcome = "invalid",
                     error = error.to_string(),
                     "sources re-read; keeping the sources in force"
@@ -408,7 +531,7 @@ impl LiveSources {
         if self.refresher.is_none() || !matches!(error, VerifyError::NoSignatureMatched) {
             return None;
         }
-        self.refresh(source).await;
+        self.refresh_because(source, Why::NoSignatureMatched).await;
         let fresh = self.get(source)?;
         if Arc::ptr_eq(&fresh, stale) {
             return None;
@@ -584,9 +707,71 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn sources_past_the_max_age_are_re_read_before_a_delivery_without_any_failure() {
+        let f = Fixture::new("max-age");
+        let max_age = f.live.refresher().unwrap().max_age();
+        assert_eq!(max_age, crate::config::DEFAULT_SOURCES_MAX_AGE);
+        // The old secret removed (only a new one left).
+        f.write(r#"[{"name": "gh", "scheme": "github", "secrets": ["new-secret"]}]"#);
+        f.clock.advance(max_age - Duration::from_millis(1));
+        assert_eq!(f.live.refresh_if_stale("gh").await, Refreshed::TooSoon);
+        assert_eq!(f.reads(), 0);
+        let body = br#"{"zen":"leaked"}"#;
+        let headers = github_delivery("old-secret", body);
+        assert!(f
+            .live
+            .get("gh")
+            .unwrap()
+            .verifier
+            .verify(&headers, body, 0)
+            .is_ok());
+        f.clock.advance(Duration::from_millis(1));
+        assert_eq!(f.live.refresh_if_stale("gh").await, Refreshed::Changed);
+        assert_eq!(f.reads(), 1);
+        assert_eq!(
+            f.live.get("gh").unwrap().verifier.verify(&headers, body, 0),
+            Err(VerifyError::NoSignatureMatched)
+        );
+        // Fresh again for another max age; a failed verification right after it is within the
+        // interval and reads nothing more.
+        assert_eq!(f.live.refresh_if_stale("gh").await, Refreshed::TooSoon);
+        assert_eq!(f.live.refresh("gh").await, Refreshed::TooSoon);
+        f.clock.advance(max_age);
+        assert_eq!(f.live.refresh_if_stale("gh").await, Refreshed::Unchanged);
+        assert_eq!(f.reads(), 2);
+    }
+
+    #[tokio::test]
+    async fn a_stale_check_does_not_wait_for_a_re_read_in_flight() {
+        let f = Fixture::new("in-flight");
+        f.clock.advance(crate::config::DEFAULT_SOURCES_MAX_AGE);
+        let refresher = f.live.refresher().unwrap();
+        // A re-read in flight holds the gate.
+        let held = refresher.gate.lock().await;
+        assert_eq!(f.live.refresh_if_stale("gh").await, Refreshed::InFlight);
+        drop(held);
+        assert_eq!(f.live.refresh_if_stale("gh").await, Refreshed::Changed);
+        assert_eq!(f.reads(), 1);
+        // A shorter max age, as HOOKLEDGER_SOURCES_MAX_AGE_SECS sets it.
+        let dir = f.dir.join("sources.json");
+        let clock = Arc::new(ManualClock::default());
+        let live = LiveSources::refreshing(
+            Sources::from_json(OLD).unwrap(),
+            Refresher::new(RefreshFrom::File(dir), DEFAULT_MIN_REFRESH_INTERVAL)
+                .with_clock(clock.clone())
+                .with_max_age(Duration::from_secs(2)),
+        );
+        clock.advance(Duration::from_secs(1));
+        assert_eq!(live.refresh_if_stale("gh").await, Refreshed::TooSoon);
+        clock.advance(Duration::from_secs(1));
+        assert_eq!(live.refresh_if_stale("gh").await, Refreshed::Changed);
+    }
+
+    #[tokio::test]
     async fn fixed_sources_never_refresh() {
         let live = LiveSources::fixed(Sources::from_json(OLD).unwrap());
         assert_eq!(live.refresh("gh").await, Refreshed::Off);
+        assert_eq!(live.refresh_if_stale("gh").await, Refreshed::Off);
         assert!(live.refresher().is_none());
     }
 }

@@ -2,9 +2,12 @@
 //! API's request (payload 2.0) to the router with the authorizer's [`Principal`], the router's
 //! response back.
 //!
-//! The principal comes from `requestContext.authorizer.jwt.claims.sub` only, which API Gateway
-//! fills after it validated the JWT (signature against the issuer's keys, `iss`, `aud`, `exp`);
-//! nothing a client sends (headers, cookies, the query) can set it. A request without it (a
+//! The principal comes from `requestContext.authorizer.jwt.claims` only (its `sub`, and what the
+//! allow rule reads: `email` and `email_verified`, `cognito:groups` or `groups`, `scope` or
+//! `scp`), which API Gateway fills after it validated the JWT (signature against the issuer's
+//! keys, `iss`, `aud`, `exp`); nothing a client sends (headers, cookies, the query) can set it.
+//! The console admits only principals its allow rule (`ConsoleSettings::allow`) admits, 403
+//! for any other. A request without it (a
 //! route left without the authorizer, a REST API or Function URL event) reaches the router with
 //! no principal, and the console's [`Auth::Authorizer`] answers 401 on every route.
 
@@ -22,8 +25,8 @@ use shared::handler::Registry;
 use shared::Settings;
 
 /// The console's router as the function serves it: [`Auth::Authorizer`] with the CSRF key
-/// `csrf_secret` (the text of `HOOKLEDGER_CONSOLE_CSRF_SECRET_ARN`), read-only unless
-/// `console.redrive`. The doorbell is off: the function may invoke nothing, and what a re-drive
+/// `csrf_secret` (the text of `HOOKLEDGER_CONSOLE_CSRF_SECRET_ARN`) and the allow rule
+/// `console.allow`, read-only unless `console.redrive`. The doorbell is off: the function may invoke nothing, and what a re-drive
 /// puts back for a deferred source is drained by the worker's one-minute schedule.
 ///
 /// # Errors
@@ -36,14 +39,14 @@ pub fn router(
     csrf_secret: &SecretString,
 ) -> Result<Router, CsrfKeyError> {
     let config = ConsoleConfig {
-        auth: Auth::Authorizer(CsrfKey::new(csrf_secret)?),
+        auth: Auth::Authorizer(CsrfKey::new(csrf_secret)?, console.allow.clone()),
         read_only: !console.redrive,
     };
     Ok(Console::new(settings, pool, handlers, Doorbell::off(), config).router())
 }
 
-/// The principal of an HTTP API request that passed a JWT authorizer: the validated claims'
-/// non-empty `sub`; `None` for anything else.
+/// The principal of an HTTP API request that passed a JWT authorizer: the validated claims
+/// with a non-empty `sub`; `None` for anything else.
 pub fn principal(request: &Request) -> Option<Principal> {
     match request.request_context_ref()? {
         RequestContext::ApiGatewayV2(context) => {

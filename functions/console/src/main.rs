@@ -8,7 +8,10 @@
 //! - Environment: as every function (`DATABASE_URL` or `HOOKLEDGER_DB_SECRET_ARN`, the
 //!   sources, the database settings of `shared::config`); `HOOKLEDGER_CONSOLE_CSRF_SECRET_ARN`
 //!   (the secret that keys the forms' CSRF tokens, shared by every execution environment);
-//!   `HOOKLEDGER_CONSOLE_REDRIVE` (`true` allows re-drive; default read-only); `RUST_LOG`.
+//!   `HOOKLEDGER_CONSOLE_REDRIVE` (`true` allows re-drive; default read-only); the allow rule,
+//!   at least one of `HOOKLEDGER_CONSOLE_REQUIRED_SCOPES`, `HOOKLEDGER_CONSOLE_ALLOWED_SUBJECTS`,
+//!   `HOOKLEDGER_CONSOLE_ALLOWED_EMAIL_DOMAINS`, `HOOKLEDGER_CONSOLE_ALLOWED_GROUPS` (without
+//!   one it refuses to start: `shared::config::ConsoleAllow`); `RUST_LOG`.
 //! - Side effects: none when read-only; a confirmed re-drive moves dead events or outbox
 //!   messages back (`shared::redrive`, as `hookledger redrive`). One `console request` log line
 //!   per request (method, route template, status, duration).
@@ -25,10 +28,11 @@ async fn main() -> Result<(), Error> {
     shared::telemetry::init();
     // Messages, not the errors (their Debug): they name the problem (and never a value), with
     // what caused it where that quotes no value.
+    // First: a console told nothing of who may use it stops here, before any secret is read.
+    let console = ConsoleSettings::from_env().map_err(|e| shared::startup::config_failure(&e))?;
     let settings = Settings::from_env()
         .await
         .map_err(|e| shared::startup::config_failure(&e))?;
-    let console = ConsoleSettings::from_env().map_err(|e| shared::startup::config_failure(&e))?;
     let csrf_secret = Secrets::from_env()
         .await
         .secret_string(&console.csrf_secret_arn)

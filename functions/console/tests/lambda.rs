@@ -46,6 +46,7 @@ fn redrive_form(csrf_sub: &str) -> String {
     let key = CsrfKey::new(&SecretString::from(KEY.to_owned())).unwrap();
     let principal = Principal {
         sub: csrf_sub.to_owned(),
+        ..Principal::default()
     };
     format!(
         "what=dead&source=stripe&event_id=evt_console_dead&confirmed=1&csrf={}",
@@ -54,8 +55,23 @@ fn redrive_form(csrf_sub: &str) -> String {
 }
 
 /// The console as the function builds it over `db`, logged in as a fresh member of `group`
-/// (`hookledger_auditor`, `hookledger_replay`), with `HOOKLEDGER_CONSOLE_REDRIVE=redrive`.
+/// (`hookledger_auditor`, `hookledger_replay`), with `HOOKLEDGER_CONSOLE_REDRIVE=redrive`,
+/// open to the subjects the tests sign in as (`operator-1`, `alice`, `bob`).
 async fn console(db: &TestDb, group: &str, redrive: bool) -> &'static Router {
+    let allow = [(
+        "HOOKLEDGER_CONSOLE_ALLOWED_SUBJECTS",
+        " operator-1, alice ,bob",
+    )];
+    console_allowing(db, group, redrive, &allow).await
+}
+
+/// [`console`] with the allow rule's variables `allow` (name, value) instead.
+async fn console_allowing(
+    db: &TestDb,
+    group: &str,
+    redrive: bool,
+    allow: &[(&str, &str)],
+) -> &'static Router {
     // The function's logs go where make test's secret scan reads them.
     hookledger_tests::test_log::install();
     let login = format!(
@@ -87,7 +103,10 @@ async fn console(db: &TestDb, group: &str, redrive: bool) -> &'static Router {
             Some("arn:aws:secretsmanager:x:1:secret:csrf".into())
         }
         "HOOKLEDGER_CONSOLE_REDRIVE" => redrive.then(|| "true".to_owned()),
-        _ => None,
+        name => allow
+            .iter()
+            .find(|(var, _)| *var == name)
+            .map(|(_, value)| (*value).to_owned()),
     })
     .unwrap();
     assert_eq!(console.redrive, redrive);
@@ -301,4 +320,148 @@ async fn a_redrive_post_needs_the_csrf_token_of_the_same_sub_from_any_execution_
     // The replay login renders the overview too (it reads the last audit run).
     let (status, _, body) = send(second, event(OVERVIEW, "GET", "/", Some("alice"), None)).await;
     assert_eq!(status, 200, "{body}");
+}
+
+/// [`OVERVIEW`] for `GET /dead` with the authorizer's claims replaced by `claims` (strings, as
+/// API Gateway passes them: a list claim as `[a b]`).
+fn signed_in_as(claims: &[(&str, &str)]) -> Value {
+    let mut json = event(OVERVIEW, "GET", "/dead", Some("x"), None);
+    let map = json["requestContext"]["authorizer"]["jwt"]["claims"]
+        .as_object_mut()
+        .unwrap();
+    map.retain(|name, _| ["aud", "exp", "iat", "iss"].contains(&name.as_str()));
+    for (name, value) in claims {
+        map.insert((*name).to_owned(), (*value).into());
+    }
+    json
+}
+
+/// Any valid token of the issuer and audience is not enough: the allow rule the deployment
+/// names (here verified e-mail domains and a group, both required; then a scope) decides, and
+/// a token it does not admit gets 403 on every route, without a row of the ledger (issue 24,
+/// item 3).
+#[tokio::test]
+async fn a_token_the_allow_rule_does_not_admit_is_403_and_one_it_admits_gets_in() {
+    let db = seeded_db().await;
+    let open_to = console_allowing(
+        &db,
+        "hookledger_replay",
+        true,
+        &[
+            ("HOOKLEDGER_CONSOLE_ALLOWED_EMAIL_DOMAINS", "example.com"),
+            ("HOOKLEDGER_CONSOLE_ALLOWED_GROUPS", "hookledger-operators"),
+        ],
+    )
+    .await;
+    let refused: [&[(&str, &str)]; 5] = [
+        // A stranger who signed up with the identity provider.
+        &[
+            ("sub", "mallory"),
+            ("email", "mallory@gmail.com"),
+            ("email_verified", "true"),
+            ("cognito:groups", "[hookledger-operators]"),
+        ],
+        // The right domain, not verified.
+        &[
+            ("sub", "eve"),
+            ("email", "eve@example.com"),
+            ("email_verified", "false"),
+            ("cognito:groups", "[hookledger-operators]"),
+        ],
+        // The domain as a suffix of another.
+        &[
+            ("sub", "eve"),
+            ("email", "eve@evil-example.com"),
+            ("email_verified", "true"),
+            ("groups", "[hookledger-operators]"),
+        ],
+        // The right domain, not in the group.
+        &[
+            ("sub", "trent"),
+            ("email", "trent@example.com"),
+            ("email_verified", "true"),
+            ("cognito:groups", "[readers]"),
+        ],
+        // No claims but a sub.
+        &[("sub", "trent")],
+    ];
+    for claims in refused {
+        let (status, headers, body) = send(open_to, signed_in_as(claims)).await;
+        assert_eq!(status, 403, "{claims:?}: {body}");
+        assert!(!body.contains("evt_console_dead"), "{claims:?}: {body}");
+        assert_eq!(headers["cache-control"], "no-store", "{headers}");
+    }
+    // Nor may a refused user re-drive, whatever token they carry.
+    let mut post = signed_in_as(refused[0]);
+    post["requestContext"]["http"]["method"] = "POST".into();
+    post["rawPath"] = "/redrive".into();
+    post["requestContext"]["http"]["path"] = "/redrive".into();
+    post["body"] = redrive_form("mallory").into();
+    assert_eq!(send(open_to, post).await.0, 403);
+    assert_eq!(status_of(&db, "evt_console_dead").await, "dead");
+
+    let admitted = [
+        ("sub", "trent"),
+        ("email", "Trent@EXAMPLE.com"),
+        ("email_verified", "true"),
+        ("cognito:groups", "[admins hookledger-operators]"),
+    ];
+    let (status, _, body) = send(open_to, signed_in_as(&admitted)).await;
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("evt_console_dead"), "{body}");
+
+    // A required scope (the route's AuthorizationScopes, checked again by the function).
+    let open_to = console_allowing(
+        &db,
+        "hookledger_auditor",
+        false,
+        &[("HOOKLEDGER_CONSOLE_REQUIRED_SCOPES", "hookledger/console")],
+    )
+    .await;
+    let without = [("sub", "u-1"), ("scope", "openid email")];
+    assert_eq!(send(open_to, signed_in_as(&without)).await.0, 403);
+    for scope in [
+        ("scope", "openid hookledger/console"),
+        ("scp", "[hookledger/console]"),
+    ] {
+        let (status, _, body) = send(open_to, signed_in_as(&[("sub", "u-1"), scope])).await;
+        assert_eq!(status, 200, "{scope:?}: {body}");
+    }
+    // The subjects the default test console names, and no other.
+    let by_subject = console(&db, "hookledger_auditor", false).await;
+    assert_eq!(
+        send(by_subject, signed_in_as(&[("sub", "bob")])).await.0,
+        200
+    );
+    assert_eq!(
+        send(by_subject, signed_in_as(&[("sub", "operator-10")]))
+            .await
+            .0,
+        403
+    );
+}
+
+/// Deploying the console without saying who may use it is a start-up error naming the settings,
+/// not a console open to every token of the issuer.
+#[test]
+fn a_console_without_an_allow_rule_refuses_to_start() {
+    let csrf = |name: &str| {
+        (name == "HOOKLEDGER_CONSOLE_CSRF_SECRET_ARN")
+            .then(|| "arn:aws:secretsmanager:x:1:secret:csrf".to_owned())
+    };
+    let error = ConsoleSettings::from_lookup(csrf).unwrap_err().to_string();
+    for name in [
+        "HOOKLEDGER_CONSOLE_REQUIRED_SCOPES",
+        "HOOKLEDGER_CONSOLE_ALLOWED_SUBJECTS",
+        "HOOKLEDGER_CONSOLE_ALLOWED_EMAIL_DOMAINS",
+        "HOOKLEDGER_CONSOLE_ALLOWED_GROUPS",
+    ] {
+        assert!(error.contains(name), "{error}");
+    }
+    // Blank entries are no rule either.
+    let blank = ConsoleSettings::from_lookup(|name| match name {
+        "HOOKLEDGER_CONSOLE_ALLOWED_SUBJECTS" => Some(" , ,".to_owned()),
+        other => csrf(other),
+    });
+    assert!(blank.is_err(), "{blank:?}");
 }

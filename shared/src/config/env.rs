@@ -8,7 +8,7 @@ use secrecy::ExposeSecret;
 
 use super::audit::AuditSettings;
 use super::compatibility::{check_compatible, check_dispatch_fits_lease};
-use super::console::ConsoleSettings;
+use super::console::{ConsoleAllow, ConsoleSettings};
 use super::database::{DatabaseSettings, POSTGRES_MAX_TIMEOUT_MS};
 use super::error::ConfigError;
 use super::settings::{Settings, SourcesOrigin, SourcesReload};
@@ -219,6 +219,11 @@ impl Settings {
             sources_reload.min_interval.as_secs(),
             DAY_SECS,
         )?);
+        sources_reload.max_age = std::time::Duration::from_secs(bounded(
+            "HOOKLEDGER_SOURCES_MAX_AGE_SECS",
+            sources_reload.max_age.as_secs(),
+            super::settings::MAX_SOURCES_MAX_AGE.as_secs(),
+        )?);
         let mut sweep = SweepSettings::default();
         sweep.batch_size = bounded(
             "HOOKLEDGER_SWEEP_BATCH_SIZE",
@@ -260,11 +265,13 @@ impl Settings {
 }
 
 impl ConsoleSettings {
-    /// Reads the two variables from the process environment, once at cold start.
+    /// Reads its variables from the process environment, once at cold start.
     ///
     /// # Errors
     /// [`ConfigError::Missing`] without `HOOKLEDGER_CONSOLE_CSRF_SECRET_ARN`;
-    /// [`ConfigError::Number`] for a `HOOKLEDGER_CONSOLE_REDRIVE` that is not a boolean.
+    /// [`ConfigError::ConsoleOpenToAnyone`] when none of the allow rule's lists
+    /// ([`ConsoleAllow`]) is given; [`ConfigError::Number`] for a `HOOKLEDGER_CONSOLE_REDRIVE`
+    /// that is not a boolean.
     pub fn from_env() -> Result<Self, ConfigError> {
         Self::from_lookup(|name| std::env::var(name).ok())
     }
@@ -277,9 +284,31 @@ impl ConsoleSettings {
         let csrf_secret_arn = lookup("HOOKLEDGER_CONSOLE_CSRF_SECRET_ARN")
             .filter(|v| !v.trim().is_empty())
             .ok_or(ConfigError::Missing("HOOKLEDGER_CONSOLE_CSRF_SECRET_ARN"))?;
+        let list = |var: &str| -> Vec<String> {
+            lookup(var)
+                .unwrap_or_default()
+                .split(',')
+                .map(str::trim)
+                .filter(|entry| !entry.is_empty())
+                .map(str::to_owned)
+                .collect()
+        };
+        let allow = ConsoleAllow {
+            scopes: list("HOOKLEDGER_CONSOLE_REQUIRED_SCOPES"),
+            subjects: list("HOOKLEDGER_CONSOLE_ALLOWED_SUBJECTS"),
+            email_domains: list("HOOKLEDGER_CONSOLE_ALLOWED_EMAIL_DOMAINS")
+                .into_iter()
+                .map(|domain| domain.trim_start_matches('@').to_ascii_lowercase())
+                .collect(),
+            groups: list("HOOKLEDGER_CONSOLE_ALLOWED_GROUPS"),
+        };
+        if allow.is_empty() {
+            return Err(ConfigError::ConsoleOpenToAnyone);
+        }
         Ok(Self {
             csrf_secret_arn,
             redrive: flag(&lookup, "HOOKLEDGER_CONSOLE_REDRIVE", false)?,
+            allow,
         })
     }
 }
@@ -467,6 +496,7 @@ mod tests {
             ("DATABASE_URL", "postgres://x"),
             ("HOOKLEDGER_SOURCES_FILE", path.to_str().unwrap()),
             ("HOOKLEDGER_SOURCES_REFRESH_SECS", "5"),
+            ("HOOKLEDGER_SOURCES_MAX_AGE_SECS", "120"),
         ]));
         let _ = std::fs::remove_file(&path);
         let file = file.unwrap();
@@ -475,12 +505,28 @@ mod tests {
             file.sources_reload.min_interval,
             std::time::Duration::from_secs(5)
         );
+        assert_eq!(
+            file.sources_reload.max_age,
+            std::time::Duration::from_secs(120)
+        );
+        assert_eq!(
+            inline.sources_reload.max_age,
+            std::time::Duration::from_secs(300)
+        );
 
         for bad in ["0", "86401", "soon"] {
             let error = Settings::from_lookup(env(&[
                 ("DATABASE_URL", "postgres://x"),
                 ("HOOKLEDGER_SOURCES", GOOD),
                 ("HOOKLEDGER_SOURCES_REFRESH_SECS", bad),
+            ]));
+            assert!(matches!(error, Err(ConfigError::Number { .. })), "{bad}");
+        }
+        for bad in ["0", "3601", "soon"] {
+            let error = Settings::from_lookup(env(&[
+                ("DATABASE_URL", "postgres://x"),
+                ("HOOKLEDGER_SOURCES", GOOD),
+                ("HOOKLEDGER_SOURCES_MAX_AGE_SECS", bad),
             ]));
             assert!(matches!(error, Err(ConfigError::Number { .. })), "{bad}");
         }

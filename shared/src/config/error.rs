@@ -13,6 +13,16 @@ pub enum ConfigError {
     /// A required variable is not set.
     #[error("{0} must be set")]
     Missing(&'static str),
+    /// The console function was given no allow rule: it would admit every token of its issuer
+    /// and audience.
+    #[error(
+        "the console must be told who may use it: set at least one of \
+         HOOKLEDGER_CONSOLE_REQUIRED_SCOPES, HOOKLEDGER_CONSOLE_ALLOWED_SUBJECTS, \
+         HOOKLEDGER_CONSOLE_ALLOWED_EMAIL_DOMAINS and HOOKLEDGER_CONSOLE_ALLOWED_GROUPS \
+         (the template's ConsoleRequiredScopes, ConsoleAllowedSubjects, \
+         ConsoleAllowedEmailDomains, ConsoleAllowedGroups)"
+    )]
+    ConsoleOpenToAnyone,
     /// More than one of `HOOKLEDGER_SOURCES`, `HOOKLEDGER_SOURCES_FILE` and
     /// `HOOKLEDGER_SOURCES_SECRET_ARN` is set.
     #[error("set only one of HOOKLEDGER_SOURCES, HOOKLEDGER_SOURCES_FILE and HOOKLEDGER_SOURCES_SECRET_ARN")]

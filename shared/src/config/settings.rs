@@ -27,7 +27,16 @@ pub enum SourcesOrigin {
 /// `HOOKLEDGER_SOURCES_REFRESH_SECS` says otherwise: 60 s.
 pub const DEFAULT_MIN_REFRESH_INTERVAL: std::time::Duration = std::time::Duration::from_secs(60);
 
-/// How the receiver re-reads its sources after a signature matched none of the secrets.
+/// Oldest the sources in force may get in one execution environment before a delivery re-reads
+/// them, unless `HOOKLEDGER_SOURCES_MAX_AGE_SECS` says otherwise: 300 s (5 minutes). Bounds how
+/// long a secret removed from the sources keeps verifying on a warm receiver.
+pub const DEFAULT_SOURCES_MAX_AGE: std::time::Duration = std::time::Duration::from_secs(300);
+
+/// Longest `HOOKLEDGER_SOURCES_MAX_AGE_SECS` may be: 3600 s (an hour).
+pub const MAX_SOURCES_MAX_AGE: std::time::Duration = std::time::Duration::from_secs(3600);
+
+/// How the receiver re-reads its sources: after a signature matched none of the secrets, and
+/// once they are older than a maximum age.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SourcesReload {
     /// Where the sources came from.
@@ -36,6 +45,10 @@ pub struct SourcesReload {
     /// (`HOOKLEDGER_SOURCES_REFRESH_SECS`, default
     /// [`DEFAULT_MIN_REFRESH_INTERVAL`], 60 s).
     pub min_interval: std::time::Duration,
+    /// Oldest the sources in force may get before a delivery re-reads them
+    /// (`HOOKLEDGER_SOURCES_MAX_AGE_SECS`, 1 to 3600, default [`DEFAULT_SOURCES_MAX_AGE`],
+    /// 300 s).
+    pub max_age: std::time::Duration,
 }
 
 impl Default for SourcesReload {
@@ -43,6 +56,7 @@ impl Default for SourcesReload {
         Self {
             origin: SourcesOrigin::Inline,
             min_interval: DEFAULT_MIN_REFRESH_INTERVAL,
+            max_age: DEFAULT_SOURCES_MAX_AGE,
         }
     }
 }

@@ -90,6 +90,10 @@ impl Receiver {
         body: &[u8],
         now: i64,
     ) -> Reply {
+        // Sources older than the max age are re-read first (by this delivery only; others
+        // meanwhile use the ones in force), so a secret removed from them stops verifying
+        // even if no signature ever fails.
+        self.sources.refresh_if_stale(source).await;
         let Some(mut config) = self.sources.get(source) else {
             return Reply::error(404, Outcome::UnknownSource, "unknown source");
         };

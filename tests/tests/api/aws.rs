@@ -9,8 +9,8 @@
 
 use hookledger_tests::{local_sources_json, url_with_database};
 use secrecy::ExposeSecret;
-use shared::config::DEFAULT_MIN_REFRESH_INTERVAL;
 use shared::config::{DatabaseSettings, Settings, SourcesOrigin};
+use shared::config::{DEFAULT_MIN_REFRESH_INTERVAL, DEFAULT_SOURCES_MAX_AGE};
 use shared::sources_refresh::{LiveSources, ManualClock, Refresher};
 use shared::Outcome;
 
@@ -664,6 +664,51 @@ async fn a_warm_receiver_accepts_a_secret_rotated_in_secrets_manager_without_a_r
     assert_eq!(rotation.deliver(&retired).await.status, 401);
     let current = rotation.receiver.sources.current();
     assert_eq!(current.get("stripe").unwrap().verifier.key_count(), 1);
+}
+
+/// A leaked secret that was removed from the sources secret: someone keeps signing with it and
+/// never sends a bad signature, so no failed verification ever triggers a re-read. The warm
+/// receiver still re-reads once its sources are older than the max age, and the removed secret
+/// stops verifying then (issue 24, item 4).
+#[tokio::test]
+async fn a_removed_secret_stops_verifying_after_the_max_age_without_a_failed_signature() {
+    let app = spawn_app().await;
+    let rotation = Rotation::new(&app, "max-age").await;
+    let (logs, _guard) = crate::helpers::capture_logs();
+    let leaked = |i: usize| stripe_signed_with(STRIPE_SECRET, &format!("evt_age_{i}"), "ord_age");
+    assert_eq!(rotation.deliver(&leaked(0)).await.status, 200);
+
+    // The operator removes the leaked secret.
+    rotation
+        .put(&sources_with_stripe_secrets(&[ROTATED_SECRET]))
+        .await;
+    // Younger than the max age: the sources in force still have it, and nothing is read.
+    rotation
+        .clock
+        .advance(DEFAULT_SOURCES_MAX_AGE - std::time::Duration::from_millis(1));
+    assert_eq!(rotation.deliver(&leaked(1)).await.status, 200);
+    assert_eq!(
+        rotation.refreshes(),
+        0,
+        "every signature matched: nothing read"
+    );
+
+    // At the max age the next delivery re-reads first, and the leaked secret is refused.
+    rotation.clock.advance(std::time::Duration::from_millis(1));
+    let reply = rotation.deliver(&leaked(2)).await;
+    assert_eq!(reply.status, 401, "{reply:?}");
+    assert_eq!(reply.outcome, Outcome::Unauthorized);
+    assert_eq!(rotation.refreshes(), 1, "one re-read, for the age");
+    let rereads = logs.with("why", "max_age");
+    assert_eq!(rereads.len(), 1, "{rereads:?}");
+    assert_eq!(rereads[0]["outcome"], "changed");
+    let current = rotation.receiver.sources.current();
+    assert_eq!(current.get("stripe").unwrap().verifier.key_count(), 1);
+    // The new secret verifies, and reads nothing more.
+    let new = stripe_signed_with(ROTATED_SECRET, "evt_age_new", "ord_age_new");
+    assert_eq!(rotation.deliver(&new).await.status, 200);
+    assert_eq!(rotation.refreshes(), 1);
+    assert_eq!(app.order_rows().await, 2);
 }
 
 #[tokio::test]

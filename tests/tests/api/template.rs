@@ -733,6 +733,72 @@ fn the_console_api_routes_all_carry_the_jwt_authorizer() {
     assert!(resources["ConsoleFunction"]["Properties"]["Events"].is_null());
 }
 
+/// A valid token of the issuer and audience is not enough (issue 24, item 3): deploying the
+/// console needs an allow rule, which the template passes to the function (and the scopes to
+/// the route).
+#[test]
+fn the_console_cannot_be_deployed_without_an_allow_rule() {
+    let template = template();
+    let lists = [
+        (
+            "ConsoleRequiredScopes",
+            "HOOKLEDGER_CONSOLE_REQUIRED_SCOPES",
+        ),
+        (
+            "ConsoleAllowedSubjects",
+            "HOOKLEDGER_CONSOLE_ALLOWED_SUBJECTS",
+        ),
+        (
+            "ConsoleAllowedEmailDomains",
+            "HOOKLEDGER_CONSOLE_ALLOWED_EMAIL_DOMAINS",
+        ),
+        ("ConsoleAllowedGroups", "HOOKLEDGER_CONSOLE_ALLOWED_GROUPS"),
+    ];
+    let env = &template["Resources"]["ConsoleFunction"]["Properties"]["Environment"]["Variables"];
+    let mut some_given = Vec::new();
+    for (parameter, var) in lists {
+        let declared = &template["Parameters"][parameter];
+        assert_eq!(declared["Type"], "CommaDelimitedList", "{parameter}");
+        // Nothing is allowed by default: the rule below makes the deployer choose.
+        assert_eq!(declared["Default"], "", "{parameter}");
+        assert_eq!(
+            env[var],
+            serde_json::json!({"Fn::Join": [",", {"Ref": parameter}]}),
+            "{var}"
+        );
+        some_given.push(serde_json::json!(
+            {"Fn::Not": [{"Fn::Equals": [{"Fn::Join": ["", {"Ref": parameter}]}, ""]}]}
+        ));
+    }
+    let rule = &template["Rules"]["ConsoleNeedsAnAllowRule"];
+    assert_eq!(
+        rule["RuleCondition"],
+        serde_json::json!({"Fn::Not": [{"Fn::Equals": [{"Ref": "ConsoleJwtIssuer"}, ""]}]})
+    );
+    let assertions = rule["Assertions"].as_array().unwrap();
+    assert_eq!(assertions.len(), 1, "{rule}");
+    assert_eq!(
+        assertions[0]["Assert"],
+        serde_json::json!({"Fn::Or": some_given}),
+        "{rule}"
+    );
+    // The required scopes are API Gateway's to check as well, on the one route.
+    let route = &template["Resources"]["ConsoleApiRoute"]["Properties"];
+    assert_eq!(
+        route["AuthorizationScopes"],
+        serde_json::json!({"Fn::If": [
+            "ConsoleNeedsScopes",
+            {"Ref": "ConsoleRequiredScopes"},
+            {"Ref": "AWS::NoValue"}
+        ]})
+    );
+    let needs = template["Conditions"]["ConsoleNeedsScopes"].to_string();
+    assert!(
+        needs.contains("HasConsole") && needs.contains("ConsoleRequiredScopes"),
+        "{needs}"
+    );
+}
+
 #[test]
 fn the_console_and_everything_of_it_exist_only_when_the_issuer_is_set() {
     let template = template();
