@@ -103,6 +103,8 @@ async fn run(command: Command) -> anyhow::Result<()> {
     match command {
         Command::Migrate(args) => return migrate::run(args).await,
         Command::CheckConfig => return migrate::check_config().await,
+        // Refused before the configuration is read or the database reached.
+        Command::Console(ref args) => console::check_bind(args.bind, args.allow_remote_http)?,
         _ => {}
     }
     let settings = shared::Settings::from_env().await.map_err(config_error)?;

@@ -122,3 +122,64 @@ async fn hookledger_console_help_documents_its_pages_and_flags() {
         assert!(text.contains(expected), "{expected} missing: {text}");
     }
 }
+
+/// `hookledger console --bind ADDRESS EXTRA...` with the local sources and a database that is
+/// never reached (the refusal comes first), as a child to read the first line of.
+fn console_command(bind: &str, extra: &[&str]) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_hookledger"));
+    command
+        .args(["console", "--bind", bind])
+        .args(extra)
+        .env("DATABASE_URL", "postgres://nobody@127.0.0.1:1/none")
+        .env(
+            "HOOKLEDGER_SOURCES_FILE",
+            events_dir().join("sources.local.json"),
+        )
+        .env_remove("HOOKLEDGER_SOURCES")
+        .env_remove("HOOKLEDGER_SOURCES_SECRET_ARN")
+        .env_remove("HOOKLEDGER_DB_SECRET_ARN")
+        .env_remove("HOOKLEDGER_WORKER_FUNCTION")
+        .env_remove("HOOKLEDGER_CONSOLE_TOKEN")
+        .env_remove("RUST_LOG")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    command
+}
+
+/// The console is plain HTTP with the token as its only lock: an address other than loopback
+/// is refused with one line naming the flag, and served only with `--allow-remote-http`.
+#[tokio::test]
+async fn hookledger_console_refuses_a_non_loopback_bind_without_allow_remote_http() {
+    for bind in ["0.0.0.0:0", "[::]:0", "192.0.2.1:8470"] {
+        // Before the refusal existed the console served on it, and this waited forever.
+        let output =
+            tokio::time::timeout(Duration::from_secs(30), console_command(bind, &[]).output())
+                .await
+                .unwrap_or_else(|_| panic!("--bind {bind} was served, not refused"))
+                .unwrap();
+        test_log::record("hookledger", &output);
+        assert_eq!(output.status.code(), Some(1), "{output:?}");
+        assert!(output.stdout.is_empty(), "{output:?}");
+        let text = String::from_utf8_lossy(&output.stderr);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 1, "{text}");
+        assert!(lines[0].starts_with("hookledger: "), "{text}");
+        assert!(lines[0].contains("not a loopback address"), "{text}");
+        assert!(lines[0].contains("--allow-remote-http"), "{text}");
+    }
+    let mut child = console_command("0.0.0.0:0", &["--allow-remote-http"])
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let line = tokio::time::timeout(Duration::from_secs(30), lines.next_line())
+        .await
+        .expect("the URL line within 30 s")
+        .unwrap()
+        .expect("a line on stdout");
+    assert!(
+        line.starts_with("hookledger console: http://0.0.0.0:"),
+        "{line}"
+    );
+    child.kill().await.unwrap();
+}

@@ -2,10 +2,17 @@
 //! that change something.
 //!
 //! **[`Auth::Token`]** (`hookledger console`): the access token, random per start unless given.
-//! - `?token=TOKEN` on any route: checked, then an `HttpOnly; SameSite=Strict; Path=/` cookie
-//!   [`COOKIE`] and a 303 to the same URL without the token (so it leaves the address bar and
-//!   the history).
-//! - Afterwards the cookie, or `Authorization: Bearer TOKEN`.
+//! - `?token=TOKEN` on any route: checked, then an `HttpOnly; SameSite=Strict; Path=/` session
+//!   cookie and a 303 to the same URL without the token (so it leaves the address bar and the
+//!   history).
+//! - Afterwards the session cookie, or `Authorization: Bearer TOKEN`.
+//! - The session cookie is bound to the console's port: a browser sends the cookies of
+//!   127.0.0.1 to every port of it (RFC 6265 section 8.5: cookies do not provide isolation by
+//!   port), so it is named [`cookie_name`] (`hookledger_console_PORT`: two consoles do not
+//!   overwrite each other's) and holds [`session_value`], an HMAC of the port keyed by the
+//!   token, never the token itself: another local service receives a value that opens this
+//!   console only, for as long as it runs with this token, and cannot be used as a bearer
+//!   token or on another console.
 //! - Anything else: 401 with a short page saying how to get in.
 //! - The CSRF token ([`csrf_token`]): an HMAC-SHA256 of the label [`CSRF_LABEL`] keyed by the
 //!   access token, so a page of another origin cannot forge one.
@@ -40,8 +47,32 @@ use subtle::ConstantTimeEq;
 
 use crate::AppState;
 
-/// The cookie holding the access token after the first visit.
-pub const COOKIE: &str = "hookledger_console";
+/// The session cookie's name before the port ([`cookie_name`]).
+pub const COOKIE_PREFIX: &str = "hookledger_console_";
+
+/// What the session cookie's value signs, followed by the port (big-endian, two bytes), with
+/// the access token as the key.
+pub const SESSION_LABEL: &[u8] = b"hookledger console session v1\0";
+
+/// The port the console listens on, a request extension set by `Console::serve` (the session
+/// cookie is bound to it; `Console::router` alone uses port 0).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ListenPort(pub u16);
+
+/// The session cookie's name for a console listening on `port`: `hookledger_console_PORT`.
+pub fn cookie_name(port: u16) -> String {
+    format!("{COOKIE_PREFIX}{port}")
+}
+
+/// The session cookie's value for a console on `port` with `token`: hex HMAC-SHA256 of
+/// [`SESSION_LABEL`] and the port, keyed by the token (64 hex digits; not the token).
+pub fn session_value(token: &AccessToken, port: u16) -> String {
+    let mut mac = hmac::Hmac::<sha2::Sha256>::new_from_slice(token.expose().as_bytes())
+        .unwrap_or_else(|_| unreachable!("HMAC accepts keys of any length"));
+    mac.update(SESSION_LABEL);
+    mac.update(&port.to_be_bytes());
+    hex::encode(mac.finalize().into_bytes())
+}
 
 /// The query parameter of the first visit.
 pub const TOKEN_PARAM: &str = "token";
@@ -286,19 +317,26 @@ impl FromRequestParts<AppState> for Csrf {
     }
 }
 
-/// The token a request carries: the cookie, or `Authorization: Bearer`.
-fn carried(headers: &HeaderMap) -> Option<&str> {
-    let bearer = headers
+/// The access token of `Authorization: Bearer`, if the request carries one.
+fn bearer(headers: &HeaderMap) -> Option<&str> {
+    headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "));
-    let cookie = headers
+        .and_then(|v| v.strip_prefix("Bearer "))
+}
+
+/// Whether the request carries the session cookie of a console on `port` with `token` (any
+/// other cookie, of another port or with another value, is ignored).
+fn has_session(headers: &HeaderMap, token: &AccessToken, port: u16) -> bool {
+    let name = cookie_name(port);
+    let expected = session_value(token, port);
+    headers
         .get_all(header::COOKIE)
         .iter()
         .filter_map(|v| v.to_str().ok())
         .flat_map(|v| v.split(';'))
-        .find_map(|pair| pair.trim().strip_prefix(COOKIE)?.strip_prefix('='));
-    bearer.or(cookie)
+        .filter_map(|pair| pair.trim().strip_prefix(name.as_str())?.strip_prefix('='))
+        .any(|value| bool::from(expected.as_bytes().ct_eq(value.as_bytes())))
 }
 
 /// The middleware in front of every route (see the module's docs).
@@ -320,8 +358,13 @@ pub async fn authenticate(State(state): State<AppState>, request: Request, next:
     }
 }
 
-/// [`Auth::Token`]: the token in the query (becomes the cookie), the cookie or the header.
+/// [`Auth::Token`]: the token in the query (becomes the session cookie), the session cookie or
+/// the header.
 async fn require_token(token: &AccessToken, request: Request, next: Next) -> Response {
+    let port = request
+        .extensions()
+        .get::<ListenPort>()
+        .map_or(0, |port| port.0);
     let query = request.uri().query().unwrap_or("");
     let given = form_urlencoded::parse(query.as_bytes())
         .find(|(name, _)| name == TOKEN_PARAM)
@@ -344,8 +387,9 @@ async fn require_token(token: &AccessToken, request: Request, next: Next) -> Res
             );
         }
         let cookie = format!(
-            "{COOKIE}={}; HttpOnly; SameSite=Strict; Path=/",
-            token.expose()
+            "{}={}; HttpOnly; SameSite=Strict; Path=/",
+            cookie_name(port),
+            session_value(token, port)
         );
         let mut response = StatusCode::SEE_OTHER.into_response();
         let headers = response.headers_mut();
@@ -361,10 +405,13 @@ async fn require_token(token: &AccessToken, request: Request, next: Next) -> Res
             _ => return unauthorized_token(),
         }
     }
-    match carried(request.headers()) {
-        Some(given) if token.matches(given) => next.run(request).await,
-        _ => unauthorized_token(),
+    let headers = request.headers();
+    if bearer(headers).is_some_and(|given| token.matches(given))
+        || has_session(headers, token, port)
+    {
+        return next.run(request).await;
     }
+    unauthorized_token()
 }
 
 /// `path` as a `Location` that stays on this origin: leading slashes and backslashes collapsed
@@ -459,19 +506,32 @@ mod tests {
     }
 
     #[test]
-    fn the_cookie_or_the_bearer_header_carries_the_token() {
-        let mut headers = HeaderMap::new();
-        headers.insert(
-            header::COOKIE,
-            HeaderValue::from_static("other=1; hookledger_console=abc"),
-        );
-        assert_eq!(carried(&headers), Some("abc"));
+    fn the_session_cookie_of_this_port_or_the_bearer_header_carries_the_token() {
+        let token = AccessToken::new("0123456789abcdef").unwrap();
+        let value = session_value(&token, 8470);
+        assert_eq!(value.len(), 64);
+        assert_ne!(value, session_value(&token, 8471));
+        let with_cookie = |cookie: String| {
+            let mut headers = HeaderMap::new();
+            headers.insert(header::COOKIE, HeaderValue::from_str(&cookie).unwrap());
+            headers
+        };
+        let ok = with_cookie(format!("other=1; hookledger_console_8470={value}"));
+        assert!(has_session(&ok, &token, 8470));
+        assert!(!has_session(&ok, &token, 8471));
+        let other = AccessToken::new("fedcba9876543210").unwrap();
+        assert!(!has_session(&ok, &other, 8470));
+        let token_itself = with_cookie("hookledger_console_8470=0123456789abcdef".to_owned());
+        assert!(!has_session(&token_itself, &token, 8470));
+        // A longer port whose name starts with this one's.
+        let longer = with_cookie(format!("hookledger_console_84701={value}"));
+        assert!(!has_session(&longer, &token, 8470));
         let mut headers = HeaderMap::new();
         headers.insert(
             header::AUTHORIZATION,
             HeaderValue::from_static("Bearer xyz"),
         );
-        assert_eq!(carried(&headers), Some("xyz"));
+        assert_eq!(bearer(&headers), Some("xyz"));
     }
 
     fn key(text: &str) -> CsrfKey {

@@ -20,7 +20,8 @@
 //! # Security
 //!
 //! Every route needs the access token ([`auth`]): `?token=` once (sets an HttpOnly,
-//! SameSite=Strict cookie and redirects to the same URL without it), then the cookie or
+//! SameSite=Strict session cookie named after the port, [`auth::cookie_name`], whose value is
+//! not the token, and redirects to the same URL without it), then the cookie or
 //! `Authorization: Bearer`; else 401. Behind API Gateway ([`Auth::Authorizer`]) every route
 //! needs the principal of a validated JWT instead (else 401), admitted by the deployment's
 //! allow rule (else 403). POSTs carry a CSRF token (403
@@ -157,8 +158,16 @@ impl Console {
     }
 
     /// The router: every route of the module's table behind [`auth::authenticate`], the
-    /// security headers and the request log.
+    /// security headers and the request log. With [`Auth::Token`] the session cookie is bound
+    /// to the port the console listens on, which this router does not know (it uses port 0):
+    /// serve that mode with [`Console::serve`].
     pub fn router(&self) -> Router {
+        self.router_on(0)
+    }
+
+    /// [`Console::router`] for a console listening on `port` (the [`auth::ListenPort`] of every
+    /// request).
+    fn router_on(&self, port: u16) -> Router {
         let state = self.state.clone();
         Router::new()
             .route("/", get(pages::overview::page))
@@ -176,20 +185,23 @@ impl Console {
             ))
             .layer(axum::middleware::from_fn(layout::security_headers))
             .layer(axum::middleware::from_fn(layout::log_request))
+            .layer(axum::Extension(auth::ListenPort(port)))
             .with_state(state)
     }
 
     /// Serves [`Console::router`] on `listener` until `shutdown` resolves, then finishes the
-    /// requests in flight (graceful shutdown).
+    /// requests in flight (graceful shutdown). The session cookie is bound to the listener's
+    /// port ([`auth::cookie_name`]).
     ///
     /// # Errors
-    /// When accepting connections fails.
+    /// When the listener's address cannot be read, or accepting connections fails.
     pub async fn serve(
         &self,
         listener: tokio::net::TcpListener,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<()> {
-        axum::serve(listener, self.router())
+        let port = listener.local_addr()?.port();
+        axum::serve(listener, self.router_on(port))
             .with_graceful_shutdown(shutdown)
             .await
     }

@@ -294,6 +294,58 @@ async fn every_route_needs_the_token_get_and_post() {
     }
 }
 
+/// Browsers send a cookie of 127.0.0.1 to every port of it: the session cookie is named after
+/// the console's port (two consoles do not overwrite each other's) and holds a value good for
+/// this console only, never the access token (which another local service would receive).
+#[tokio::test]
+async fn the_session_cookie_is_named_after_the_port_and_is_not_the_token() {
+    let app = spawn(false).await;
+    let port = app.base.rsplit_once(':').unwrap().1;
+    let response = app
+        .client
+        .get(format!("{}/?token={}", app.base, app.token))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::SEE_OTHER);
+    let cookie = response.headers()[header::SET_COOKIE].to_str().unwrap();
+    let (pair, attributes) = cookie.split_once("; ").unwrap();
+    assert_eq!(attributes, "HttpOnly; SameSite=Strict; Path=/");
+    let (name, value) = pair.split_once('=').unwrap();
+    assert_eq!(name, format!("hookledger_console_{port}"));
+    assert!(!value.contains(&app.token), "{cookie}");
+    assert_eq!(value.len(), 64, "{cookie}");
+    let with_cookie = |cookie: String| {
+        app.client
+            .get(format!("{}/stuck", app.base))
+            .header(header::COOKIE, cookie)
+            .send()
+    };
+    let response = with_cookie(format!("hookledger_console_1={value}; {pair}"))
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    // The value under another port's name, the token under the old name or this port's name,
+    // and the value as a bearer token: none of them opens the console.
+    for refused in [
+        format!("hookledger_console_1={value}"),
+        format!("hookledger_console={}", app.token),
+        format!("hookledger_console={value}"),
+        format!("{name}={}", app.token),
+    ] {
+        let response = with_cookie(refused.clone()).await.unwrap();
+        assert_eq!(response.status(), StatusCode::UNAUTHORIZED, "{refused}");
+    }
+    let response = app
+        .client
+        .get(format!("{}/stuck", app.base))
+        .bearer_auth(value)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::UNAUTHORIZED);
+}
+
 #[tokio::test]
 async fn the_token_in_the_url_becomes_a_cookie_and_leaves_the_address_bar() {
     let app = spawn(false).await;
@@ -312,20 +364,12 @@ async fn the_token_in_the_url_becomes_a_cookie_and_leaves_the_address_bar() {
         "/events?source=stripe&status=dead"
     );
     let cookie = response.headers()[header::SET_COOKIE].to_str().unwrap();
-    assert_eq!(
-        cookie,
-        format!(
-            "hookledger_console={}; HttpOnly; SameSite=Strict; Path=/",
-            app.token
-        )
-    );
+    let (pair, attributes) = cookie.split_once("; ").unwrap();
+    assert_eq!(attributes, "HttpOnly; SameSite=Strict; Path=/");
     let response = app
         .client
         .get(format!("{}/events?source=stripe&status=dead", app.base))
-        .header(
-            header::COOKIE,
-            format!("other=1; hookledger_console={}", app.token),
-        )
+        .header(header::COOKIE, format!("other=1; {pair}"))
         .send()
         .await
         .unwrap();

@@ -99,7 +99,52 @@ pub fn pg_config(settings: &DatabaseSettings) -> Result<tokio_postgres::Config, 
         config.application_name("hookledger");
     }
     config.connect_timeout(Duration::from_secs(CONNECT_TIMEOUT_SECS));
+    let plaintext = plaintext_hosts(&config);
+    if !plaintext.is_empty() {
+        tracing::warn!(
+            hosts = %plaintext.join(","),
+            "the database is not on loopback and TLS is not required (sslmode is not \
+             require): the connection may be unencrypted; add sslmode=require to DATABASE_URL"
+        );
+    }
     Ok(config)
+}
+
+/// The hosts of `config` that may be reached without TLS across a network: every TCP host
+/// that is not loopback (`localhost`, 127.0.0.0/8, `::1`; compared as written, no name is
+/// resolved) when the `sslmode` is not `require` (the URL's default is `prefer`, which
+/// falls back to plain text when the server offers no TLS, or an attacker on the path says
+/// so). Unix sockets never leave the host. Empty: nothing to warn about.
+pub fn plaintext_hosts(config: &tokio_postgres::Config) -> Vec<String> {
+    if config.get_ssl_mode() == tokio_postgres::config::SslMode::Require {
+        return Vec::new();
+    }
+    let loopback = |host: &str| {
+        let bare = host.trim_start_matches('[').trim_end_matches(']');
+        host.eq_ignore_ascii_case("localhost")
+            || bare
+                .parse::<std::net::IpAddr>()
+                .is_ok_and(|ip| ip.is_loopback())
+    };
+    let mut hosts: Vec<String> = config
+        .get_hosts()
+        .iter()
+        .filter_map(|host| match host {
+            tokio_postgres::config::Host::Tcp(name) if !loopback(name) => Some(name.clone()),
+            _ => None,
+        })
+        .collect();
+    // `hostaddr` is what is connected to (the host then names the certificate only).
+    for (i, addr) in config.get_hostaddrs().iter().enumerate() {
+        if addr.is_loopback() {
+            if let Some(tokio_postgres::config::Host::Tcp(name)) = config.get_hosts().get(i) {
+                hosts.retain(|h| h != name);
+            }
+        } else if !hosts.contains(&addr.to_string()) {
+            hosts.push(addr.to_string());
+        }
+    }
+    hosts
 }
 
 /// The TLS connector. Trusted: the system roots (what native-tls finds through openssl-probe:
@@ -272,6 +317,40 @@ mod tests {
             header.contains(&format!("{RDS_CA_COUNT} certificates")),
             "the bundle's provenance header names its count"
         );
+    }
+
+    #[test]
+    fn a_host_off_loopback_without_required_tls_is_warned_about() {
+        let hosts = |url: &str| plaintext_hosts(&tokio_postgres::Config::from_str(url).unwrap());
+        let none: Vec<String> = Vec::new();
+        // The default sslmode (prefer) and disable, to another machine: warned.
+        assert_eq!(hosts("postgres://u:p@db.example.com/x"), ["db.example.com"]);
+        assert_eq!(
+            hosts("postgres://u@10.0.0.5:5432/x?sslmode=prefer"),
+            ["10.0.0.5"]
+        );
+        assert_eq!(
+            hosts("postgres://u@db.example.com/x?sslmode=disable"),
+            ["db.example.com"]
+        );
+        assert_eq!(
+            hosts("host=db.example.com,localhost user=u"),
+            ["db.example.com"]
+        );
+        // `hostaddr` is what is reached.
+        assert_eq!(
+            hosts("host=localhost hostaddr=10.0.0.5 user=u"),
+            ["10.0.0.5"]
+        );
+        assert_eq!(hosts("host=db.example.com hostaddr=127.0.0.1 user=u"), none);
+        // TLS required, loopback, a Unix socket: nothing to say.
+        assert_eq!(hosts("postgres://u@db.example.com/x?sslmode=require"), none);
+        assert_eq!(hosts("postgres://u:p@localhost:5433/x"), none);
+        assert_eq!(hosts("postgres://u@127.0.0.1/x?sslmode=disable"), none);
+        assert_eq!(hosts("postgres://u@127.0.1.1/x"), none);
+        assert_eq!(hosts("postgres://u@[::1]:5432/x"), none);
+        assert_eq!(hosts("host=/var/run/postgresql user=u"), none);
+        assert_eq!(hosts("postgres://u@%2Ftmp/x"), none);
     }
 
     #[test]

@@ -107,6 +107,87 @@ impl Request {
     }
 }
 
+/// Which `ResponseURL`s the function answers to ([`check_response_url`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ResponseUrls {
+    /// CloudFormation's pre-signed S3 URLs only: what `main.rs` uses, always.
+    CloudFormation,
+    /// For tests only: also `http` or `https` to `127.0.0.1`, `::1` or `localhost` (a local
+    /// fake S3). Set in code by a test that builds the resource itself; no event field and no
+    /// environment variable turns it on.
+    AlsoLoopbackForTests,
+}
+
+/// Why a `ResponseURL` was refused (a fixed text: the URL is the invoker's, never logged).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("ResponseURL is not CloudFormation's pre-signed S3 URL: {0}")]
+pub struct UrlRefused(pub &'static str);
+
+/// Whether `url` is where CloudFormation wants a custom resource's answer: `https` on the
+/// default port, no user information, and a host
+/// `cloudformation-custom-resource-response-<region>.<s3 endpoint>`, where the region is
+/// written without dashes (`useast1`) and the endpoint is `s3.amazonaws.com`,
+/// `s3.<region>.amazonaws.com` or `s3-<region>.amazonaws.com` (`.amazonaws.com.cn` in the
+/// China partition; GovCloud regions are `us-gov-...`). Source: the AWS CloudFormation User
+/// Guide, "Custom resource request objects" (`ResponseURL`: "The response URL identifies a
+/// presigned S3 bucket"), whose examples are of these forms. Checked before any work, so an
+/// invoker that is not CloudFormation neither gets an answer elsewhere nor makes the function
+/// migrate or provision logins on its behalf.
+///
+/// # Errors
+/// [`UrlRefused`] naming the rule that failed.
+pub fn check_response_url(url: &str, allowed: ResponseUrls) -> Result<(), UrlRefused> {
+    let url = reqwest::Url::parse(url).map_err(|_| UrlRefused("not a URL"))?;
+    if !url.username().is_empty() || url.password().is_some() {
+        return Err(UrlRefused("user information"));
+    }
+    let host = url.host_str().unwrap_or("");
+    if allowed == ResponseUrls::AlsoLoopbackForTests
+        && matches!(url.scheme(), "http" | "https")
+        && matches!(host, "127.0.0.1" | "[::1]" | "localhost")
+    {
+        return Ok(());
+    }
+    if url.scheme() != "https" {
+        return Err(UrlRefused("not https"));
+    }
+    if url.port().is_some() {
+        return Err(UrlRefused("not the default port"));
+    }
+    let Some(endpoint) = host
+        .strip_prefix("cloudformation-custom-resource-response-")
+        .and_then(|rest| rest.split_once('.'))
+        .filter(|(bucket_region, _)| {
+            !bucket_region.is_empty()
+                && bucket_region
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+        })
+        .map(|(_, endpoint)| endpoint)
+    else {
+        return Err(UrlRefused("not CloudFormation's response bucket"));
+    };
+    let region = |name: &str| {
+        !name.is_empty()
+            && name.contains('-')
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+    };
+    let s3 = endpoint
+        .strip_suffix(".amazonaws.com")
+        .or_else(|| endpoint.strip_suffix(".amazonaws.com.cn"))
+        .is_some_and(|s3| {
+            s3 == "s3"
+                || s3.strip_prefix("s3.").is_some_and(region)
+                || s3.strip_prefix("s3-").is_some_and(region)
+        });
+    if !s3 {
+        return Err(UrlRefused("not an S3 endpoint"));
+    }
+    Ok(())
+}
+
 /// `Status`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "UPPERCASE")]
@@ -277,6 +358,44 @@ mod tests {
         }
         assert_eq!(json["Status"], "FAILED");
         assert!(response.reason.len() <= MAX_REASON_CHARS + 3);
+    }
+
+    #[test]
+    fn only_cloudformations_presigned_s3_urls_are_answered() {
+        let cfn = ResponseUrls::CloudFormation;
+        for url in [
+            "https://cloudformation-custom-resource-response-useast1.s3.amazonaws.com/arn%3Aaws%3Acloudformation%3Aus-east-1%3A123456789012%3Astack/h/1%7CSchema%7Cr1?X-Amz-Signature=abc",
+            "https://cloudformation-custom-resource-response-useast2.s3.us-east-2.amazonaws.com/x?s",
+            "https://cloudformation-custom-resource-response-euwest1.s3-eu-west-1.amazonaws.com/x",
+            "https://cloudformation-custom-resource-response-usgovwest1.s3.us-gov-west-1.amazonaws.com/x",
+            "https://cloudformation-custom-resource-response-cnnorth1.s3.cn-north-1.amazonaws.com.cn/x",
+        ] {
+            assert_eq!(check_response_url(url, cfn), Ok(()), "{url}");
+        }
+        for url in [
+            "http://cloudformation-custom-resource-response-useast1.s3.amazonaws.com/x",
+            "https://cloudformation-custom-resource-response-useast1.s3.amazonaws.com:8443/x",
+            "https://u:p@cloudformation-custom-resource-response-useast1.s3.amazonaws.com/x",
+            "https://cloudformation-custom-resource-response-useast1.s3.amazonaws.com.evil.example/x",
+            "https://cloudformation-custom-resource-response-useast1.evil.example/x",
+            "https://cloudformation-custom-resource-response-.s3.amazonaws.com/x",
+            "https://my-bucket.s3.amazonaws.com/x",
+            "https://s3.amazonaws.com/cloudformation-custom-resource-response-useast1/x",
+            "https://cloudformation-custom-resource-response-useast1.s3.evil.amazonaws.com/x",
+            "https://cloudformation-custom-resource-response-useast1.s3.us_east.amazonaws.com/x",
+            "https://169.254.169.254/latest/meta-data/",
+            "http://127.0.0.1:9000/cfn/response",
+            "file:///etc/passwd",
+            "not a url",
+        ] {
+            assert!(check_response_url(url, cfn).is_err(), "{url}");
+        }
+        let tests = ResponseUrls::AlsoLoopbackForTests;
+        assert_eq!(
+            check_response_url("http://127.0.0.1:9000/cfn/response", tests),
+            Ok(())
+        );
+        assert!(check_response_url("http://10.0.0.1:9000/cfn/response", tests).is_err());
     }
 
     #[test]

@@ -10,6 +10,9 @@
 //!   the invocation's deadline (FAILED "timed out ..."), leaving time for the answer.
 //! - The answer is retried ([`crate::custom_resource::send`]); if it cannot be delivered the
 //!   invocation fails (Lambda's log has why; CloudFormation times out).
+//! - The `ResponseURL` must be CloudFormation's pre-signed S3 URL
+//!   ([`crate::custom_resource::check_response_url`]), checked before anything else, and no
+//!   redirect is followed: an invoker that is not CloudFormation gets no work and no answer.
 
 use std::time::{Duration, SystemTime};
 
@@ -19,7 +22,9 @@ use serde_json::{Map, Value};
 use shared::config::DatabaseSettings;
 use shared::db::MigrationSet;
 
-use crate::custom_resource::{self, Request, RequestType, Response, Status};
+use crate::custom_resource::{
+    self, check_response_url, Request, RequestType, Response, ResponseUrls, Status,
+};
 use crate::schema::{
     credentials, LoginCredentials, LoginSpec, SchemaError, SchemaProperties, SchemaReport,
 };
@@ -40,6 +45,11 @@ pub enum AnswerError {
     /// The event is not a custom resource request with a `ResponseURL`: nothing to answer.
     #[error(transparent)]
     BadRequest(#[from] custom_resource::BadRequest),
+    /// The `ResponseURL` is not CloudFormation's ([`check_response_url`]): nothing was done
+    /// and nothing is answered (an invoker that is not CloudFormation gets nothing; were it
+    /// CloudFormation, the stack would wait for the resource's timeout).
+    #[error(transparent)]
+    ResponseUrl(#[from] custom_resource::UrlRefused),
     /// The answer could not be delivered.
     #[error(transparent)]
     Send(#[from] custom_resource::SendError),
@@ -59,8 +69,12 @@ pub struct SchemaResource {
     pub secrets: Option<shared::secrets::Secrets>,
     /// The migration sets after the ledger's (`handlers::migrations()`).
     pub sets: Vec<MigrationSet>,
-    /// The client that `PUT`s the answer.
+    /// The client that `PUT`s the answer; it follows no redirect (a presigned S3 URL answers
+    /// the `PUT` itself).
     pub http: reqwest::Client,
+    /// Which `ResponseURL`s are answered: [`ResponseUrls::CloudFormation`] from
+    /// [`SchemaResource::new`]; a test pointing at a local fake S3 sets it in code.
+    pub response_urls: ResponseUrls,
     /// How long before the deadline to give up on the database.
     pub margin: Duration,
 }
@@ -75,27 +89,41 @@ impl SchemaResource {
         secrets: Option<shared::secrets::Secrets>,
         sets: Vec<MigrationSet>,
     ) -> Result<Self, reqwest::Error> {
-        let http = reqwest::Client::builder().build()?;
+        let http = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .build()?;
         Ok(Self {
             database,
             secrets,
             sets,
             http,
+            response_urls: ResponseUrls::CloudFormation,
             margin: DEFAULT_MARGIN,
         })
     }
 
     /// Handles one invocation `event` due by `deadline`: answers CloudFormation and returns
-    /// the answer sent.
+    /// the answer sent. A `ResponseURL` that is not CloudFormation's is refused before any
+    /// work ([`check_response_url`]).
     ///
     /// # Errors
-    /// [`AnswerError`] when the event has no `ResponseURL` (nothing can be answered) or the
-    /// answer could not be delivered.
+    /// [`AnswerError`] when the event has no `ResponseURL` or one that is not CloudFormation's
+    /// (nothing is answered), or the answer could not be delivered.
     pub async fn handle(
         &self,
         event: &Value,
         deadline: SystemTime,
     ) -> Result<Response, AnswerError> {
+        let url = event.get("ResponseURL").and_then(Value::as_str);
+        if let Some(Err(refused)) = url.map(|url| check_response_url(url, self.response_urls)) {
+            tracing::error!(
+                reason = refused.0,
+                "ResponseURL refused: not CloudFormation's pre-signed S3 URL, so this invoker is \
+                 not CloudFormation; nothing done and nothing answered (were it CloudFormation, \
+                 the stack would wait for the resource's ServiceTimeout)"
+            );
+            return Err(refused.into());
+        }
         let (request, outcome) = match Request::from_value(event) {
             Ok(request) => {
                 let outcome = self.outcome(&request, deadline).await;

@@ -11,6 +11,7 @@ use hmac::{Hmac, KeyInit, Mac};
 use hookledger_tests::fake_providers::{Answer, FakeServer, Request};
 use hookledger_tests::TestDb;
 use lambda_runtime::{Context, LambdaEvent};
+use migrate::custom_resource::ResponseUrls;
 use migrate::handler::{function_handler, AppState};
 use migrate::resource::SchemaResource;
 use serde_json::{json, Value};
@@ -57,9 +58,9 @@ pub(crate) fn request(server: &FakeServer, request_type: &str, properties: Value
 pub(crate) async fn state(database: DatabaseSettings, sets: Vec<MigrationSet>) -> AppState {
     let _ = tracing_subscriber::fmt().with_test_writer().try_init();
     let secrets = shared::secrets::Secrets::from_env().await;
-    AppState {
-        resource: SchemaResource::new(Ok(database), Some(secrets), sets).unwrap(),
-    }
+    let mut resource = SchemaResource::new(Ok(database), Some(secrets), sets).unwrap();
+    resource.response_urls = ResponseUrls::AlsoLoopbackForTests;
+    AppState { resource }
 }
 
 /// Invokes the function handler with `event` and `secs` of invocation time.
@@ -308,6 +309,54 @@ async fn a_migration_past_the_deadline_answers_failed_timed_out_in_time() {
         body["Reason"].as_str().unwrap().starts_with("timed out"),
         "{body}"
     );
+}
+
+/// The invoker may not be CloudFormation: a `ResponseURL` that is not CloudFormation's
+/// pre-signed S3 URL gets no work and no answer, and a redirect from the URL is not followed.
+#[tokio::test]
+async fn a_response_url_that_is_not_cloudformations_gets_nothing_and_no_redirect_is_followed() {
+    let database = DatabaseSettings::with_url("postgres://x@127.0.0.1:1/x");
+    let secrets = shared::secrets::Secrets::from_env().await;
+    let production = AppState {
+        resource: SchemaResource::new(Ok(database.clone()), Some(secrets), Vec::new()).unwrap(),
+    };
+    let server = s3(200).await;
+    for request_type in ["Create", "Delete"] {
+        let error = invoke(
+            &production,
+            request(&server, request_type, json!({"Version": "1"})),
+            60,
+        )
+        .await
+        .unwrap_err();
+        assert!(
+            error.contains("not CloudFormation's pre-signed S3 URL"),
+            "{error}"
+        );
+    }
+    assert!(
+        server.requests().is_empty(),
+        "an answer went to the invoker's URL"
+    );
+    // The test switch is the resource's field, set in code; nothing in the event turns it on.
+    let mut event = request(&server, "Delete", json!({}));
+    event["ResourceProperties"] = json!({"ResponseUrls": "AlsoLoopbackForTests"});
+    assert!(invoke(&production, event, 60).await.is_err());
+    assert!(server.requests().is_empty());
+
+    // A redirect (to where the invoker listens) is an answer not taken, not a hop.
+    let elsewhere = s3(200).await;
+    let location = format!("{}/taken", elsewhere.base_url);
+    let redirecting =
+        FakeServer::start(move |_| Answer::raw(307, "").with_header("location", &location))
+            .await
+            .unwrap();
+    let state = state(database, Vec::new()).await;
+    let error = invoke(&state, request(&redirecting, "Delete", json!({})), 60)
+        .await
+        .unwrap_err();
+    assert!(error.contains("307"), "{error}");
+    assert!(elsewhere.requests().is_empty(), "the redirect was followed");
 }
 
 #[tokio::test]
@@ -632,9 +681,9 @@ async fn unreadable_admin_settings_answer_failed_on_create_and_success_on_delete
         .clone()
         .expect_err("a bad admin secret is an error");
     let secrets = shared::secrets::Secrets::from_env().await;
-    let state = AppState {
-        resource: SchemaResource::new(settings, Some(secrets), Vec::new()).unwrap(),
-    };
+    let mut resource = SchemaResource::new(settings, Some(secrets), Vec::new()).unwrap();
+    resource.response_urls = ResponseUrls::AlsoLoopbackForTests;
+    let state = AppState { resource };
     let server = s3(200).await;
     let create = request(&server, "Create", json!({"Version": "1"}));
     invoke(&state, create.clone(), 60).await.unwrap();
