@@ -8,10 +8,31 @@ use tracing_subscriber::EnvFilter;
 
 use super::delivery::{delivery_document, DELIVERY_LATENCY_FIELD};
 
+/// Targets capped at `info` whatever `RUST_LOG` asks for: tokio-postgres logs every
+/// statement's parameters at `debug` (`executing statement .. with parameters: [..]`), i.e. the
+/// payload, its values and the rows a handler writes. No payload value reaches a log line, even
+/// with `RUST_LOG=debug`.
+pub const CAPPED_TARGETS: [&str; 1] = ["tokio_postgres"];
+
+/// `filter` with every target of [`CAPPED_TARGETS`] capped at `info` (a directive for the same
+/// target in `filter`, e.g. `tokio_postgres=debug` from `RUST_LOG`, is replaced).
+pub fn capped(filter: EnvFilter) -> EnvFilter {
+    CAPPED_TARGETS
+        .iter()
+        .fold(filter, |filter, target| match format!("{target}=info")
+            .parse::<tracing_subscriber::filter::Directive>()
+        {
+            Ok(directive) => filter.add_directive(directive),
+            Err(_) => filter,
+        })
+}
+
 /// Installs the functions' JSON subscriber ([`subscriber`] on stdout) once; later calls do
-/// nothing (tests call it freely). The level comes from `RUST_LOG` (default `info`).
+/// nothing (tests call it freely). The level comes from `RUST_LOG` (default `info`), with
+/// [`CAPPED_TARGETS`] capped at `info`.
 pub fn init() {
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    let filter =
+        capped(EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")));
     // `try_init` also routes the `log` crate's records into tracing, as the builder's did.
     let _ =
         tracing_subscriber::util::SubscriberInitExt::try_init(subscriber(std::io::stdout, filter));

@@ -382,8 +382,11 @@ pub fn capture_logs() -> (Captured, tracing::subscriber::DefaultGuard) {
     let subscriber = tracing_subscriber::fmt()
         .json()
         .flatten_event(true)
-        // Debug too: every EMF metric is also a debug event with `emf_metric` (telemetry::count).
-        .with_max_level(tracing::Level::DEBUG)
+        // Debug too: every EMF metric is also a debug event with `emf_metric` (telemetry::count);
+        // capped as the functions' subscriber caps it (no statement parameters).
+        .with_env_filter(shared::telemetry::capped(
+            tracing_subscriber::EnvFilter::new("debug"),
+        ))
         .with_writer(captured.clone())
         .finish();
     (captured, tracing::subscriber::set_default(subscriber))
