@@ -197,16 +197,18 @@ async fn hookledger_replay_with_a_refused_key_fails_in_one_line_without_the_key(
     assert_eq!(count(&db, "SELECT count(*) FROM webhook_event").await, 0);
 }
 
-/// A fresh private directory for this test's sources file (removed with the process's temp).
+/// A fresh private directory for this test's sources file, one per call: the tests of this
+/// file run at once, and two of them sharing a folder would read each other's sources (a
+/// name from the clock alone can repeat; a counter cannot).
 fn tempfile_dir() -> std::path::PathBuf {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let dir = std::env::temp_dir().join(format!(
         "hookledger-cli-replay-{}-{}",
         std::process::id(),
-        SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .unwrap()
-            .as_nanos()
+        NEXT.fetch_add(1, std::sync::atomic::Ordering::SeqCst)
     ));
+    // A folder of an earlier process with the same pid: start empty.
+    let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     dir
 }
