@@ -223,17 +223,14 @@ pub async fn claim<'c>(
         Err(error) => return Err(error.into()),
     }
     // Lost: release our (empty) transaction and read the winner's row.
-    let (rolled_back, row) =
-        in_order(tx.rollback(), lookup(conn, event.source, event.event_id)).await;
+    let (rolled_back, found) = in_order(tx.rollback(), lookup_conflict(conn, event)).await;
     rolled_back?;
-    let Some(row) = row? else {
-        // No row of this key: the conflict was the replay guard's (this body under another
-        // id), or the row was deleted between the conflict and the read (sweeper), and then
-        // the provider's retry decides.
-        return Ok(match lookup_guard(conn, event).await? {
-            Some(original) => Claim::BodyReplayed(original),
-            None => Claim::InFlight,
-        });
+    let row = match found? {
+        Conflict::Own(row) => row,
+        // The replay guard's conflict: this body under another id.
+        Conflict::Guarded(original) => return Ok(Claim::BodyReplayed(original)),
+        // Deleted between the conflict and the read (sweeper): the provider's retry decides.
+        Conflict::Gone => return Ok(Claim::InFlight),
     };
     Ok(match judge(&row, event, expiry) {
         Verdict::Known(status) => Claim::Known(status),
@@ -288,53 +285,71 @@ pub(crate) fn judge(row: &EventRow, event: &NewEvent<'_>, expiry: &Expiry) -> Ve
     }
 }
 
-static LOOKUP_GUARD: Sql = Sql {
+static LOOKUP_CONFLICT: Sql = Sql {
     text: "\
-SELECT event_id, status::text, response_status, response_body::text
+SELECT status::text, payload_digest, response_status, response_body::text, payload_identity,
+       claimed_at, dead_at, replayed_at IS NOT NULL, event_id
 FROM webhook_event
 WHERE source = $1
-  AND replay_guard = $2",
-    types: &[Type::TEXT, Type::BYTEA],
+  AND (event_id = $2 OR replay_guard = $3)",
+    types: &[Type::TEXT, Type::TEXT, Type::BYTEA],
 };
 
-/// The row holding `event`'s body under another event id, found by its replay guard (one
-/// statement, only after a lost claim found no row of its own key); `None` when `event` has no
-/// guard ([`NewEvent::unsigned_id`]) or no row holds it.
-pub(crate) async fn lookup_guard(
-    conn: &Connection,
-    event: &NewEvent<'_>,
-) -> Result<Option<Original>, LedgerError> {
-    let Some(guard) = event.replay_guard() else {
-        return Ok(None);
-    };
-    let statement = conn.prepare(&LOOKUP_GUARD).await?;
-    let Some(row) = conn.query_opt(&statement, &[&event.source, &guard]).await? else {
-        return Ok(None);
-    };
-    let status = Status::parse(row.try_get::<_, &str>(1)?)?;
-    Ok(Some(original(
-        row.try_get(0)?,
-        status,
-        row.try_get(2)?,
-        row.try_get(3)?,
-    )))
+/// What a lost claim (or accept) of `event` conflicted with.
+#[derive(Debug)]
+pub(crate) enum Conflict {
+    /// The row of the event's own key.
+    Own(EventRow),
+    /// No row of its key, but one holding its body under another id (the replay guard).
+    Guarded(Original),
+    /// Neither: deleted between the conflict and the read (the sweeper).
+    Gone,
 }
 
-/// An [`Original`] from its row's event id, status and stored response columns.
-pub(crate) fn original(
-    event_id: String,
-    status: Status,
-    response_status: Option<i16>,
-    response_body: Option<String>,
-) -> Original {
-    let response = match (status, response_status, response_body) {
-        (Status::Completed | Status::Dead, Some(code), Some(body)) => Some(StoredResponse {
-            status: u16::try_from(code).unwrap_or(500),
-            body,
-        }),
-        _ => None,
+/// The row `event`'s claim conflicted with, in one statement: [`lookup`] when `event` has no
+/// replay guard (the schemes that sign the id and type), else the key's row or the row holding
+/// the guard ([`LOOKUP_CONFLICT`]).
+///
+/// # Errors
+/// [`LedgerError::Db`] when PostgreSQL fails; [`LedgerError::UnknownStatus`] for a status
+/// this build does not know.
+pub(crate) async fn lookup_conflict(
+    conn: &Connection,
+    event: &NewEvent<'_>,
+) -> Result<Conflict, LedgerError> {
+    let Some(guard) = event.replay_guard() else {
+        return Ok(match lookup(conn, event.source, event.event_id).await? {
+            Some(row) => Conflict::Own(row),
+            None => Conflict::Gone,
+        });
     };
-    Original { event_id, response }
+    let statement = conn.prepare(&LOOKUP_CONFLICT).await?;
+    let rows = conn
+        .query(&statement, &[&event.source, &event.event_id, &guard])
+        .await?;
+    conflict(&rows, event.event_id, 8)
+}
+
+/// [`Conflict`] from rows holding [`LOOKUP`]'s columns, then the row's event id at
+/// `event_id_column`: the key's own row decides when there is one (a retry, a reused id), else
+/// the row holding the body under another id.
+///
+/// # Errors
+/// [`LedgerError::Db`] for a column of the wrong type; [`LedgerError::UnknownStatus`].
+pub(crate) fn conflict(
+    rows: &[tokio_postgres::Row],
+    event_id: &str,
+    event_id_column: usize,
+) -> Result<Conflict, LedgerError> {
+    let mut guarded = None;
+    for row in rows {
+        let id: String = row.try_get(event_id_column)?;
+        if id == event_id {
+            return Ok(Conflict::Own(event_row(row)?));
+        }
+        guarded = Some(event_row(row)?.original(id));
+    }
+    Ok(guarded.map_or(Conflict::Gone, Conflict::Guarded))
 }
 
 /// Whether `error` is the replay guard's unique index refusing a second row of the same body
@@ -546,6 +561,18 @@ pub async fn lookup(
         return Ok(None);
     };
     event_row(&row).map(Some)
+}
+
+impl EventRow {
+    /// This row as the [`Original`] of a body that arrived again under `event_id`'s other id:
+    /// its stored response when it has one to give (completed, or kept dead inline).
+    pub(crate) fn original(self, event_id: String) -> Original {
+        let response = match self.status {
+            Status::Completed | Status::Dead => self.response,
+            _ => None,
+        };
+        Original { event_id, response }
+    }
 }
 
 /// An [`EventRow`] from a row of [`LOOKUP`]'s columns (in that order).

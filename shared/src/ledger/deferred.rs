@@ -4,8 +4,8 @@ use std::time::SystemTime;
 
 use tokio_postgres::types::{ToSql, Type};
 
-use super::claim::{lookup_guard, retake_expired, Expiry, Original};
-use super::{is_lock_timeout, lookup, Connection, LedgerError, NewEvent, Status};
+use super::claim::{lookup_conflict, retake_expired, Conflict, Expiry, Original};
+use super::{is_lock_timeout, Connection, LedgerError, NewEvent, Status};
 use crate::db::Sql;
 
 /// The decision of a deferred accept.
@@ -85,17 +85,18 @@ pub async fn accept(
         Err(error) if is_lock_timeout(&error) => return Ok(Accept::InFlight),
         Err(error) => return Err(error.into()),
     }
-    Ok(match lookup(conn, event.source, event.event_id).await? {
-        // The replay guard's conflict (this body under another id), or swept between the
-        // conflict and the read: then the provider's retry decides.
-        None => match lookup_guard(conn, event).await? {
-            Some(original) => Accept::BodyReplayed(original),
-            None => Accept::InFlight,
-        },
+    let row = match lookup_conflict(conn, event).await? {
+        Conflict::Own(row) => row,
+        // The replay guard's conflict: this body under another id.
+        Conflict::Guarded(original) => return Ok(Accept::BodyReplayed(original)),
+        // Swept between the conflict and the read: the provider's retry decides.
+        Conflict::Gone => return Ok(Accept::InFlight),
+    };
+    Ok(match row {
         // Replay: a key in the ledger is a duplicate whatever its bytes, status or age (see
         // `super::claim`).
-        Some(row) if event.replayed => Accept::Duplicate(row.status),
-        Some(row) if row.is_expired(expiry) => {
+        row if event.replayed => Accept::Duplicate(row.status),
+        row if row.is_expired(expiry) => {
             match retake_expired(conn, event, &row, expiry, Some(now)).await {
                 Ok(true) => Accept::Accepted,
                 Ok(false) => Accept::InFlight,
@@ -103,7 +104,7 @@ pub async fn accept(
                 Err(error) => return Err(error.into()),
             }
         }
-        Some(row) if !row.same_payload(event) => Accept::DigestMismatch,
-        Some(row) => Accept::Duplicate(row.status),
+        row if !row.same_payload(event) => Accept::DigestMismatch,
+        row => Accept::Duplicate(row.status),
     })
 }

@@ -48,7 +48,7 @@ use std::sync::{Mutex, OnceLock};
 
 use tokio_postgres::types::{Json, ToSql, Type};
 
-use super::claim::{event_row, judge, original, Verdict};
+use super::claim::{conflict, judge, Conflict, Verdict};
 use super::gate::gate;
 use super::tx::Deferred;
 use super::{is_lock_timeout, Connection, Expiry, LedgerError, NewEvent, StoredResponse};
@@ -288,29 +288,11 @@ pub async fn claim_and_complete(
             body: first.try_get(9)?,
         }));
     }
-    // The key's own row decides when there is one (a retry, a reused id); else the row holding
-    // this body under another id (the replay guard).
-    let mut guarded = None;
-    let mut own = None;
-    for row in &rows {
-        if row.try_get::<_, &str>(10)? == event.event_id {
-            own = Some(row);
-        } else {
-            guarded = Some(row);
-        }
-    }
-    let Some(row) = own else {
-        let Some(row) = guarded else {
-            return Ok(Decided::Undecided);
-        };
-        return Ok(Decided::BodyReplayed(original(
-            row.try_get(10)?,
-            event_row(row)?.status,
-            row.try_get(2)?,
-            row.try_get(3)?,
-        )));
+    let existing = match conflict(&rows, event.event_id, 10)? {
+        Conflict::Own(row) => row,
+        Conflict::Guarded(original) => return Ok(Decided::BodyReplayed(original)),
+        Conflict::Gone => return Ok(Decided::Undecided),
     };
-    let existing = event_row(row)?;
     Ok(match judge(&existing, event, expiry) {
         Verdict::Completed(response) => Decided::Completed(response),
         Verdict::DigestMismatch => Decided::DigestMismatch,
