@@ -11,24 +11,18 @@ use tokio::process::Command;
 #[tokio::test]
 async fn hookledger_console_prints_its_url_and_serves_the_overview_with_that_token() {
     let db = TestDb::new(&handlers::migrations()).await.unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_hookledger"))
-        .args(["console", "--bind", "127.0.0.1:0", "--read-only"])
-        .env("DATABASE_URL", &db.url)
-        .env(
-            "HOOKLEDGER_SOURCES_FILE",
-            events_dir().join("sources.local.json"),
-        )
-        .env_remove("HOOKLEDGER_SOURCES")
-        .env_remove("HOOKLEDGER_SOURCES_SECRET_ARN")
-        .env_remove("HOOKLEDGER_DB_SECRET_ARN")
-        .env_remove("HOOKLEDGER_WORKER_FUNCTION")
-        .env_remove("HOOKLEDGER_CONSOLE_TOKEN")
-        .env("RUST_LOG", "info")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
+    let mut child = hookledger_tests::hookledger_command(
+        env!("CARGO_BIN_EXE_hookledger"),
+        &db.url,
+        &events_dir().join("sources.local.json"),
+    )
+    .args(["console", "--bind", "127.0.0.1:0", "--read-only"])
+    .env("RUST_LOG", "info")
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .kill_on_drop(true)
+    .spawn()
+    .unwrap();
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
     let line = tokio::time::timeout(Duration::from_secs(30), lines.next_line())
         .await
@@ -126,21 +120,14 @@ async fn hookledger_console_help_documents_its_pages_and_flags() {
 /// `hookledger console --bind ADDRESS EXTRA...` with the local sources and a database that is
 /// never reached (the refusal comes first), as a child to read the first line of.
 fn console_command(bind: &str, extra: &[&str]) -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_hookledger"));
+    let mut command = hookledger_tests::hookledger_command(
+        env!("CARGO_BIN_EXE_hookledger"),
+        "postgres://nobody@127.0.0.1:1/none",
+        &events_dir().join("sources.local.json"),
+    );
     command
         .args(["console", "--bind", bind])
         .args(extra)
-        .env("DATABASE_URL", "postgres://nobody@127.0.0.1:1/none")
-        .env(
-            "HOOKLEDGER_SOURCES_FILE",
-            events_dir().join("sources.local.json"),
-        )
-        .env_remove("HOOKLEDGER_SOURCES")
-        .env_remove("HOOKLEDGER_SOURCES_SECRET_ARN")
-        .env_remove("HOOKLEDGER_DB_SECRET_ARN")
-        .env_remove("HOOKLEDGER_WORKER_FUNCTION")
-        .env_remove("HOOKLEDGER_CONSOLE_TOKEN")
-        .env_remove("RUST_LOG")
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true);

@@ -7,21 +7,15 @@ use tokio::process::Command;
 
 /// `hookledger ARGS` against `url` with the local sources, as a process.
 async fn hookledger(url: &str, args: &[&str]) -> std::process::Output {
-    let output = Command::new(env!("CARGO_BIN_EXE_hookledger"))
-        .args(args)
-        .env("DATABASE_URL", url)
-        .env(
-            "HOOKLEDGER_SOURCES_FILE",
-            events_dir().join("sources.local.json"),
-        )
-        .env_remove("HOOKLEDGER_SOURCES")
-        .env_remove("HOOKLEDGER_SOURCES_SECRET_ARN")
-        .env_remove("HOOKLEDGER_DB_SECRET_ARN")
-        .env_remove("HOOKLEDGER_WORKER_FUNCTION")
-        .env_remove("RUST_LOG")
-        .output()
-        .await
-        .expect("hookledger runs");
+    let output = hookledger_tests::hookledger_command(
+        env!("CARGO_BIN_EXE_hookledger"),
+        url,
+        &events_dir().join("sources.local.json"),
+    )
+    .args(args)
+    .output()
+    .await
+    .expect("hookledger runs");
     hookledger_tests::test_log::record("hookledger", &output);
     output
 }

@@ -6,7 +6,6 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use hookledger_tests::fake_providers::{serve_fixture, StripeEvents};
 use hookledger_tests::{local_sources_json, TestDb};
 use serde_json::{json, Value};
-use tokio::process::Command;
 
 const KEY: &str = "rk_test_hookledger_cli_replay";
 
@@ -25,18 +24,12 @@ fn sources(dir: &std::path::Path, base_url: &str, key: &str) -> std::path::PathB
 }
 
 async fn hookledger(url: &str, sources: &std::path::Path, args: &[&str]) -> std::process::Output {
-    let output = Command::new(env!("CARGO_BIN_EXE_hookledger"))
-        .args(args)
-        .env("DATABASE_URL", url)
-        .env("HOOKLEDGER_SOURCES_FILE", sources)
-        .env_remove("HOOKLEDGER_SOURCES")
-        .env_remove("HOOKLEDGER_SOURCES_SECRET_ARN")
-        .env_remove("HOOKLEDGER_DB_SECRET_ARN")
-        .env_remove("HOOKLEDGER_WORKER_FUNCTION")
-        .env_remove("RUST_LOG")
-        .output()
-        .await
-        .expect("hookledger runs");
+    let output =
+        hookledger_tests::hookledger_command(env!("CARGO_BIN_EXE_hookledger"), url, sources)
+            .args(args)
+            .output()
+            .await
+            .expect("hookledger runs");
     hookledger_tests::test_log::record("hookledger", &output);
     output
 }

@@ -2,25 +2,20 @@
 //! `DATABASE_URL` and the sources in a file. Needs PostgreSQL (`make test` starts one).
 
 use hookledger_tests::{events_dir, TestDb};
-use tokio::process::Command;
 
 /// `hookledger sweep ARGS` against `db` with the local sources, as a process.
 async fn hookledger_sweep(db: &TestDb, args: &[&str]) -> std::process::Output {
-    let output = Command::new(env!("CARGO_BIN_EXE_hookledger"))
-        .arg("sweep")
-        .args(args)
-        .env("DATABASE_URL", &db.url)
-        .env(
-            "HOOKLEDGER_SOURCES_FILE",
-            events_dir().join("sources.local.json"),
-        )
-        .env_remove("HOOKLEDGER_SOURCES")
-        .env_remove("HOOKLEDGER_SOURCES_SECRET_ARN")
-        .env_remove("HOOKLEDGER_DB_SECRET_ARN")
-        .env("HOOKLEDGER_SWEEP_PAUSE_MS", "1")
-        .output()
-        .await
-        .expect("hookledger runs");
+    let output = hookledger_tests::hookledger_command(
+        env!("CARGO_BIN_EXE_hookledger"),
+        &db.url,
+        &events_dir().join("sources.local.json"),
+    )
+    .arg("sweep")
+    .args(args)
+    .env("HOOKLEDGER_SWEEP_PAUSE_MS", "1")
+    .output()
+    .await
+    .expect("hookledger runs");
     hookledger_tests::test_log::record("hookledger", &output);
     output
 }

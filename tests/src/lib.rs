@@ -53,6 +53,29 @@ pub fn events_dir() -> PathBuf {
     repo_root().join("events")
 }
 
+/// The operator CLI at `binary` (a test's `env!("CARGO_BIN_EXE_hookledger")`) as an operator
+/// runs it: the database at `database_url`, the sources in the file `sources`, and none of the
+/// environment that would take their place or reach AWS (the sources or database secret, the
+/// worker to ring, a console token, `RUST_LOG`), whatever the test process has. Add the
+/// arguments and any further variable.
+pub fn hookledger_command(
+    binary: &str,
+    database_url: &str,
+    sources: &Path,
+) -> tokio::process::Command {
+    let mut command = tokio::process::Command::new(binary);
+    command
+        .env("DATABASE_URL", database_url)
+        .env("HOOKLEDGER_SOURCES_FILE", sources)
+        .env_remove("HOOKLEDGER_SOURCES")
+        .env_remove("HOOKLEDGER_SOURCES_SECRET_ARN")
+        .env_remove("HOOKLEDGER_DB_SECRET_ARN")
+        .env_remove("HOOKLEDGER_WORKER_FUNCTION")
+        .env_remove("HOOKLEDGER_CONSOLE_TOKEN")
+        .env_remove("RUST_LOG");
+    command
+}
+
 /// The local development sources JSON (`events/sources.local.json`).
 pub fn local_sources_json() -> Result<String> {
     let path = events_dir().join("sources.local.json");
