@@ -46,13 +46,7 @@ pub struct Args {
 /// # Errors
 /// Another address without `allow_remote_http`: the message names the address and the flag.
 pub fn check_bind(bind: SocketAddr, allow_remote_http: bool) -> anyhow::Result<()> {
-    let loopback = match bind.ip() {
-        std::net::IpAddr::V4(ip) => ip.is_loopback(),
-        std::net::IpAddr::V6(ip) => {
-            ip.is_loopback() || ip.to_ipv4_mapped().is_some_and(|v4| v4.is_loopback())
-        }
-    };
-    if !loopback && !allow_remote_http {
+    if !shared::loopback::is_loopback_ip(bind.ip()) && !allow_remote_http {
         anyhow::bail!(
             "refusing --bind {bind}: not a loopback address, and the console speaks plain HTTP \
              (its token and the payloads would cross the network unencrypted); use 127.0.0.1 \

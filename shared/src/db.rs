@@ -119,24 +119,19 @@ pub fn plaintext_hosts(config: &tokio_postgres::Config) -> Vec<String> {
     if config.get_ssl_mode() == tokio_postgres::config::SslMode::Require {
         return Vec::new();
     }
-    let loopback = |host: &str| {
-        let bare = host.trim_start_matches('[').trim_end_matches(']');
-        host.eq_ignore_ascii_case("localhost")
-            || bare
-                .parse::<std::net::IpAddr>()
-                .is_ok_and(|ip| ip.is_loopback())
-    };
     let mut hosts: Vec<String> = config
         .get_hosts()
         .iter()
         .filter_map(|host| match host {
-            tokio_postgres::config::Host::Tcp(name) if !loopback(name) => Some(name.clone()),
+            tokio_postgres::config::Host::Tcp(name) if !crate::loopback::is_loopback_host(name) => {
+                Some(name.clone())
+            }
             _ => None,
         })
         .collect();
     // `hostaddr` is what is connected to (the host then names the certificate only).
     for (i, addr) in config.get_hostaddrs().iter().enumerate() {
-        if addr.is_loopback() {
+        if crate::loopback::is_loopback_ip(*addr) {
             if let Some(tokio_postgres::config::Host::Tcp(name)) = config.get_hosts().get(i) {
                 hosts.retain(|h| h != name);
             }

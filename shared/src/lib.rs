@@ -17,6 +17,7 @@ pub mod github_app;
 pub mod handler;
 pub mod invocation;
 pub mod ledger;
+pub mod loopback;
 pub mod ordering;
 pub mod outbox;
 pub mod prelude;

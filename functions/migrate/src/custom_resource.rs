@@ -144,7 +144,7 @@ pub fn check_response_url(url: &str, allowed: ResponseUrls) -> Result<(), UrlRef
     let host = url.host_str().unwrap_or("");
     if allowed == ResponseUrls::AlsoLoopbackForTests
         && matches!(url.scheme(), "http" | "https")
-        && matches!(host, "127.0.0.1" | "[::1]" | "localhost")
+        && shared::loopback::is_loopback_host(host)
     {
         return Ok(());
     }

@@ -39,12 +39,9 @@ pub(crate) fn url_may_carry_credentials(url: &str) -> bool {
     match url::Url::parse(url) {
         Ok(parsed) => match parsed.scheme() {
             "https" => parsed.host().is_some(),
-            "http" => matches!(
-                parsed.host(),
-                Some(url::Host::Domain("localhost"))
-                    | Some(url::Host::Ipv4(std::net::Ipv4Addr::LOCALHOST))
-                    | Some(url::Host::Ipv6(std::net::Ipv6Addr::LOCALHOST))
-            ),
+            "http" => parsed
+                .host_str()
+                .is_some_and(crate::loopback::is_loopback_host),
             _ => false,
         },
         Err(_) => false,
