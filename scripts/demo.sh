@@ -46,7 +46,7 @@ cleanup() {
     wait "$console_pid" 2>/dev/null || true
   fi
   if [ -n "$cluster" ]; then scripts/postgres.sh stop "$cluster"; fi
-  if [ -n "$log" ]; then rm -f "$log"; fi
+  if [ -n "$log" ] && [ -s "$log" ]; then echo "== the functions' log is kept: $log" >&2; fi
   if [ -n "$scratch" ]; then rm -rf "$scratch"; fi
 }
 trap cleanup EXIT
@@ -60,6 +60,17 @@ scratch=$(mktemp -d /tmp/hookledger-demo.XXXXXX)
 sources_file=$(demo_sources_file "$scratch/sources.json")
 # The functions inherit this shell's environment too: leave them one way to the sources.
 unset HOOKLEDGER_SOURCES HOOKLEDGER_SOURCES_FILE HOOKLEDGER_SOURCES_SECRET_ARN
+# The example handlers run only where asked (HOOKLEDGER_EXAMPLES: source names): on the demo's
+# own Stripe sources when the sources are the demo's, never on yours unless you name them.
+if [ -z "${HOOKLEDGER_EXAMPLES+set}" ] && [ "$sources_file" = "$(realpath events/sources.local.json)" ]; then
+  HOOKLEDGER_EXAMPLES=stripe,stripe-deferred
+fi
+export HOOKLEDGER_EXAMPLES=${HOOKLEDGER_EXAMPLES:-}
+if [ -n "$HOOKLEDGER_EXAMPLES" ]; then
+  echo "== example handlers on: $HOOKLEDGER_EXAMPLES (HOOKLEDGER_EXAMPLES)"
+else
+  echo "== example handlers off: your handlers alone (HOOKLEDGER_EXAMPLES=name,... turns them on for those sources)"
+fi
 
 if [ -z "${DATABASE_URL:-}" ]; then
   cluster=$(mktemp -d /tmp/hookledger-pg.XXXXXX)
@@ -119,14 +130,18 @@ fi
 unset forward_secret
 
 echo "== starting the receiver: cargo lambda watch on 127.0.0.1:$port"
-log=$(mktemp /tmp/hookledger-watch.XXXXXX.log)
+# Kept after the run (Ctrl-C included): .hookledger/logs/, one file per run, newest last.
+mkdir -p .hookledger/logs
+log=.hookledger/logs/$mode-$(date -u +%Y%m%dT%H%M%SZ).log
+: >"$log"
 # Both functions run under the emulator. The receiver's doorbell rings the worker through the
 # emulator's Lambda Invoke API (dummy credentials: nothing leaves this machine).
 demo_env_file "$scratch/emulator.env" \
   "DATABASE_URL=$DATABASE_URL" "HOOKLEDGER_SOURCES_FILE=$sources_file" \
   "HOOKLEDGER_WORKER_FUNCTION=worker" "AWS_ENDPOINT_URL_LAMBDA=http://127.0.0.1:$port" \
   "AWS_REGION=us-east-1" "AWS_ACCESS_KEY_ID=local" "AWS_SECRET_ACCESS_KEY=local" \
-  "AWS_EC2_METADATA_DISABLED=true" "RUST_LOG=${RUST_LOG:-info}"
+  "AWS_EC2_METADATA_DISABLED=true" "RUST_LOG=${RUST_LOG:-info}" \
+  "HOOKLEDGER_EXAMPLES=$HOOKLEDGER_EXAMPLES"
 # RUST_LOG reaches the functions through the env file only: cargo lambda itself would turn
 # verbose with it and print the functions' environment (the database URL) and its metadata.
 setsid env -u RUST_LOG cargo lambda watch --quiet --ignore-changes -A 127.0.0.1 -P "$port" \

@@ -70,3 +70,28 @@ if [ "$status" != 0 ] || [ "$failed" != 0 ] || [ "$ignored" != 0 ] || [ "$passed
   echo "the handlers crate without the examples feature: tests failed, were ignored or none ran (exit $status)" >&2
   exit 1
 fi
+
+echo "== the starter project: scripts/new-project.sh into a temporary folder, hookledger from this checkout; its make test, then sam validate --lint of its template.yaml"
+starter=$(mktemp -d /tmp/hookledger-starter.XXXXXX)
+trap 'rm -f "$log"; rm -rf "$starter"' EXIT
+scripts/new-project.sh "$starter/our-webhooks"
+set +e
+# This workspace's target folder: the project's dependencies are this checkout's crates.
+(cd "$starter/our-webhooks" && CARGO_TARGET_DIR="$target_dir" make test) 2>&1 | tee "$log"
+status=${PIPESTATUS[0]}
+set -e
+read -r passed failed ignored < <(awk '
+  function count(word,   i, n) {
+    n = 0
+    for (i = 1; i < NF; i++) if ($(i + 1) ~ ("^" word)) n += $i
+    return n
+  }
+  /^test result:/ { passed += count("passed"); failed += count("failed"); ignored += count("ignored") }
+  END { print passed + 0, failed + 0, ignored + 0 }
+' "$log")
+echo "== the starter project: $passed passed, $failed failed, $ignored ignored"
+if [ "$status" != 0 ] || [ "$failed" != 0 ] || [ "$ignored" != 0 ] || [ "$passed" -lt 2 ]; then
+  echo "the starter project's make test failed, ignored a test or ran fewer than its 2 tests (exit $status)" >&2
+  exit 1
+fi
+(cd "$starter/our-webhooks" && sam validate --lint --template template.yaml)

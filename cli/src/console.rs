@@ -10,6 +10,7 @@
 //! `--allow-remote-http` says the operator has put TLS in front of it, or accepts the risk
 //! ([`check_bind`]).
 
+use shared::App;
 use std::net::SocketAddr;
 
 use hookledger_console::{AccessToken, Auth, Console, ConsoleConfig};
@@ -61,12 +62,12 @@ pub fn check_bind(bind: SocketAddr, allow_remote_http: bool) -> anyhow::Result<(
 /// # Errors
 /// A malformed `HOOKLEDGER_CONSOLE_TOKEN`, an address that cannot be bound, a failing accept.
 /// (`main` has refused a `--bind` [`check_bind`] refuses before the configuration is read.)
-pub async fn run(settings: Settings, pool: Pool, args: Args) -> anyhow::Result<()> {
+pub async fn run(app: App, settings: Settings, pool: Pool, args: Args) -> anyhow::Result<()> {
     let token = match std::env::var(TOKEN_VAR) {
         Ok(token) => AccessToken::new(&token).map_err(|e| anyhow::anyhow!("{TOKEN_VAR}: {e}"))?,
         Err(_) => AccessToken::random()?,
     };
-    let handlers = handlers::registry(&settings.sources);
+    let handlers = (app.registry)(&settings.sources);
     let doorbell = if args.read_only {
         Doorbell::off()
     } else {

@@ -2,6 +2,8 @@
 
 use anyhow::Context;
 use shared::config::DatabaseSettings;
+use shared::coverage::Coverage;
+use shared::App;
 use shared::Settings;
 
 /// Options of `hookledger migrate`.
@@ -35,9 +37,9 @@ async fn database_settings() -> anyhow::Result<DatabaseSettings> {
 /// # Errors
 /// When the database settings are missing or invalid, the database is unreachable, or a
 /// migration fails.
-pub async fn run(args: Args) -> anyhow::Result<()> {
+pub async fn run(app: App, args: Args) -> anyhow::Result<()> {
     let database = database_settings().await?;
-    let applied = shared::db::migrate_with(&database, &handlers::migrations())
+    let applied = shared::db::migrate_with(&database, &(app.migrations)())
         .await
         .context("migrating")?;
     if args.json {
@@ -50,15 +52,33 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// `hookledger check-config` arguments.
+#[derive(Debug, clap::Args)]
+pub struct CheckArgs {
+    /// Fail (exit 1) when a handler is registered for a source that is not configured, or a
+    /// configured source has no handler and no built-in target (for CI).
+    #[arg(long)]
+    pub strict: bool,
+}
+
 /// Reads the configuration exactly as the functions do at cold start and prints the sources
-/// found (`configuration: sources a, b`).
+/// found (`configuration: sources a, b`), then what runs for each (`source a: handlers for
+/// ...; targets ...`) and a `warning:` line per gap (`shared::coverage`).
 ///
 /// # Errors
-/// The start-up error the functions would stop with.
-pub async fn check_config() -> anyhow::Result<()> {
+/// The start-up error the functions would stop with; with `--strict`, any gap.
+pub async fn check_config(app: App, args: CheckArgs) -> anyhow::Result<()> {
     let settings = Settings::from_env().await.map_err(crate::config_error)?;
     let mut names: Vec<&str> = settings.sources.iter().map(|s| s.name.as_str()).collect();
     names.sort_unstable();
     println!("configuration: sources {}", names.join(", "));
+    let coverage = Coverage::of(&(app.registry)(&settings.sources), &settings.sources);
+    print!("{}", coverage.text());
+    if args.strict && !coverage.gaps.is_empty() {
+        anyhow::bail!(
+            "--strict: {} warning(s) in the configuration (above)",
+            coverage.gaps.len()
+        );
+    }
     Ok(())
 }

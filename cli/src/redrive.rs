@@ -3,6 +3,7 @@
 //! the worker; with `--outbox`, dead outbox messages back to `pending` for its dispatch
 //! (`shared::redrive::run`, what the replay function's `redrive` input runs).
 
+use shared::App;
 use std::time::Duration;
 
 use shared::db::Pool;
@@ -79,9 +80,9 @@ impl Args {
 /// # Errors
 /// An invalid request (bad time, empty id), an unknown source, no handler for the type of
 /// ignored events, or a database failure (batches moved before it stay moved).
-pub async fn run(settings: &Settings, pool: &Pool, args: Args) -> anyhow::Result<()> {
+pub async fn run(app: App, settings: &Settings, pool: &Pool, args: Args) -> anyhow::Result<()> {
     let selection = args.spec().selection()?;
-    let handlers = handlers::registry(&settings.sources);
+    let handlers = (app.registry)(&settings.sources);
     // A dry run rings nothing: no AWS client (and none of its region lookups) for it.
     let doorbell = if args.dry_run {
         Doorbell::off()

@@ -2,6 +2,7 @@
 //! claim path as a verified delivery (`shared::replay`, what the replay function runs), or, for
 //! GitHub, ask GitHub to redeliver what the ledger lacks.
 
+use shared::App;
 use std::time::Duration;
 
 use shared::db::Pool;
@@ -46,7 +47,7 @@ pub struct Args {
 /// # Errors
 /// Everything [`Replayer::run`] refuses or stops on (invalid window, beyond the look-back,
 /// unsupported scheme, refused credential, malformed page, provider or database failure).
-pub async fn run(settings: &Settings, pool: &Pool, args: Args) -> anyhow::Result<()> {
+pub async fn run(app: App, settings: &Settings, pool: &Pool, args: Args) -> anyhow::Result<()> {
     let request = ReplayRequest {
         source: args.source.clone(),
         since: args.since.clone(),
@@ -55,12 +56,8 @@ pub async fn run(settings: &Settings, pool: &Pool, args: Args) -> anyhow::Result
         starting_after: args.starting_after.clone(),
         delivery_success: args.failed_only.then_some(false),
     };
-    let receiver = Receiver::new(
-        settings,
-        pool.clone(),
-        handlers::registry(&settings.sources),
-    )
-    .with_doorbell(Doorbell::new(settings.worker_function.as_deref()).await);
+    let receiver = Receiver::new(settings, pool.clone(), (app.registry)(&settings.sources))
+        .with_doorbell(Doorbell::new(settings.worker_function.as_deref()).await);
     let replayer = Replayer::new(ReplayOptions::default())?;
     let what = if args.dry_run {
         "events read (dry run)"

@@ -10,7 +10,9 @@ use tokio::process::Command;
 
 #[tokio::test]
 async fn hookledger_console_prints_its_url_and_serves_the_overview_with_that_token() {
-    let db = TestDb::new(&handlers::migrations()).await.unwrap();
+    let db = TestDb::new(&handlers::examples::migrations())
+        .await
+        .unwrap();
     let mut child = hookledger_tests::hookledger_command(
         env!("CARGO_BIN_EXE_hookledger"),
         &db.url,

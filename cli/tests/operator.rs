@@ -135,7 +135,11 @@ async fn hookledger_check_config_reports_a_bad_sources_configuration_before_the_
     assert!(!stderr(&secret).contains("whsec_oops"));
     let good = check(r#"[{"name": "s", "scheme": "stripe", "secrets": ["whsec_x"]}]"#);
     assert!(good.status.success(), "{good:?}");
-    assert_eq!(stdout(&good).trim(), "configuration: sources s");
+    assert_eq!(
+        stdout(&good),
+        "configuration: sources s\nsource s: no handler; no target\nwarning: source \"s\" has no \
+         handler and no built-in target: every event is recorded and answered 200 \"ignored\"\n"
+    );
     // demo.sh runs the check (with this binary) before it starts serving.
     let demo =
         std::fs::read_to_string(hookledger_tests::repo_root().join("scripts/demo.sh")).unwrap();

@@ -46,7 +46,7 @@ async fn spawn_on(db: TestDb, read_only: bool) -> App {
     })
     .unwrap();
     let pool = shared::db::pool(&settings.database).unwrap();
-    let handlers = handlers::registry(&settings.sources);
+    let handlers = handlers::examples::registry(&settings.sources);
     let token = AccessToken::random().unwrap();
     let console = Console::new(
         settings,

@@ -12,7 +12,8 @@
 //! dispatched after commit. The book's `docs/guide/handlers.md` has the contract in full.
 //!
 //! The example Stripe handlers and their tables are behind the cargo feature `examples` (off
-//! by default; the demo and the tests turn it on).
+//! by default; the demo and the tests turn it on), and even then run only on the sources
+//! named in `HOOKLEDGER_EXAMPLES` (see `examples`).
 #![forbid(unsafe_code)]
 
 #[cfg(feature = "examples")]
@@ -20,15 +21,24 @@ pub mod examples;
 mod registry;
 
 pub use registry::registry;
-use shared::prelude::MigrationSet;
+use shared::prelude::{App, MigrationSet};
+
+/// What this crate hands hookledger's functions and CLI: [`registry()`] and [`migrations()`].
+/// Each binary of the reference deployment is one call with it, e.g.
+/// `receiver::main(handlers::APP)`.
+pub const APP: App = App {
+    registry,
+    migrations,
+};
 
 mod embedded {
     refinery::embed_migrations!("migrations");
 }
 
-/// The migration sets to apply after the ledger's, for the enabled features: your handlers'
-/// tables (`migrations/`, history table `hookledger_handlers_schema_history`), then with
-/// `examples` the examples' `orders` and `subscriptions` (`hookledger_examples_schema_history`).
+/// The migration sets to apply after the ledger's: your handlers' tables (`migrations/`,
+/// history table `hookledger_handlers_schema_history`), then, with the `examples` feature and
+/// `HOOKLEDGER_EXAMPLES` naming a source (see [`examples`]), the examples' `orders` and
+/// `subscriptions` (`hookledger_examples_schema_history`).
 /// Each set is versioned on its own. `hookledger migrate` applies them
 /// (`shared::db::migrate_with`).
 pub fn migrations() -> Vec<MigrationSet> {
@@ -37,7 +47,11 @@ pub fn migrations() -> Vec<MigrationSet> {
         embedded::migrations::runner(),
     )];
     #[cfg(feature = "examples")]
-    let sets = [sets, vec![examples::migrations()]].concat();
+    let sets = if examples::requested().is_empty() {
+        sets
+    } else {
+        [sets, vec![examples::migration_set()]].concat()
+    };
     sets
 }
 

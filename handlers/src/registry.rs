@@ -12,7 +12,8 @@ use shared::prelude::*;
 /// handler completes as a recorded no-op (`{"status": "ignored", ...}`).
 pub fn registry(sources: &Sources) -> Registry {
     let mut registry = Registry::new();
-    // The example Stripe handlers: nothing without the `examples` feature.
+    // The example Stripe handlers: only with the `examples` feature, and only on the sources
+    // named in HOOKLEDGER_EXAMPLES (the demo's).
     crate::examples::register(&mut registry, sources);
 
     // Your handlers, one line each: source name (as configured), event type, handler. E.g.

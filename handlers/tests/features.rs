@@ -83,10 +83,32 @@ async fn without_the_feature_migrating_creates_the_ledger_but_no_example_table()
     );
 }
 
+/// `make run` with a team's own sources ran the examples on them: a `payment_intent.succeeded`
+/// sent to their Stripe source wrote an `orders` row (issue 25). With the feature, the
+/// reference registry runs them only on the sources named in `HOOKLEDGER_EXAMPLES`.
 #[cfg(feature = "examples")]
 #[test]
-fn with_the_feature_every_stripe_source_gets_the_example_handlers() {
+fn with_the_feature_the_examples_run_only_where_asked() {
+    assert!(
+        std::env::var_os(handlers::examples::SOURCES_VAR).is_none(),
+        "this test needs HOOKLEDGER_EXAMPLES unset"
+    );
     let registry = registry();
+    for event_type in ["payment_intent.succeeded", "customer.subscription.updated"] {
+        assert!(
+            registry.get("stripe", event_type).is_none(),
+            "{event_type}: {registry:?}"
+        );
+    }
+    assert!(handlers::migrations()
+        .iter()
+        .all(|set| set.name() != "examples"));
+}
+
+#[cfg(feature = "examples")]
+#[test]
+fn with_the_feature_the_tests_registry_gets_the_examples_on_every_stripe_source() {
+    let registry = handlers::examples::registry(&Sources::from_json(SOURCES).unwrap());
     assert!(registry.get("stripe", "payment_intent.succeeded").is_some());
     assert!(registry
         .get("stripe", "customer.subscription.updated")

@@ -124,6 +124,21 @@ impl Registry {
     pub fn get(&self, source: &str, event_type: &str) -> Option<&Arc<dyn Handler>> {
         self.handlers.get(source)?.get(event_type)
     }
+
+    /// Every source name with a handler, each with its event types, both sorted.
+    pub fn registered(&self) -> Vec<(&str, Vec<&str>)> {
+        let mut all: Vec<(&str, Vec<&str>)> = self
+            .handlers
+            .iter()
+            .map(|(source, types)| {
+                let mut types: Vec<&str> = types.keys().map(String::as_str).collect();
+                types.sort_unstable();
+                (source.as_str(), types)
+            })
+            .collect();
+        all.sort_unstable();
+        all
+    }
 }
 
 /// A plain `async fn` as a [`Handler`]: `handler_fn!(path::to::f)`, where `f` is

@@ -6,9 +6,11 @@
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
 
+pub mod app;
 pub mod apply;
 pub mod audit;
 pub mod config;
+pub mod coverage;
 pub mod db;
 pub mod doorbell;
 pub mod effect;
@@ -36,5 +38,6 @@ pub mod telemetry;
 pub mod timestamp;
 pub mod work;
 
+pub use app::App;
 pub use config::{Settings, SourceConfig, Sources};
 pub use receive::{Outcome, Receiver, Reply};

@@ -3,11 +3,13 @@
 //! [`Effect`] and [`Success`] it returns, [`HandlerError`], the transaction handle [`Tx`], the
 //! statement type [`Sql`] with its parameter [`Type`]s, the ordering guard ([`advance`],
 //! [`Advance`], [`Entity`]), [`json!`] and [`Value`] for JSON bodies, and [`Registry`],
-//! [`Sources`] and [`MigrationSet`] for the registry and migrations functions.
+//! [`Sources`] and [`MigrationSet`] for the registry and migrations functions, and [`App`],
+//! which bundles those two for hookledger's functions.
 //!
 //! This is the user's surface: a change to it is a changelog entry. Nothing of the engine is
 //! here.
 
+pub use crate::app::App;
 pub use crate::db::{MigrationSet, Sql};
 pub use crate::effect::{Effect, Event, HandlerError, Success};
 pub use crate::handler::{Handler, Registry};

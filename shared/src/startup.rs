@@ -19,6 +19,24 @@ pub fn config_failure(error: &ConfigError) -> String {
     }
 }
 
+/// The variable Lambda (Managed Instances) and cargo lambda's emulator set to the number of
+/// invocations an execution environment may run at once.
+pub const MAX_CONCURRENCY_VAR: &str = "AWS_LAMBDA_MAX_CONCURRENCY";
+
+/// Drops `AWS_LAMBDA_MAX_CONCURRENCY` when it is `1`: one invocation at a time is what the
+/// functions' runtime does anyway, and lambda_runtime would warn at every start that its
+/// `concurrency-tokio` feature is off (cargo lambda's emulator, under `make run`, always sets
+/// it). Any other value is kept, and so is the runtime's warning: more than one invocation at
+/// once is not what these functions are built for.
+///
+/// Call first thing in `main`, before the async runtime starts any thread: the environment is
+/// changed only while the process has one thread.
+pub fn drop_sequential_concurrency() {
+    if std::env::var(MAX_CONCURRENCY_VAR).is_ok_and(|v| v.trim() == "1") {
+        std::env::remove_var(MAX_CONCURRENCY_VAR);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -72,6 +72,7 @@ pub fn hookledger_command(
         .env_remove("HOOKLEDGER_DB_SECRET_ARN")
         .env_remove("HOOKLEDGER_WORKER_FUNCTION")
         .env_remove("HOOKLEDGER_CONSOLE_TOKEN")
+        .env_remove("HOOKLEDGER_EXAMPLES")
         .env_remove("RUST_LOG");
     command
 }
@@ -94,9 +95,9 @@ pub fn pooler_url() -> Result<String> {
 }
 
 /// A fresh database migrated with the ledger's migrations and the handlers' sets with the
-/// examples (`handlers::migrations()`: this crate turns the `examples` feature on).
+/// examples (`handlers::examples::migrations()`: this crate turns the `examples` feature on).
 pub async fn test_db() -> Result<TestDb> {
-    TestDb::new(&handlers::migrations()).await
+    TestDb::new(&handlers::examples::migrations()).await
 }
 
 /// `db`'s URL through the transaction-mode pgbouncer ([`pooler_url`]).

@@ -434,7 +434,7 @@ async fn main() -> Result<()> {
     std::fs::create_dir_all(&args.out)?;
     std::fs::create_dir_all(&args.logs)?;
     let database = DatabaseSettings::with_url(args.database_url.clone());
-    shared::db::migrate_with(&database, &handlers::migrations())
+    shared::db::migrate_with(&database, &handlers::examples::migrations())
         .await
         .context("migrating")?;
     let receiver = match &args.receiver {

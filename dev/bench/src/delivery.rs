@@ -32,7 +32,7 @@ pub fn in_process_receiver(
     let receiver = std::sync::Arc::new(shared::Receiver::new(
         &settings,
         pool,
-        handlers::registry(&settings.sources),
+        handlers::examples::registry(&settings.sources),
     ));
     let config = settings
         .sources

@@ -174,7 +174,7 @@ static PRINTED_ERRORS: AtomicUsize = AtomicUsize::new(0);
 async fn main() -> Result<()> {
     let args = Args::parse();
     let database = DatabaseSettings::with_url(args.database_url.clone());
-    shared::db::migrate_with(&database, &handlers::migrations())
+    shared::db::migrate_with(&database, &handlers::examples::migrations())
         .await
         .context("migrating")?;
     let (client, connection) = tokio_postgres::connect(&args.database_url, tokio_postgres::NoTls)

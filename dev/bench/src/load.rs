@@ -48,7 +48,7 @@ async fn main() -> Result<()> {
     database.pool_size = args.concurrency;
     database.transaction_limits = args.transaction_limits;
     database.statement_cache = args.statement_cache;
-    shared::db::migrate_with(&database, &handlers::migrations())
+    shared::db::migrate_with(&database, &handlers::examples::migrations())
         .await
         .context("migrating")?;
     load(database, args.n, args.concurrency).await

@@ -45,7 +45,7 @@ async fn main() -> Result<()> {
         .map_err(|e| anyhow::anyhow!(shared::startup::config_failure(&e)))?;
     settings.database.pool_size = args.pool_size;
     // Exactly the function's state (functions/receiver/src/main.rs).
-    let state = AppState::from_settings(&settings, handlers::registry(&settings.sources))
+    let state = AppState::from_settings(&settings, handlers::examples::registry(&settings.sources))
         .await
         .map_err(|e| anyhow::anyhow!(shared::error_chain::error_chain(&e)))?;
     let state: &'static AppState = Box::leak(Box::new(state));

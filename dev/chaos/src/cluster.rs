@@ -78,7 +78,7 @@ pub async fn prepare_database(server_url: &str, name: &str) -> Result<Database> 
         .await?;
     let url = database_url(server_url, name);
     let settings = DatabaseSettings::with_url(url.clone());
-    shared::db::migrate_with(&settings, &::handlers::migrations())
+    shared::db::migrate_with(&settings, &::handlers::examples::migrations())
         .await
         .context("migrating the scenario's database")?;
     let client = connect(&url).await?;

@@ -106,7 +106,7 @@ impl Handler for InvoicePaid {
 /// The project's registry (`handlers::registry`, examples on) plus the chaos handlers for
 /// every Stripe source in `sources`.
 pub fn registry(sources: &Sources) -> Registry {
-    let mut registry = ::handlers::registry(sources);
+    let mut registry = ::handlers::examples::registry(sources);
     for source in sources.iter().filter(|s| s.scheme == Scheme::Stripe) {
         registry.register(&source.name, CHARGE_REFUNDED, Arc::new(ChargeRefunded));
         registry.register(&source.name, INVOICE_PAID, Arc::new(InvoicePaid));

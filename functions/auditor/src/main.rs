@@ -1,37 +1,6 @@
-//! `auditor`: reports what needs a human, every five minutes.
-//!
-//! - Trigger: a schedule (`rate(5 minutes)`, an EventBridge event); `AuditorFunction` in
-//!   template.yaml. The input is not read.
-//! - Output: the audit report (see `shared::audit`), also logged as one `audit` line, plus one
-//!   CloudWatch EMF document per source and one for the database.
-//! - Environment: as the worker (`DATABASE_URL` or `HOOKLEDGER_DB_SECRET_ARN`, the sources),
-//!   plus `HOOKLEDGER_AUDIT_STUCK_AFTER_SECS` and `HOOKLEDGER_AUDIT_IDLE_IN_TRANSACTION_SECS`.
-//!   The database role needs `pg_read_all_stats` (or `pg_monitor`) to see other roles'
-//!   sessions idle in a transaction.
-//! - Side effects: moves `audit_run.last_run_at` to the run's time; nothing else is written.
+//! The `auditor` function's binary in this repository's reference deployment: the one call a
+//! team's own binary makes too (`auditor::main`, whose docs say what the function does).
 
-use auditor::handler::{function_handler, AppState};
-use lambda_runtime::{run, service_fn, Error, LambdaEvent};
-use shared::sources_refresh::LiveSources;
-use shared::Settings;
-
-#[tokio::main]
-async fn main() -> Result<(), Error> {
-    shared::telemetry::init();
-    // A message, not the error (its Debug): it names the problem ("set only one of ..."), and
-    // what caused it where that quotes no value.
-    let settings = Settings::from_env()
-        .await
-        .map_err(|e| shared::startup::config_failure(&e))?;
-    let pool =
-        shared::db::pool(&settings.database).map_err(|e| shared::error_chain::error_chain(&e))?;
-    let mut state = AppState::new(&settings, pool);
-    // A retention or expected interval changed in the sources secret or file applies from the
-    // next run.
-    state.sources = LiveSources::from_settings(&settings).await;
-    let state: &'static AppState = Box::leak(Box::new(state));
-    run(service_fn(move |event: LambdaEvent<serde_json::Value>| {
-        function_handler(state, event)
-    }))
-    .await
+fn main() -> Result<(), lambda_runtime::Error> {
+    auditor::main()
 }

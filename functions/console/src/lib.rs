@@ -2,3 +2,6 @@
 //! through the same service stack.
 
 pub mod handler;
+mod run;
+
+pub use run::main;

@@ -111,7 +111,7 @@ async fn console_allowing(
     .unwrap();
     assert_eq!(console.redrive, redrive);
     let pool = shared::db::pool(&settings.database).unwrap();
-    let handlers = handlers::registry(&settings.sources);
+    let handlers = handlers::examples::registry(&settings.sources);
     let key = SecretString::from(KEY.to_owned());
     Box::leak(Box::new(
         router(settings, pool, handlers, &console, &key).unwrap(),

@@ -9,4 +9,7 @@
 pub mod custom_resource;
 pub mod handler;
 pub mod resource;
+mod run;
 pub mod schema;
+
+pub use run::main;

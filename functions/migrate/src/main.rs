@@ -1,41 +1,7 @@
-//! `migrate`: the CloudFormation custom resource `Schema` (`Custom::HookledgerSchema`,
-//! `MigrateFunction` in template.yaml) that brings the database up to date on every deploy.
-//!
-//! - Trigger: CloudFormation, on Create, Update (a changed `Version`, `Logins` or
-//!   `ConnectionBudget`, and on a rollback with the old properties) and Delete of the resource.
-//! - Input: a custom resource request; `ResourceProperties` as in `migrate::schema`.
-//! - Output: the answer `PUT` to the request's `ResponseURL` (SUCCESS with `Data`, or FAILED
-//!   with a short `Reason`, which makes CloudFormation roll back), also returned.
-//! - Environment: the database variables (`HOOKLEDGER_DB_SECRET_ARN` = the admin (owner)
-//!   secret, `HOOKLEDGER_DB_HOST`, ..., `HOOKLEDGER_DB_CA_FILE`, or `DATABASE_URL`). The sources
-//!   variables are ignored, never read.
-//! - Side effects: applies the ledger's migrations then the handlers' (without the examples),
-//!   creates or alters the functions' login roles from their secrets. Delete changes nothing.
+//! The `migrate` function's binary in this repository's reference deployment: the one call a
+//! team's own binary makes too (`migrate::main`, whose docs say what the function does), with
+//! this repository's handlers (`handlers::APP`, handlers/src/lib.rs).
 
-use lambda_runtime::{run, service_fn, Error, LambdaEvent};
-use migrate::handler::{function_handler, AppState};
-use migrate::resource::{database_settings_from_env, SchemaResource};
-
-#[tokio::main]
-async fn main() -> Result<(), Error> {
-    shared::telemetry::init();
-    // A message, not the error (its Debug): it names the problem ("set only one of ..."), and
-    // what caused it where that quotes no value. A failure is kept, not returned: an
-    // environment that never starts would never answer CloudFormation (the deploy would wait
-    // for the resource's ServiceTimeout); with it kept, every request is answered (FAILED with
-    // this reason; Delete SUCCESS, so a rollback completes).
-    let database = database_settings_from_env()
-        .await
-        .map_err(|e| shared::startup::config_failure(&e));
-    if let Err(reason) = &database {
-        tracing::error!(%reason, "cannot read the database settings; every Create and Update will answer FAILED");
-    }
-    let secrets = shared::secrets::Secrets::from_env().await;
-    let resource = SchemaResource::new(database, Some(secrets), handlers::migrations())
-        .map_err(|e| shared::error_chain::error_chain(&e))?;
-    let state: &'static AppState = Box::leak(Box::new(AppState { resource }));
-    run(service_fn(move |event: LambdaEvent<serde_json::Value>| {
-        function_handler(state, event)
-    }))
-    .await
+fn main() -> Result<(), lambda_runtime::Error> {
+    migrate::main(handlers::APP)
 }

@@ -28,10 +28,12 @@ impl AppState {
     }
 
     /// The function's state as its `main` builds it once per execution environment: the pool,
-    /// `handlers` (`handlers::registry`, handlers/src/registry.rs), the worker's doorbell
+    /// `handlers` (the app's registry, `shared::App`), the worker's doorbell
     /// (`HOOKLEDGER_WORKER_FUNCTION`, off when unset) and sources re-read after a signature
     /// mismatch, so rotated signing secrets are picked up without a redeploy
-    /// (`shared::sources_refresh`).
+    /// (`shared::sources_refresh`). Logs what runs for each source, with a warning for a
+    /// handler registered for a source that is not configured and for a source where nothing
+    /// runs (`shared::coverage`).
     ///
     /// # Errors
     /// [`shared::db::DbError`] when the pool cannot be built from `settings.database` (fatal:
@@ -41,6 +43,8 @@ impl AppState {
         handlers: Registry,
     ) -> Result<Self, shared::db::DbError> {
         let pool = shared::db::pool(&settings.database)?;
+        // What runs for each source, and a warning for each source where nothing would.
+        shared::coverage::Coverage::of(&handlers, &settings.sources).log();
         let mut state = Self::new(settings, pool, handlers);
         state.receiver = state.receiver.with_doorbell(
             shared::doorbell::Doorbell::new(settings.worker_function.as_deref()).await,

@@ -2,6 +2,9 @@
 //! service stack the binary runs.
 
 pub mod handler;
+mod run;
 pub mod stack;
 pub mod transport;
 pub mod unreadable;
+
+pub use run::main;

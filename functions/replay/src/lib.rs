@@ -1,3 +1,6 @@
 //! The replay function as a library, so the tests drive the exact handler the binary runs.
 
 pub mod handler;
+mod run;
+
+pub use run::main;

@@ -30,6 +30,11 @@ impl EventTypes {
         Self(vec!["*".to_owned()])
     }
 
+    /// The patterns, in configuration order.
+    pub fn patterns(&self) -> &[String] {
+        &self.0
+    }
+
     /// Whether `event_type` matches one of the patterns.
     pub fn matches(&self, event_type: &str) -> bool {
         self.0

@@ -64,13 +64,13 @@ fn the_book_quotes_this_test() {
     assert!(book.contains(&quoted), "{page} does not quote:\n{quoted}");
 }
 
-/// README.md and the book's handler chapter show `src/refunds.rs` as the example handler,
+/// README.md and the book's handler chapter show the starter's `src/refunds.rs` as the example handler,
 /// without its doc comments, in a `rust` code block: the code a reader copies compiles and is
 /// tested end to end (`tests/end_to_end.rs`).
 #[test]
 fn the_readme_quotes_the_refunds_handler() {
     let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
-    let handler: String = include_str!("../src/refunds.rs")
+    let handler: String = include_str!("../../../starter/src/refunds.rs")
         .lines()
         .filter(|line| {
             !line.trim_start().starts_with("//!") && !line.trim_start().starts_with("///")
@@ -89,16 +89,18 @@ fn the_readme_quotes_the_refunds_handler() {
     }
 }
 
-/// The book shows the refund handler's migration as it is (`docs/guide/handlers.md`, "Its table").
+/// README.md and the book show the refund handler's migration as it is (issue 25: the README
+/// showed the handler without its table).
 #[test]
-fn the_book_quotes_the_refunds_migration() {
+fn the_readme_and_the_book_quote_the_refunds_migration() {
     let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
-    let sql = include_str!("../migrations/V1__create_refunds.sql");
+    let sql = include_str!("../../../starter/migrations/V1__create_refunds.sql");
     let block = format!("```sql\n{sql}```\n");
-    let text =
-        std::fs::read_to_string(format!("{root}/docs/guide/handlers.md")).expect("handlers.md");
-    assert!(
-        text.contains(&block),
-        "docs/guide/handlers.md does not show migrations/V1__create_refunds.sql as:\n{block}"
-    );
+    for file in ["README.md", "docs/guide/handlers.md"] {
+        let text = std::fs::read_to_string(format!("{root}/{file}")).expect(file);
+        assert!(
+            text.contains(&block),
+            "{file} does not show starter/migrations/V1__create_refunds.sql as:\n{block}"
+        );
+    }
 }

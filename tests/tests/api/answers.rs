@@ -476,7 +476,11 @@ async fn an_unreachable_database_is_a_503_service_unavailable() {
         ..app.settings.clone()
     };
     let pool = shared::db::pool(&settings.database).unwrap();
-    let state = AppState::new(&settings, pool, handlers::registry(&settings.sources));
+    let state = AppState::new(
+        &settings,
+        pool,
+        handlers::examples::registry(&settings.sources),
+    );
     let event = load(STRIPE);
     let answer = send(&state, event.request().unwrap(), event.signed_at().unwrap()).await;
     assert_eq!(

@@ -344,7 +344,11 @@ async fn a_cold_start_reads_the_database_and_the_sources_from_secrets_manager() 
     assert!(!format!("{settings:?}").contains("unused-with-trust-auth"));
 
     let pool = shared::db::pool(&settings.database).unwrap();
-    let receiver = shared::Receiver::new(&settings, pool, handlers::registry(&settings.sources));
+    let receiver = shared::Receiver::new(
+        &settings,
+        pool,
+        handlers::examples::registry(&settings.sources),
+    );
     let delivery = stripe_payment("evt_aws", "ord_aws", 10, NOW);
     let reply = receiver
         .receive("stripe", &delivery.headers, &delivery.body, NOW)
@@ -533,8 +537,11 @@ impl Rotation {
             .with_clock(clock.clone());
         assert_eq!(refresher.min_interval(), DEFAULT_MIN_REFRESH_INTERVAL);
         let pool = shared::db::pool(&settings.database).unwrap();
-        let mut receiver =
-            shared::Receiver::new(&settings, pool, handlers::registry(&settings.sources));
+        let mut receiver = shared::Receiver::new(
+            &settings,
+            pool,
+            handlers::examples::registry(&settings.sources),
+        );
         receiver.sources = LiveSources::refreshing(settings.sources.clone(), refresher);
         Self {
             client,

@@ -59,7 +59,7 @@ async fn an_operator_clicks_from_the_overview_to_a_dead_event_redrives_it_and_th
     let console = Console::new(
         app.settings.clone(),
         app.receiver().pool.clone(),
-        handlers::registry(&app.settings.sources),
+        handlers::examples::registry(&app.settings.sources),
         Doorbell::off(),
         ConsoleConfig {
             auth: Auth::Token(token.clone()),

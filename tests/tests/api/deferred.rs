@@ -505,7 +505,7 @@ async fn exhausted_attempts_end_dead_with_the_last_error() {
     app.state = receiver::handler::AppState::new(
         &app.settings,
         app.receiver().pool.clone(),
-        handlers::registry(&app.settings.sources),
+        handlers::examples::registry(&app.settings.sources),
     );
     let mut worker = worker_for(&app);
     let handler = control(&mut app, &mut worker, "stripe-deferred");
@@ -604,7 +604,7 @@ async fn shadow_mode_processes_duplicates_and_counts_them() {
         app.state = receiver::handler::AppState::new(
             &app.settings,
             app.receiver().pool.clone(),
-            handlers::registry(&app.settings.sources),
+            handlers::examples::registry(&app.settings.sources),
         );
         let mut worker = worker_for(&app);
         let handler = control(&mut app, &mut worker, "stripe");

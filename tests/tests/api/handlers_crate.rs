@@ -9,7 +9,7 @@ use shared::Sources;
 #[test]
 fn with_the_examples_every_stripe_source_has_the_example_handlers() {
     let sources = Sources::from_json(&local_sources_json().unwrap()).unwrap();
-    let registry = handlers::registry(&sources);
+    let registry = handlers::examples::registry(&sources);
     for source in ["stripe", "stripe-deferred"] {
         assert!(sources.get(source).is_some(), "{source} is a local source");
         for event_type in [
@@ -31,7 +31,7 @@ fn with_the_examples_every_stripe_source_has_the_example_handlers() {
 #[tokio::test]
 async fn with_the_examples_migrating_creates_their_tables_in_their_own_history() {
     let db = TestDb::empty().await.unwrap();
-    let applied = shared::db::migrate_with(&db.settings(1), &handlers::migrations())
+    let applied = shared::db::migrate_with(&db.settings(1), &handlers::examples::migrations())
         .await
         .unwrap();
     let ledger = shared::db::MigrationSet::ledger().names();
@@ -84,7 +84,7 @@ async fn with_the_examples_migrating_creates_their_tables_in_their_own_history()
     assert_eq!(example_versions, [1, 2]);
 
     // Up to date the second time.
-    let again = shared::db::migrate_with(&db.settings(1), &handlers::migrations())
+    let again = shared::db::migrate_with(&db.settings(1), &handlers::examples::migrations())
         .await
         .unwrap();
     assert!(again.is_empty(), "{again:?}");

@@ -137,7 +137,11 @@ pub fn spawn_app_over_sources(
         audit: Default::default(),
     };
     let pool = shared::db::pool(&settings.database).unwrap();
-    let state = AppState::new(&settings, pool, handlers::registry(&settings.sources));
+    let state = AppState::new(
+        &settings,
+        pool,
+        handlers::examples::registry(&settings.sources),
+    );
     TestApp {
         db,
         state,
@@ -413,7 +417,7 @@ pub fn with_max_attempts(app: &mut TestApp, max_attempts: u32) {
     app.state = receiver::handler::AppState::new(
         &app.settings,
         app.receiver().pool.clone(),
-        handlers::registry(&app.settings.sources),
+        handlers::examples::registry(&app.settings.sources),
     );
 }
 
@@ -422,7 +426,7 @@ pub fn worker_for(app: &TestApp) -> worker::handler::AppState {
     worker::handler::AppState::new(
         &app.settings,
         app.receiver().pool.clone(),
-        handlers::registry(&app.settings.sources),
+        handlers::examples::registry(&app.settings.sources),
     )
 }
 

@@ -125,7 +125,7 @@ async fn a_refused_connection_is_logged_with_the_servers_reason() {
     app.state = receiver::handler::AppState::new(
         &app.settings,
         pool,
-        handlers::registry(&app.settings.sources),
+        handlers::examples::registry(&app.settings.sources),
     );
     let (logs, _guard) = capture_logs();
     let reply = app

@@ -7,6 +7,7 @@ mod aws;
 mod body_replay;
 mod claim;
 mod console;
+mod coverage;
 mod deferred;
 mod delivery_metrics;
 mod docs;

@@ -120,7 +120,7 @@ fn every_migration(sets: &[MigrationSet]) -> Vec<String> {
 #[tokio::test]
 async fn create_on_a_fresh_database_applies_every_migration_and_answers_success() {
     let db = TestDb::empty().await.unwrap();
-    let sets = handlers::migrations();
+    let sets = handlers::examples::migrations();
     let state = state(db.settings(1), sets.clone()).await;
     let server = s3(200).await;
     let event = request(&server, "Create", json!({"Version": "1"}));
@@ -245,7 +245,9 @@ async fn delete_answers_success_without_connecting_and_leaves_the_schema() {
 
 #[tokio::test]
 async fn a_rollback_to_an_older_build_on_a_newer_database_succeeds_a_divergent_one_fails() {
-    let db = TestDb::new(&handlers::migrations()).await.unwrap();
+    let db = TestDb::new(&handlers::examples::migrations())
+        .await
+        .unwrap();
     let client = db.connect().await.unwrap();
     // A newer build applied V99 to the ledger's set; this (older) build does not know it.
     client
@@ -256,7 +258,7 @@ async fn a_rollback_to_an_older_build_on_a_newer_database_succeeds_a_divergent_o
         )
         .await
         .unwrap();
-    let state = state(db.settings(1), handlers::migrations()).await;
+    let state = state(db.settings(1), handlers::examples::migrations()).await;
     let server = s3(200).await;
     let event = request(&server, "Update", json!({"Version": "old"}));
     invoke(&state, event.clone(), 60).await.unwrap();
@@ -266,7 +268,7 @@ async fn a_rollback_to_an_older_build_on_a_newer_database_succeeds_a_divergent_o
     assert_eq!(body["Data"]["Ahead"], "V99__create_from_the_future");
     assert_eq!(body["Data"]["AppliedCount"], "0");
     // The CLI's `hookledger migrate` (migrate_with) behaves the same.
-    let applied = shared::db::migrate_with(&db.settings(1), &handlers::migrations())
+    let applied = shared::db::migrate_with(&db.settings(1), &handlers::examples::migrations())
         .await
         .unwrap();
     assert!(applied.is_empty());
@@ -474,7 +476,7 @@ async fn logins_are_provisioned_from_their_secrets_and_do_their_functions_work()
                 {"Name": "sweeper", "ReservedConcurrency": "0", "PoolSize": "1"}]}
         })
     };
-    let state = state(db.settings(1), handlers::migrations()).await;
+    let state = state(db.settings(1), handlers::examples::migrations()).await;
     let server = s3(200).await;
     let event = request(&server, "Create", properties("1"));
     invoke(&state, event.clone(), 60).await.unwrap();

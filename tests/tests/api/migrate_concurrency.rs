@@ -92,7 +92,7 @@ async fn migrate_applies_its_lock_timeout_so_a_blocked_migration_fails_fast_and_
 #[tokio::test]
 async fn two_deploys_at_once_on_a_fresh_database_both_succeed() {
     let db = TestDb::empty().await.unwrap();
-    let sets = handlers::migrations();
+    let sets = handlers::examples::migrations();
     let first = state(db.settings(1), sets.clone()).await;
     let second = state(db.settings(1), sets).await;
     let (server_a, server_b) = (s3(200).await, s3(200).await);
@@ -122,7 +122,9 @@ async fn two_deploys_at_once_on_a_fresh_database_both_succeed() {
 #[tokio::test]
 async fn two_deploys_at_once_provisioning_the_same_new_login_both_succeed() {
     let aws = crate::aws::emulator().await;
-    let db = TestDb::new(&handlers::migrations()).await.unwrap();
+    let db = TestDb::new(&handlers::examples::migrations())
+        .await
+        .unwrap();
     let username = unique("review_race_login");
     let arn = login_secret(
         &aws,
@@ -130,8 +132,8 @@ async fn two_deploys_at_once_provisioning_the_same_new_login_both_succeed() {
     )
     .await;
     let properties = json!({"Version": "1", "Logins": [{"Role": "worker", "SecretArn": arn}]});
-    let first = state(db.settings(1), handlers::migrations()).await;
-    let second = state(db.settings(1), handlers::migrations()).await;
+    let first = state(db.settings(1), handlers::examples::migrations()).await;
+    let second = state(db.settings(1), handlers::examples::migrations()).await;
     let mut failures = Vec::new();
     // The window is the time between the SELECT and the CREATE: try a few times.
     for _ in 0..5 {
@@ -170,7 +172,7 @@ async fn two_deploys_at_once_provisioning_the_same_new_login_both_succeed() {
 async fn two_migrate_with_runs_at_once_on_a_fresh_database_both_succeed() {
     let db = TestDb::empty().await.unwrap();
     let settings = db.settings(1);
-    let sets = handlers::migrations();
+    let sets = handlers::examples::migrations();
     let (a, b) = tokio::join!(
         shared::db::migrate_with(&settings, &sets),
         shared::db::migrate_with(&settings, &sets),

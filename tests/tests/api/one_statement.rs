@@ -268,7 +268,7 @@ async fn a_duplicate_in_one_statement_waits_on_an_open_claim_a_bounded_time_then
         let plain = AppState::new(
             &holder.settings,
             pool,
-            handlers::registry(&holder.settings.sources),
+            handlers::examples::registry(&holder.settings.sources),
         );
         let delivery = stripe_payment("evt_one_wait", "ord_wait", 2000, NOW);
         let first = {

@@ -431,7 +431,7 @@ async fn a_shadow_source_reprocesses_duplicates_in_both_shapes() {
         app.state = receiver::handler::AppState::new(
             &app.settings,
             app.receiver().pool.clone(),
-            handlers::registry(&app.settings.sources),
+            handlers::examples::registry(&app.settings.sources),
         );
         app.state.receiver.handlers = handlers;
         let delivery = stripe_payment("evt_shadow", "ord_shadow", 5, NOW);

@@ -806,7 +806,7 @@ async fn two_concurrent_drains_never_dispatch_one_message_twice() {
     let second = worker::handler::AppState::new(
         &shop.app.settings,
         second_pool,
-        handlers::registry(&shop.app.settings.sources),
+        handlers::examples::registry(&shop.app.settings.sources),
     );
     let at = soon();
     let (a, b) = tokio::join!(

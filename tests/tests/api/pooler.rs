@@ -149,7 +149,7 @@ async fn the_configured_timeouts_hold_inside_the_claim_and_do_not_leak_to_other_
     app.state = receiver::handler::AppState::new(
         &app.settings,
         pool,
-        handlers::registry(&app.settings.sources),
+        handlers::examples::registry(&app.settings.sources),
     );
     let handler = Arc::new(ShowTimeouts::default());
     app.state.receiver.handlers.register(

@@ -334,7 +334,11 @@ async fn an_unreachable_database_answers_503_so_the_provider_retries() {
         ..app.settings.clone()
     };
     let pool = shared::db::pool(&settings.database).unwrap();
-    let receiver = shared::Receiver::new(&settings, pool, handlers::registry(&settings.sources));
+    let receiver = shared::Receiver::new(
+        &settings,
+        pool,
+        handlers::examples::registry(&settings.sources),
+    );
     let delivery = stripe_payment("evt_down", "ord_down", 1, NOW);
     let reply = receiver
         .receive("stripe", &delivery.headers, &delivery.body, NOW)
@@ -353,7 +357,7 @@ async fn sources_that_keep_the_digest_only_store_no_payload() {
     app.state = receiver::handler::AppState::new(
         &app.settings,
         app.receiver().pool.clone(),
-        handlers::registry(&app.settings.sources),
+        handlers::examples::registry(&app.settings.sources),
     );
     let reply = app
         .receive("stripe", &stripe_payment("evt_np", "ord_np", 1, NOW))

@@ -88,7 +88,7 @@ async fn redrive(
 ) -> Result<RedriveReport, RedriveError> {
     redrive_with(
         app,
-        &handlers::registry(&app.settings.sources),
+        &handlers::examples::registry(&app.settings.sources),
         source,
         selection,
         dry_run,
@@ -292,7 +292,7 @@ async fn a_dead_letter_without_a_payload_is_refused_and_nothing_moves() {
     app.state = receiver::handler::AppState::new(
         &app.settings,
         app.receiver().pool.clone(),
-        handlers::registry(&app.settings.sources),
+        handlers::examples::registry(&app.settings.sources),
     );
     let handler = Arc::new(Broken::default());
     handler.failing.store(true, Ordering::SeqCst);

@@ -1170,7 +1170,7 @@ async fn the_replay_function_takes_a_replay_a_redrive_or_an_inspect_and_refuses_
     let state = ::replay::handler::AppState::new(
         &app.settings,
         app.receiver().pool.clone(),
-        handlers::registry(&app.settings.sources),
+        handlers::examples::registry(&app.settings.sources),
     )
     .unwrap();
     let since = at(now_unix() - 7_200);

@@ -420,7 +420,7 @@ async fn the_replay_role_redrives_dead_letters_and_inspects() {
     let report = shared::redrive::run(
         &pool,
         &app.settings.sources,
-        &handlers::registry(&app.settings.sources),
+        &handlers::examples::registry(&app.settings.sources),
         &Doorbell::off(),
         "stripe-deferred",
         &selection,
@@ -449,7 +449,7 @@ async fn handlers_tables_created_before_v14_are_granted_to_the_handlers_role() {
         .run_async(&mut client)
         .await
         .unwrap();
-    let examples = handlers::migrations();
+    let examples = handlers::examples::migrations();
     for set in &examples {
         let mut runner = refinery::Runner::new(set.migrations());
         runner.set_migration_table_name(set.table());
@@ -532,7 +532,7 @@ async fn another_applications_tables_are_never_granted_to_the_handlers_role() {
         .batch_execute("CREATE TABLE other_app_before (id serial PRIMARY KEY, email text)")
         .await
         .unwrap();
-    shared::db::migrate_with(&db.settings(1), &handlers::migrations())
+    shared::db::migrate_with(&db.settings(1), &handlers::examples::migrations())
         .await
         .unwrap();
     owner
@@ -540,7 +540,7 @@ async fn another_applications_tables_are_never_granted_to_the_handlers_role() {
         .await
         .unwrap();
     // A second deploy changes nothing of that.
-    shared::db::migrate_with(&db.settings(1), &handlers::migrations())
+    shared::db::migrate_with(&db.settings(1), &handlers::examples::migrations())
         .await
         .unwrap();
     for role in [

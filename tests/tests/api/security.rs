@@ -282,7 +282,7 @@ async fn the_replay_function_with_a_refused_api_key_records_nothing() {
         let state = ::replay::handler::AppState::new(
             &app.settings,
             app.receiver().pool.clone(),
-            handlers::registry(&app.settings.sources),
+            handlers::examples::registry(&app.settings.sources),
         )
         .unwrap();
         let since = shared::timestamp::rfc3339(

@@ -47,7 +47,7 @@ async fn an_inline_shadow_duplicate_whose_run_fails_gets_the_stored_answer_not_a
     app.state = receiver::handler::AppState::new(
         &app.settings,
         app.receiver().pool.clone(),
-        handlers::registry(&app.settings.sources),
+        handlers::examples::registry(&app.settings.sources),
     );
     app.state
         .receiver

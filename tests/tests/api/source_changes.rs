@@ -31,7 +31,7 @@ async fn a_source_unknown_to_a_warm_worker_is_released_not_dead_lettered() {
     let old_worker = WorkerState::new(
         &stale,
         app.receiver().pool.clone(),
-        handlers::registry(&stale.sources),
+        handlers::examples::registry(&stale.sources),
     );
     let summary = old_worker
         .worker

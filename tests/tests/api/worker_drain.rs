@@ -30,7 +30,7 @@ pub(crate) fn with_sources(app: &mut TestApp, json: &str) {
     app.state = receiver::handler::AppState::new(
         &app.settings,
         app.receiver().pool.clone(),
-        handlers::registry(&app.settings.sources),
+        handlers::examples::registry(&app.settings.sources),
     );
 }
 

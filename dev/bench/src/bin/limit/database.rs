@@ -29,7 +29,7 @@ pub async fn admin(url: &str) -> Result<tokio_postgres::Client> {
 /// When a migration or the `ALTER DATABASE` fails.
 pub async fn migrate(url: &str) -> Result<()> {
     let settings = DatabaseSettings::with_url(url.to_owned());
-    shared::db::migrate_with(&settings, &handlers::migrations())
+    shared::db::migrate_with(&settings, &handlers::examples::migrations())
         .await
         .context("migrating")?;
     // The receiver as deployed: its limits on the database side (the deploy sets them on the

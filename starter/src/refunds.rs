@@ -1,8 +1,6 @@
-//! Stripe `charge.refunded` records one `refunds` row: a plain `async fn` written with the
-//! prelude alone. The README and the book show this file without its doc comments
-//! (`tests/book_example.rs` checks).
+//! Stripe `charge.refunded` records one `refunds` row, exactly once per event.
 
-use shared::prelude::*;
+use hookledger::prelude::*;
 
 static RECORD: Sql = Sql {
     text: "INSERT INTO refunds (event_id, charge_id, amount_minor) VALUES ($1, $2, $3)",

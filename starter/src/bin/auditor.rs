@@ -1,0 +1,5 @@
+//! The `auditor` function (template.yaml), with our handlers.
+
+fn main() -> Result<(), hookledger::Error> {
+    hookledger::auditor::main()
+}

@@ -1,0 +1,5 @@
+//! The `worker` function (template.yaml), with our handlers.
+
+fn main() -> Result<(), hookledger::Error> {
+    hookledger::worker::main(webhooks::APP)
+}
