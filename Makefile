@@ -57,7 +57,7 @@ define need_sources
 	  exit 2; \
 	fi
 endef
-HOOKLEDGER := cargo run --quiet -p cli --bin hookledger --
+HOOKLEDGER := cargo run --quiet -p hookledger-handlers --bin hookledger --
 
 ## migrate: apply the pending migrations to DATABASE_URL (hookledger migrate)
 migrate:
@@ -121,7 +121,7 @@ sweep:
 	  echo "make sweep: set HOOKLEDGER_SOURCES_FILE (or HOOKLEDGER_SOURCES, HOOKLEDGER_SOURCES_SECRET_ARN) to the sources the functions use: their retention decides what is deleted (events/sources.local.json for the local demo)" >&2; \
 	  exit 2; \
 	fi
-	cargo run --quiet -p cli --bin hookledger -- sweep $(ARGS)
+	cargo run --quiet -p hookledger-handlers --bin hookledger -- sweep $(ARGS)
 
 ## audit: the auditor's report now against DATABASE_URL (read-only: ARGS="--record" records the
 ## run, ARGS="--json" prints JSON); the sources default to events/sources.local.json

@@ -12,8 +12,8 @@ target_dir=${CARGO_TARGET_DIR:-$root/target}
 bin="$target_dir/release"
 mkdir -p dev/bench/results
 
-echo "make bench: release build (cargo build --release -p bench -p receiver)" >&2
-nice -n 5 cargo build --release -p bench -p receiver
+echo "make bench: release build (cargo build --release -p bench; -p hookledger-handlers --bin receiver)" >&2
+nice -n 5 cargo build --release -p bench && nice -n 5 cargo build --release -p hookledger-handlers --bin receiver
 
 want() { [[ " $parts " == *" $1 "* ]]; }
 durable() { HOOKLEDGER_PG_DURABLE=1 scripts/with-postgres.sh "$@"; }

@@ -43,7 +43,7 @@ cp -R "$here/starter/." "$dir/"
 sed -i -e "s|PROJECT_NAME|$name|" -e "s|HOOKLEDGER_DEPENDENCY|$dependency|g" "$dir/Cargo.toml"
 cp "$here/scripts/postgres.sh" "$here/scripts/with-postgres.sh" "$dir/scripts/"
 # hookledger's template, each function built from this project (its binaries in src/bin/).
-sed -E 's|^( +CodeUri: )functions/[a-z]+$|\1.|' "$here/template.yaml" >"$dir/template.yaml"
+sed -E 's|^( +CodeUri: )handlers$|\1.|' "$here/template.yaml" >"$dir/template.yaml"
 # The dependency versions this hookledger was tested with; cargo adds the project's own.
 cp "$here/Cargo.lock" "$dir/Cargo.lock"
 echo "new project: $dir (package $name, hookledger: $dependency)"

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# make package [ARCH=arm64|x86_64]: every function crate (functions/*/Cargo.toml) built for AWS
-# Lambda's provided.al2023 runtime in ONE `cargo lambda build --release` (shared dependencies
-# compile once), zipped as <target dir>/lambda/<binary>/bootstrap.zip, then checked:
+# make package [ARCH=arm64|x86_64]: every function (one per function crate, functions/*/) built
+# from the reference deployment's binaries (handlers/src/bin/<function>.rs, which hand
+# `handlers::APP` to the function crate's `main`, as a team's project does) for AWS Lambda's
+# provided.al2023 runtime in ONE `cargo lambda build --release` (shared dependencies compile
+# once), zipped as <target dir>/lambda/<binary>/bootstrap.zip, then checked:
 #   - each bootstrap's ELF machine is ARCH's, it links only glibc and libgcc_s (what every
 #     al2023 image has; OpenSSL is vendored and static), and it needs no GLIBC_x.y newer than
 #     al2023's 2.34 (scripts/check-bootstrap.py, which reads the ELF file itself);
@@ -39,21 +41,24 @@ case "${ARCH:-arm64}" in
 esac
 target="$triple.$GLIBC"
 
-# The function crates: each functions/<dir>/Cargo.toml, by its package and binary names
-# (cargo metadata, so the target directory honours CARGO_TARGET_DIR and .cargo/config).
+# The functions: one per functions/<dir>/Cargo.toml, each the reference deployment's binary of
+# that name (cargo metadata, so the target directory honours CARGO_TARGET_DIR and .cargo/config).
 meta=$(cargo metadata --no-deps --format-version 1 --locked)
 crates=$(python3 - "$meta" functions/*/Cargo.toml <<'EOF'
 import json, os, sys
 meta = json.loads(sys.argv[1])
 by_manifest = {os.path.realpath(p["manifest_path"]): p for p in meta["packages"]}
+deployment = next((p for p in meta["packages"] if p["name"] == "hookledger-handlers"), None)
+if deployment is None:
+    sys.exit("the reference deployment, hookledger-handlers (handlers/), is not a workspace member")
+bins = {t["name"] for t in deployment["targets"] if "bin" in t["kind"]}
 for manifest in sys.argv[2:]:
-    package = by_manifest.get(os.path.realpath(manifest))
-    if package is None:
+    if by_manifest.get(os.path.realpath(manifest)) is None:
         sys.exit(f"{manifest} is not a workspace member: add its folder to [workspace] members in Cargo.toml")
-    bins = [t["name"] for t in package["targets"] if "bin" in t["kind"]]
-    if len(bins) != 1:
-        sys.exit(f"{manifest}: a function crate has exactly one binary (src/main.rs), not {bins}")
-    print(package["name"], bins[0])
+    function = os.path.basename(os.path.dirname(manifest))
+    if function not in bins:
+        sys.exit(f"{manifest}: the reference deployment has no binary {function} (handlers/src/bin/{function}.rs)")
+    print("hookledger-handlers", function)
 print("@target", meta["target_directory"])
 EOF
 )
@@ -63,13 +68,12 @@ if [ -z "$crates" ]; then
   echo "make package: no function crates (functions/*/Cargo.toml)" >&2
   exit 1
 fi
-packages=() binaries=()
-while read -r package binary; do
-  packages+=("$package")
+binaries=()
+while read -r _ binary; do
   binaries+=("$binary")
 done <<<"$crates"
-pflags=()
-for p in "${packages[@]}"; do pflags+=(-p "$p"); done
+pflags=(-p hookledger-handlers)
+for b in "${binaries[@]}"; do pflags+=(--bin "$b"); done
 build=(cargo lambda build --release --locked --target "$target" --output-format zip "${pflags[@]}")
 
 # The deployed handlers are the user's own: the example handlers (and their tables) must not
@@ -77,13 +81,13 @@ build=(cargo lambda build --release --locked --target "$target" --output-format 
 # binary build follows (normal and build dependencies: resolver 2 does not unify the features of
 # dev-dependencies, such as the test harness a function crate's own tests use, into it).
 features=$(cargo tree --locked --target "$triple" -e normal,build,features -i hookledger-handlers \
-  "${pflags[@]}")
+  -p hookledger-handlers)
 if grep -q 'feature "examples"' <<<"$features"; then
-  echo "make package: a function crate turns on hookledger-handlers' examples feature; the Lambda build must not" >&2
+  echo "make package: the reference deployment's build turns on hookledger-handlers' examples feature; the Lambda build must not" >&2
   exit 1
 fi
 
-echo "== make package: ${packages[*]} for $arch (provided.al2023, glibc $GLIBC)"
+echo "== make package: ${binaries[*]} (hookledger-handlers) for $arch (provided.al2023, glibc $GLIBC)"
 if $dry_run; then
   echo "${build[*]}"
   for b in "${binaries[@]}"; do echo "$target_dir/lambda/$b/bootstrap.zip"; done

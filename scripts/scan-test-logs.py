@@ -10,7 +10,7 @@ Usage: scripts/scan-test-logs.py [--min-bytes N] PATH...
 What counts as a secret:
   - every string under a key naming a secret ("secret", "secrets", "api_key", "token",
     "password", "private_key", ...) in events/sources*.json;
-  - secret-shaped string literals in the tests' sources (tests/, cli/tests/, handler-testing/,
+  - secret-shaped string literals in the tests' sources (tests/, handler-testing/,
     console/tests/, functions/console/tests/):
     whsec_..., sk_/rk_/pk_ test and live keys, pdl_..., github_pat_..., gh?_..., constants named
     *SECRET*, *KEY*, *TOKEN* or *PASSWORD*, and PASSWORD '...' in SQL;
@@ -88,7 +88,7 @@ def collect_secrets():
             if len(value) >= 8:
                 secrets.setdefault(value, f"a secret of {path.relative_to(ROOT)}")
     for folder in [
-        "tests", "cli/tests", "handler-testing", "console/tests", "functions/console/tests",
+        "tests", "handler-testing", "console/tests", "functions/console/tests",
     ]:
         for path in sorted((ROOT / folder).rglob("*.rs")):
             text = path.read_text(errors="replace")

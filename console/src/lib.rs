@@ -37,12 +37,12 @@
 //! ```text
 //! DATABASE_URL=postgres://USER:PASSWORD@HOST/DB \
 //! HOOKLEDGER_SOURCES_FILE=events/sources.local.json \
-//!   cargo run -p cli --bin hookledger -- console [--bind 127.0.0.1:8470] [--read-only]
+//!   cargo run -p hookledger-handlers --bin hookledger -- console [--bind 127.0.0.1:8470] [--read-only]
 //! ```
 //!
 //! (any of the CLI's sources: `HOOKLEDGER_SOURCES`, `HOOKLEDGER_SOURCES_FILE`,
 //! `HOOKLEDGER_SOURCES_SECRET_ARN`; `HOOKLEDGER_CONSOLE_TOKEN` fixes the token). On a
-//! throwaway PostgreSQL: `scripts/with-postgres.sh sh -c 'cargo run -p cli --bin hookledger --
+//! throwaway PostgreSQL: `scripts/with-postgres.sh sh -c 'cargo run -p hookledger-handlers --bin hookledger --
 //! migrate && HOOKLEDGER_SOURCES_FILE=events/sources.local.json cargo run -p cli --bin
 //! hookledger -- console'`. It prints `hookledger console: http://127.0.0.1:8470/?token=...`:
 //! open that URL.

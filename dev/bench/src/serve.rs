@@ -2,7 +2,7 @@
 //! service, unchanged) served over HTTP/1.1 by hyper 1 on a multi-thread tokio runtime, for
 //! `bench-http` (issue 12, part 1).
 //!
-//! State is built as `functions/receiver/src/main.rs` builds it (settings from the
+//! State is built as `functions/receiver/src/run.rs` builds it (settings from the
 //! environment: `DATABASE_URL`, `HOOKLEDGER_SOURCES`, ...; the doorbell; live sources), except
 //! that the pool holds `--pool-size` connections (the function's default, 4, is sized for one
 //! delivery at a time per execution environment). Each hyper request becomes the
@@ -44,7 +44,7 @@ async fn main() -> Result<()> {
         .await
         .map_err(|e| anyhow::anyhow!(shared::startup::config_failure(&e)))?;
     settings.database.pool_size = args.pool_size;
-    // Exactly the function's state (functions/receiver/src/main.rs).
+    // Exactly the function's state (functions/receiver/src/run.rs).
     let state = AppState::from_settings(&settings, handlers::examples::registry(&settings.sources))
         .await
         .map_err(|e| anyhow::anyhow!(shared::error_chain::error_chain(&e)))?;

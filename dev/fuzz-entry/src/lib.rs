@@ -250,7 +250,7 @@ pub const UNREACHABLE_DATABASE_URL: &str = "postgres://fuzz@127.0.0.1:9/fuzz?ssl
 
 /// The receiver function's state, built once: the fixed sources (see the crate docs), no
 /// handlers, no doorbell, [`UNREACHABLE_DATABASE_URL`]; and the current-thread runtime the
-/// function runs on (functions/receiver/src/main.rs).
+/// function runs on (functions/receiver/src/run.rs).
 static RECEIVER: LazyLock<(tokio::runtime::Runtime, &'static AppState)> = LazyLock::new(|| {
     let sources = include_str!("../../../events/sources.local.json");
     let lookup = |name: &str| match name {

@@ -495,7 +495,7 @@ fn stripe_signed_with(secret: &str, event_id: &str, order_id: &str) -> crate::he
     crate::helpers::Delivery { headers, body }
 }
 
-/// A warm receiver as `functions/receiver/src/main.rs` builds it from
+/// A warm receiver as `functions/receiver/src/run.rs` builds it from
 /// `HOOKLEDGER_SOURCES_SECRET_ARN`, with its refresh clock and Secrets Manager client exposed.
 struct Rotation {
     client: aws_sdk_secretsmanager::Client,

@@ -2,7 +2,7 @@
 //! function's own stack: each case's Lambda invocation payload deserialized as the runtime does
 //! (the raw JSON from the bytes) and handed to
 //! `receiver::stack::stack(service_fn(function_handler))`, as in
-//! functions/receiver/src/main.rs. Every case must be answered with its expected 4xx and a
+//! functions/receiver/src/run.rs. Every case must be answered with its expected 4xx and a
 //! non-empty reason, write no row in any table, and not panic; after every batch of 50 a valid
 //! signed delivery of each provider in turn still answers 200 on the same state.
 

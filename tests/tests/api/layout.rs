@@ -36,6 +36,7 @@ const PRODUCT_CRATES: &[&str] = &[
     "handler-testing",
     "cli",
     "console",
+    "hookledger",
     "functions/receiver",
     "functions/worker",
     "functions/sweeper",
@@ -566,4 +567,85 @@ fn strongly_connected(edges: &BTreeMap<(ModPath, ModPath), String>) -> Vec<Vec<M
         }
     }
     state.out
+}
+
+/// Issue 25: "crates.io-ready manifests, publish metadata, licence and README per crate, so
+/// publishing later is one command". The product crates are exactly these, each with a
+/// description, the licence and a README, a version on every path dependency (what cargo
+/// publish needs), and no normal or build dependency on a crate that is not published; every
+/// other crate says `publish = false`.
+#[test]
+fn the_product_crates_are_ready_to_publish_and_the_others_never_are() {
+    let output = std::process::Command::new(env!("CARGO"))
+        .current_dir(workspace())
+        .args([
+            "metadata",
+            "--no-deps",
+            "--format-version",
+            "1",
+            "--locked",
+            "--offline",
+        ])
+        .output()
+        .expect("cargo metadata runs");
+    assert!(output.status.success(), "{output:?}");
+    let meta: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let packages = meta["packages"].as_array().unwrap();
+    let published: BTreeSet<&str> = packages
+        .iter()
+        .filter(|p| p["publish"].is_null())
+        .map(|p| p["name"].as_str().unwrap())
+        .collect();
+    let expected: BTreeSet<&str> = [
+        "hookledger",
+        "hookledger-core",
+        "hookledger-verify",
+        "hookledger-receiver",
+        "hookledger-worker",
+        "hookledger-sweeper",
+        "hookledger-auditor",
+        "hookledger-replay",
+        "hookledger-migrate",
+        "hookledger-console-function",
+        "hookledger-console",
+        "hookledger-cli",
+        "hookledger-testing",
+    ]
+    .into();
+    assert_eq!(published, expected);
+    let mut problems = Vec::new();
+    for package in packages.iter().filter(|p| p["publish"].is_null()) {
+        let name = package["name"].as_str().unwrap();
+        let version = package["version"].as_str().unwrap();
+        if package["description"].as_str().unwrap_or("").is_empty() {
+            problems.push(format!("{name}: no description"));
+        }
+        if package["license"] != "MIT" {
+            problems.push(format!("{name}: licence is not MIT"));
+        }
+        let manifest = std::path::Path::new(package["manifest_path"].as_str().unwrap());
+        match package["readme"].as_str() {
+            Some(readme) if manifest.parent().unwrap().join(readme).is_file() => {}
+            other => problems.push(format!("{name}: README {other:?} missing")),
+        }
+        for dep in package["dependencies"].as_array().unwrap() {
+            let kind = dep["kind"].as_str().unwrap_or("normal");
+            if kind == "dev" || dep["path"].is_null() {
+                continue;
+            }
+            let dep_name = dep["name"].as_str().unwrap();
+            if !published.contains(dep_name) {
+                problems.push(format!(
+                    "{name}: depends on {dep_name}, which is not published"
+                ));
+            }
+            if dep["req"] != format!("^{version}") {
+                problems.push(format!(
+                    "{name}: path dependency {dep_name} has version requirement {} (not ^{version})",
+                    dep["req"]
+                ));
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
 }

@@ -399,8 +399,9 @@ fn make_package_builds_every_function_crate_at_once_for_al2023s_glibc() {
             "{build}"
         );
         assert!(build.contains(&format!("--target {target} ")), "{build}");
+        assert!(build.contains(" -p hookledger-handlers "), "{build}");
         for name in &crates {
-            assert!(build.contains(&format!(" -p {name}")), "{name}: {build}");
+            assert!(build.contains(&format!(" --bin {name}")), "{name}: {build}");
             assert!(
                 out.lines()
                     .any(|line| line.ends_with(&format!("/lambda/{name}/bootstrap.zip"))),

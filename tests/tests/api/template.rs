@@ -99,28 +99,31 @@ fn function_crates() -> BTreeSet<String> {
         .collect()
 }
 
-/// What is wrong between the template's function resources and `crates`.
+/// What is wrong between the template's function resources and `crates`: each is built from
+/// the reference deployment (`CodeUri: handlers`, the crate whose `src/bin/` hands
+/// `handlers::APP` to each function, as a team's project does from its own root), as the
+/// binary named after its function crate, which must exist.
 fn function_problems(template: &Value, crates: &BTreeSet<String>) -> Vec<String> {
     let mut problems = Vec::new();
     let mut by_crate: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    let bins = hookledger_tests::repo_root().join("handlers/src/bin");
     for (id, resource) in functions(template) {
         let code_uri = resource["Properties"]["CodeUri"].as_str().unwrap_or("");
-        let binary = resource["Metadata"]["BuildProperties"]["Binary"]
+        let krate = resource["Metadata"]["BuildProperties"]["Binary"]
             .as_str()
             .unwrap_or("");
-        let Some(krate) = code_uri.strip_prefix("functions/") else {
+        if code_uri != "handlers" {
             problems.push(format!(
-                "{id}: CodeUri {code_uri:?} is not functions/<crate>"
+                "{id}: CodeUri {code_uri:?} is not the reference deployment, handlers"
             ));
             continue;
-        };
-        if !crates.contains(krate) {
-            problems.push(format!("{id}: CodeUri {code_uri} has no crate"));
         }
-        if binary != krate {
+        if !crates.contains(krate) {
             problems.push(format!(
-                "{id}: BuildProperties.Binary {binary:?} is not its crate {krate:?}"
+                "{id}: BuildProperties.Binary {krate:?} is no function crate"
             ));
+        } else if !bins.join(format!("{krate}.rs")).is_file() {
+            problems.push(format!("{id}: handlers/src/bin/{krate}.rs is missing"));
         }
         if resource["Metadata"]["BuildMethod"] != "rust-cargolambda" {
             problems.push(format!(
@@ -893,7 +896,7 @@ Resources:
     Type: AWS::Serverless::Function
     Metadata: { BuildMethod: rust-cargolambda, BuildProperties: { Binary: receiver } }
     Properties:
-      CodeUri: functions/receiver
+      CodeUri: handlers
       Policies:
         - Statement:
             - Effect: Allow
@@ -909,7 +912,7 @@ Resources:
     Type: AWS::Serverless::Function
     Metadata: { BuildMethod: rust-cargolambda, BuildProperties: { Binary: worker } }
     Properties:
-      CodeUri: functions/worker
+      CodeUri: handlers
       Policies:
         - !If
           - HasQueues
@@ -977,7 +980,7 @@ fn the_template_checks_report_what_they_are_for() {
     let crates: BTreeSet<String> = ["receiver"].map(String::from).into();
     assert_eq!(
         function_problems(&template, &crates),
-        ["WorkerFunction: CodeUri functions/worker has no crate"]
+        ["WorkerFunction: BuildProperties.Binary \"worker\" is no function crate"]
     );
 
     // (b): an unregistered name in an alarm and in a dashboard array ("." repeats the

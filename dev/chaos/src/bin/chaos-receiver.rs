@@ -1,4 +1,4 @@
-//! `chaos-receiver`: the receiver function (functions/receiver/src/main.rs: the same
+//! `chaos-receiver`: the receiver function (functions/receiver/src/run.rs: the same
 //! `AppState::from_settings`, `function_handler`, `Base64Guard`, `Adapter`) with the chaos
 //! handlers registered too (`chaos::handlers::registry`), run by the harness under its Lambda
 //! Runtime API (`AWS_LAMBDA_RUNTIME_API`).

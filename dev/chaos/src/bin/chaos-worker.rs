@@ -1,4 +1,4 @@
-//! `chaos-worker`: the worker function (functions/worker/src/main.rs: the same `AppState` and
+//! `chaos-worker`: the worker function (functions/worker/src/run.rs: the same `AppState` and
 //! `function_handler`) with the chaos handlers registered too (`chaos::handlers::registry`),
 //! run by the harness under its Lambda Runtime API; the harness invokes it with a
 //! scheduled-event payload (`chaos::lambda::scheduled_event`).

@@ -8,7 +8,7 @@ use tokio::process::Command;
 /// `hookledger ARGS` against `url` with the local sources, as a process.
 async fn hookledger(url: &str, args: &[&str]) -> std::process::Output {
     let output = hookledger_tests::hookledger_command(
-        env!("CARGO_BIN_EXE_hookledger"),
+        env!("CARGO_BIN_EXE_hookledger-examples"),
         url,
         &events_dir().join("sources.local.json"),
     )
@@ -77,7 +77,7 @@ async fn snapshot(db: &TestDb) -> String {
 async fn hookledger_migrate_migrates_a_fresh_database_then_is_up_to_date() {
     let db = TestDb::empty().await.unwrap();
     // The sources are not needed to migrate.
-    let output = Command::new(env!("CARGO_BIN_EXE_hookledger"))
+    let output = Command::new(env!("CARGO_BIN_EXE_hookledger-examples"))
         .arg("migrate")
         .env_clear()
         .env("DATABASE_URL", &db.url)
@@ -118,7 +118,7 @@ async fn hookledger_migrate_migrates_a_fresh_database_then_is_up_to_date() {
 #[tokio::test]
 async fn hookledger_check_config_reports_a_bad_sources_configuration_before_the_demo_serves() {
     let check = |sources: &str| {
-        let output = std::process::Command::new(env!("CARGO_BIN_EXE_hookledger"))
+        let output = std::process::Command::new(env!("CARGO_BIN_EXE_hookledger-examples"))
             .arg("check-config")
             .env_clear()
             .env("DATABASE_URL", "postgres://127.0.0.1:1/unused")
@@ -414,7 +414,7 @@ async fn hookledger_refuses_with_one_line_and_a_non_zero_exit() {
     assert!(one_line_failure(&output).contains("--event-id"));
     assert_eq!(snapshot(&db).await, before, "a refusal writes nothing");
     // No DATABASE_URL: one line naming it.
-    let output = Command::new(env!("CARGO_BIN_EXE_hookledger"))
+    let output = Command::new(env!("CARGO_BIN_EXE_hookledger-examples"))
         .arg("stuck")
         .env_clear()
         .output()

@@ -14,7 +14,7 @@ async fn hookledger_console_prints_its_url_and_serves_the_overview_with_that_tok
         .await
         .unwrap();
     let mut child = hookledger_tests::hookledger_command(
-        env!("CARGO_BIN_EXE_hookledger"),
+        env!("CARGO_BIN_EXE_hookledger-examples"),
         &db.url,
         &events_dir().join("sources.local.json"),
     )
@@ -100,7 +100,7 @@ async fn hookledger_console_prints_its_url_and_serves_the_overview_with_that_tok
 
 #[tokio::test]
 async fn hookledger_console_help_documents_its_pages_and_flags() {
-    let output = Command::new(env!("CARGO_BIN_EXE_hookledger"))
+    let output = Command::new(env!("CARGO_BIN_EXE_hookledger-examples"))
         .args(["console", "--help"])
         .output()
         .await
@@ -123,7 +123,7 @@ async fn hookledger_console_help_documents_its_pages_and_flags() {
 /// never reached (the refusal comes first), as a child to read the first line of.
 fn console_command(bind: &str, extra: &[&str]) -> Command {
     let mut command = hookledger_tests::hookledger_command(
-        env!("CARGO_BIN_EXE_hookledger"),
+        env!("CARGO_BIN_EXE_hookledger-examples"),
         "postgres://nobody@127.0.0.1:1/none",
         &events_dir().join("sources.local.json"),
     );

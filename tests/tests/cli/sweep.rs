@@ -6,7 +6,7 @@ use hookledger_tests::{events_dir, TestDb};
 /// `hookledger sweep ARGS` against `db` with the local sources, as a process.
 async fn hookledger_sweep(db: &TestDb, args: &[&str]) -> std::process::Output {
     let output = hookledger_tests::hookledger_command(
-        env!("CARGO_BIN_EXE_hookledger"),
+        env!("CARGO_BIN_EXE_hookledger-examples"),
         &db.url,
         &events_dir().join("sources.local.json"),
     )

@@ -24,14 +24,15 @@ fn sources(dir: &std::path::Path, base_url: &str, key: &str) -> std::path::PathB
 }
 
 async fn hookledger(url: &str, sources: &std::path::Path, args: &[&str]) -> std::process::Output {
-    let output =
-        hookledger_tests::hookledger_command(env!("CARGO_BIN_EXE_hookledger"), url, sources)
-            // The example order handler writes the `orders` rows this test counts.
-            .env("HOOKLEDGER_EXAMPLES", "stripe")
-            .args(args)
-            .output()
-            .await
-            .expect("hookledger runs");
+    let output = hookledger_tests::hookledger_command(
+        env!("CARGO_BIN_EXE_hookledger-examples"),
+        url,
+        sources,
+    )
+    .args(args)
+    .output()
+    .await
+    .expect("hookledger runs");
     hookledger_tests::test_log::record("hookledger", &output);
     output
 }
