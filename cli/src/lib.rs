@@ -48,8 +48,8 @@ enum Command {
     /// with --ignored, re-run events that completed as `ignored` before their type had a
     /// handler; with --outbox, send dead outbox messages again (same idempotency keys).
     Redrive(redrive::Args),
-    /// Show one ledger row: status, attempts, last error, times, stored response, whether it
-    /// was replayed, and its history.
+    /// Show one ledger row: status, outcome (processed, ignored, stale, or the status), attempts,
+    /// last error, times, stored response, whether it was replayed, and its history.
     Inspect(inspect::Args),
     /// List the stuck claims and expired leases the auditor reports, oldest first.
     Stuck(stuck::Args),

@@ -294,6 +294,62 @@ async fn hookledger_redrive_moves_dead_letters_and_names_the_ids_it_left() {
 }
 
 #[tokio::test]
+async fn hookledger_inspect_shows_the_outcome_of_a_completed_event() {
+    let db = hookledger_tests::test_db().await.unwrap();
+    let client = db.connect().await.unwrap();
+    // Completed rows as the paths write them: a handler's answer, the recorded no-op of a type
+    // without a handler, the ordering guard's no-op; and a dead one.
+    client
+        .batch_execute(
+            "INSERT INTO webhook_event
+                 (source, event_id, event_type, payload_digest, status, response_status,
+                  response_body, completed_at)
+             VALUES ('stripe', 'evt_done', 'payment_intent.succeeded', sha256('a'), 'completed',
+                     200, '{\"order_id\": \"ord_1\", \"status\": \"recorded\"}', now()),
+                    ('stripe', 'evt_nobody', 'invoice.paid', sha256('b'), 'completed', 200,
+                     jsonb_build_object('status', 'ignored', 'event_type', 'invoice.paid'), now()),
+                    ('stripe', 'evt_old', 'customer.subscription.updated', sha256('c'),
+                     'completed', 200, '{\"status\": \"stale\", \"version\": 1}', now());
+             INSERT INTO webhook_event
+                 (source, event_id, event_type, payload_digest, status, attempts, last_error,
+                  dead_at)
+             VALUES ('stripe', 'evt_gone', 'invoice.paid', sha256('d'), 'dead', 8, 'gave up',
+                     now());",
+        )
+        .await
+        .unwrap();
+    for (id, outcome, line) in [
+        ("evt_done", "processed", "processed (a handler ran)"),
+        (
+            "evt_nobody",
+            "ignored",
+            "ignored (no handler for invoice.paid: the recorded no-op",
+        ),
+        ("evt_old", "stale", "stale (the ordering guard's no-op"),
+        ("evt_gone", "dead", "dead"),
+    ] {
+        let output = hookledger(&db.url, &["inspect", "--source", "stripe", id, "--json"]).await;
+        assert!(output.status.success(), "{}", stderr(&output));
+        let row: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+        assert_eq!(row["outcome"], outcome, "{row}");
+        let text = stdout(&hookledger(&db.url, &["inspect", "--source", "stripe", id]).await);
+        let shown = text
+            .lines()
+            .find(|l| l.trim_start().starts_with("outcome "))
+            .unwrap_or_else(|| panic!("no outcome line: {text}"));
+        assert!(
+            shown.trim_start()["outcome".len()..]
+                .trim_start()
+                .starts_with(line),
+            "{id}: {shown}"
+        );
+    }
+    // A completed row shows status completed and its outcome beside it.
+    let text = stdout(&hookledger(&db.url, &["inspect", "--source", "stripe", "evt_nobody"]).await);
+    assert!(text.contains("status            completed"), "{text}");
+}
+
+#[tokio::test]
 async fn hookledger_inspect_of_a_missing_id_exits_1_with_one_line() {
     let db = hookledger_tests::test_db().await.unwrap();
     let output = hookledger(&db.url, &["inspect", "--source", "stripe", "evt_missing"]).await;

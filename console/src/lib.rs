@@ -9,8 +9,8 @@
 //! | route | what |
 //! |---|---|
 //! | `GET /` | overview: events per minute by outcome, per source (SVG, `?hours=` 1 to 48, default 6), and the auditor's figures live (`shared::audit::peek`) |
-//! | `GET /events` | the ledger, newest first: `source`, `status`, `event_type`, `from`, `until` (claimed_at; RFC 3339 or `datetime-local`, UTC), `id_prefix` (with a `source`); keyset pages of [`pages::events::PAGE_SIZE`] (`after`, an opaque cursor) |
-//! | `GET /events/{source}/{event_id}` | one event (path segments percent-encoded): timeline, stored response, payload (behind `<details>`, never for a source that keeps digests only), outbox messages |
+//! | `GET /events` | the ledger, newest first, with each event's outcome: `source`, `status`, `outcome` (`shared::ledger::EventOutcome`), `event_type`, `from`, `until` (claimed_at; RFC 3339 or `datetime-local`, UTC), `id_prefix` (with a `source`); keyset pages of [`pages::events::PAGE_SIZE`] (`after`, an opaque cursor) |
+//! | `GET /events/{source}/{event_id}` | one event (path segments percent-encoded): its outcome and origin, timeline, stored response, payload (behind `<details>`, never for a source that keeps digests only), outbox messages |
 //! | `GET /stuck` | the auditor's stuck list (`shared::audit::stuck_list`, what `hookledger stuck` prints) |
 //! | `GET /dead` | dead letters and dead outbox messages (`source`, `since`, `until`: dead_at), with re-drive links |
 //! | `GET /redrive/confirm` | how many rows a re-drive would move (the same code's dry run): `what` (`dead` or `outbox`), `source`, and `event_id` or `since` (+ `until`) |
