@@ -1,10 +1,14 @@
 //! Rejected deliveries counted per source, reason and hour (`rejected_delivery`, migration
 //! V20): each refusal under its source and reason, every unknown source under one key, nothing
-//! for an accepted delivery, and the answer unchanged when the count fails.
+//! for an accepted delivery, the answer unchanged when the count fails, and the sweep deleting
+//! the hours past their retention.
+
+use std::time::SystemTime;
 
 use hookledger_tests::EventFile;
 use lambda_http::http::Method;
 use receiver::handler::handle_at;
+use shared::config::SweepSettings;
 use shared::Outcome;
 
 use crate::helpers::*;
@@ -197,3 +201,103 @@ async fn a_refusal_that_cannot_be_counted_is_answered_as_decided_with_a_warning(
     assert_eq!(ok.status, 200, "{ok:?}");
 }
 
+#[tokio::test]
+async fn the_sweep_deletes_the_hours_past_their_retention_and_keeps_the_others() {
+    let app = spawn_app().await;
+    let client = app.db.connect().await.unwrap();
+    // Hours 40 and 31 days old, one 29 days old, and this one, for two sources.
+    client
+        .batch_execute(
+            "INSERT INTO rejected_delivery (source, reason, bucket, count, last_at)
+             SELECT source, 'unauthorized', date_trunc('hour', now() - age, 'UTC'), 1,
+                    date_trunc('hour', now() - age, 'UTC')
+             FROM (VALUES ('stripe', interval '40 days'), ('stripe', interval '31 days'),
+                          ('(unknown)', interval '31 days 2 hours'),
+                          ('stripe', interval '29 days'), ('github', interval '0 days'))
+                  AS r(source, age)",
+        )
+        .await
+        .unwrap();
+    let left = || async {
+        app.texts(
+            "SELECT source || ' ' || (now() - bucket > interval '30 days')
+             FROM rejected_delivery ORDER BY bucket",
+        )
+        .await
+    };
+    assert_eq!(left().await.len(), 5);
+    let conn = app.receiver().pool.get().await.unwrap();
+    // One row a batch, one batch: bounded like the sweep's other work.
+    let one = SweepSettings {
+        batch_size: 1,
+        max_batches: 1,
+        pause_ms: 0,
+        duty_percent: 100,
+        margin_ms: 0,
+        ..SweepSettings::default()
+    };
+    let report = shared::sweep::run(
+        &conn,
+        &app.settings.sources,
+        &one,
+        SystemTime::now(),
+        plenty,
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        (report.deleted, report.rejected_deleted, report.batches),
+        (1, 1, 1),
+        "{report:?}"
+    );
+    assert_eq!(left().await.len(), 4);
+    // The rest, by the default retention (30 days): the two other old hours go, the 29-day-old
+    // one stays. Not a source's deletions.
+    let all = SweepSettings {
+        max_batches: 100,
+        ..one
+    };
+    let report = shared::sweep::run(
+        &conn,
+        &app.settings.sources,
+        &all,
+        SystemTime::now(),
+        plenty,
+    )
+    .await
+    .unwrap();
+    assert_eq!(report.rejected_deleted, 2, "{report:?}");
+    assert!(report.deleted_by_source.is_empty(), "{report:?}");
+    assert_eq!(left().await, ["stripe false", "github false"]);
+    // A shorter retention takes the 29-day-old hour too.
+    let week = SweepSettings {
+        rejected_retention_days: 7,
+        ..all
+    };
+    let report = shared::sweep::run(
+        &conn,
+        &app.settings.sources,
+        &week,
+        SystemTime::now(),
+        plenty,
+    )
+    .await
+    .unwrap();
+    assert_eq!(report.rejected_deleted, 1, "{report:?}");
+    assert_eq!(left().await, ["github false"]);
+    // The retention is read from the environment like the sweep's other bounds.
+    let settings = |value: &str| {
+        let value = value.to_owned();
+        shared::Settings::from_lookup(|name| match name {
+            "DATABASE_URL" => Some("postgres://localhost/x".to_owned()),
+            "HOOKLEDGER_SOURCES" => Some(hookledger_tests::local_sources_json().unwrap()),
+            "HOOKLEDGER_REJECTED_RETENTION_DAYS" => Some(value.clone()),
+            _ => None,
+        })
+    };
+    assert_eq!(settings("12").unwrap().sweep.rejected_retention_days, 12);
+    assert_eq!(settings("").unwrap().sweep.rejected_retention_days, 30);
+    for bad in ["0", "3651", "x"] {
+        assert!(settings(bad).is_err(), "{bad}");
+    }
+}

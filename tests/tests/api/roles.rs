@@ -343,6 +343,16 @@ async fn the_sweeper_role_sweeps_expired_keys() {
             .await;
         assert_eq!(reply.status, 200);
     }
+    // A count of rejected deliveries, long past its retention by then.
+    let owner = app.db.connect().await.unwrap();
+    owner
+        .batch_execute(
+            "INSERT INTO rejected_delivery (source, reason, bucket, count, last_at)
+             VALUES ('stripe', 'unauthorized', date_trunc('hour', now(), 'UTC'), 1,
+                     date_trunc('hour', now(), 'UTC'))",
+        )
+        .await
+        .unwrap();
     let (_, settings) = login_as(&app.db, "hookledger_sweeper", 1).await;
     let pool = shared::db::pool(&settings).unwrap();
     let conn = pool.get().await.unwrap();
@@ -357,8 +367,10 @@ async fn the_sweeper_role_sweeps_expired_keys() {
     )
     .await
     .unwrap();
-    assert_eq!(report.deleted, 3, "{report:?}");
+    assert_eq!(report.deleted, 4, "{report:?}");
+    assert_eq!(report.rejected_deleted, 1, "{report:?}");
     assert_eq!(app.ledger_rows().await, 0);
+    assert_eq!(app.count("SELECT count(*) FROM rejected_delivery").await, 0);
     assert_eq!(app.order_rows().await, 3, "never the business rows");
 }
 
