@@ -350,6 +350,88 @@ async fn hookledger_inspect_shows_the_outcome_of_a_completed_event() {
 }
 
 #[tokio::test]
+async fn hookledger_rejected_prints_the_counts_per_source_and_reason() {
+    let db = hookledger_tests::test_db().await.unwrap();
+    let output = hookledger(&db.url, &["rejected"]).await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(stdout(&output).ends_with("none\n"), "{}", stdout(&output));
+    // Counts as the receiver writes them: per source, reason and hour (UTC).
+    db.connect()
+        .await
+        .unwrap()
+        .batch_execute(
+            "INSERT INTO rejected_delivery (source, reason, bucket, count, last_at)
+             SELECT source, reason, date_trunc('hour', now() - age, 'UTC'), n,
+                    date_trunc('hour', now() - age, 'UTC') + interval '1 minute'
+             FROM (VALUES ('stripe', 'unauthorized', interval '0 minutes', 3),
+                          ('stripe', 'unauthorized', interval '5 hours', 4),
+                          ('stripe', 'too_large', interval '3 days', 1),
+                          ('(unknown)', 'unknown_source', interval '2 hours', 2),
+                          ('github', 'bad_request', interval '20 days', 9))
+                  AS r(source, reason, age, n)",
+        )
+        .await
+        .unwrap();
+    // The last 24 hours by default: a plain table.
+    let text = stdout(&hookledger(&db.url, &["rejected"]).await);
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(lines[0].starts_with("rejected deliveries since "), "{text}");
+    let columns = |line: &str| {
+        line.split_whitespace()
+            .map(str::to_owned)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        columns(lines[1]),
+        ["SOURCE", "REASON", "STATUS", "COUNT", "LAST", "SEEN"]
+    );
+    assert_eq!(lines.len(), 4, "{text}");
+    assert_eq!(
+        columns(lines[2])[..4],
+        ["(unknown)", "unknown_source", "404", "2"]
+    );
+    assert_eq!(
+        columns(lines[3])[..4],
+        ["stripe", "unauthorized", "401", "7"]
+    );
+    assert!(columns(lines[3])[4].ends_with('Z'), "{text}");
+    // A week, as JSON.
+    let output = hookledger(&db.url, &["rejected", "--since", "7d", "--json"]).await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let rows: Vec<(String, String, u64, u64)> = report["rejected"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["source"].as_str().unwrap().to_owned(),
+                r["reason"].as_str().unwrap().to_owned(),
+                r["status"].as_u64().unwrap(),
+                r["count"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            ("(unknown)".to_owned(), "unknown_source".to_owned(), 404, 2),
+            ("stripe".to_owned(), "too_large".to_owned(), 413, 1),
+            ("stripe".to_owned(), "unauthorized".to_owned(), 401, 7),
+        ]
+    );
+    assert!(report["since"].as_str().unwrap().ends_with('Z'), "{report}");
+    // A window that is not a duration is a usage error.
+    let output = hookledger(&db.url, &["rejected", "--since", "yesterday"]).await;
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        one_line_failure(&output).contains("--since"),
+        "{}",
+        stderr(&output)
+    );
+}
+
+#[tokio::test]
 async fn hookledger_inspect_of_a_missing_id_exits_1_with_one_line() {
     let db = hookledger_tests::test_db().await.unwrap();
     let output = hookledger(&db.url, &["inspect", "--source", "stripe", "evt_missing"]).await;

@@ -10,11 +10,12 @@ use axum::response::{IntoResponse, Response};
 use maud::{html, Markup, DOCTYPE};
 
 /// The pages in the navigation: (path, label).
-const NAV: [(&str, &str); 4] = [
+const NAV: [(&str, &str); 5] = [
     ("/", "Overview"),
     ("/events", "Events"),
     ("/stuck", "Stuck"),
     ("/dead", "Dead letters"),
+    ("/rejected", "Rejected"),
 ];
 
 /// `Content-Security-Policy`: nothing but the stylesheet and images from this origin, forms to

@@ -269,12 +269,13 @@ fn urls(html: &str) -> Vec<String> {
         .collect()
 }
 
-const ROUTES: [&str; 8] = [
+const ROUTES: [&str; 9] = [
     "/",
     "/events",
     "/events/stripe/evt_1",
     "/stuck",
     "/dead",
+    "/rejected",
     "/redrive/confirm?what=dead&source=stripe&event_id=evt_1",
     "/style.css",
     "/no-such-page",
@@ -857,6 +858,49 @@ async fn the_outcome_filter_pages_by_keyset_through_exactly_its_rows() {
 }
 
 #[tokio::test]
+async fn the_rejected_page_shows_the_last_day_and_week_per_source_and_reason() {
+    let app = spawn(false).await;
+    let (status, html) = app.get("/rejected").await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(html.contains("None in the last 7 days."), "{html}");
+    // Counts as the receiver writes them: per source, reason and hour.
+    app.sql(
+        "INSERT INTO rejected_delivery (source, reason, bucket, count, last_at)
+         SELECT source, reason, date_trunc('hour', now() - age, 'UTC'), n,
+                date_trunc('hour', now() - age, 'UTC') + interval '5 minutes'
+         FROM (VALUES ('stripe', 'unauthorized', interval '10 minutes', 7),
+                      ('stripe', 'unauthorized', interval '30 hours', 5),
+                      ('stripe', 'unauthorized', interval '10 days', 100),
+                      ('stripe', 'too_large', interval '3 days', 2),
+                      ('(unknown)', 'unknown_source', interval '2 hours', 4)) AS r(source, reason, age, n)",
+    )
+    .await;
+    let html = app.page("/rejected").await;
+    let figure = |source: &str, reason: &str, window: &str| {
+        let needle =
+            format!("data-source=\"{source}\" data-reason=\"{reason}\" data-window=\"{window}\">");
+        let at = html
+            .find(&needle)
+            .unwrap_or_else(|| panic!("{needle} in {html}"));
+        let rest = &html[at + needle.len()..];
+        rest[..rest.find('<').unwrap()].to_owned()
+    };
+    assert_eq!(figure("stripe", "unauthorized", "day"), "7");
+    // The week holds the day, never the ten-day-old hour.
+    assert_eq!(figure("stripe", "unauthorized", "week"), "12");
+    assert_eq!(figure("stripe", "too_large", "day"), "0");
+    assert_eq!(figure("stripe", "too_large", "week"), "2");
+    assert_eq!(figure("(unknown)", "unknown_source", "day"), "4");
+    assert_eq!(figure("(unknown)", "unknown_source", "week"), "4");
+    assert_eq!(html.matches("<tr class=\"rejected\">").count(), 3, "{html}");
+    // Linked from the navigation on every page.
+    assert!(app
+        .page("/")
+        .await
+        .contains("<a href=\"/rejected\">Rejected</a>"));
+}
+
+#[tokio::test]
 async fn keyset_pages_return_every_row_once_also_when_rows_arrive_between_pages() {
     let app = spawn(false).await;
     // 130 rows, several sharing a claimed_at (ties broken by source and event id).
@@ -1234,6 +1278,7 @@ async fn no_generated_url_carries_the_token_or_a_payload() {
         "/events?source=stripe&status=dead",
         "/events?outcome=dead",
         "/events/stripe/evt_3",
+        "/rejected",
         "/stuck",
         "/dead",
         "/dead?source=stripe&since=2000-01-01T00:00:00Z",

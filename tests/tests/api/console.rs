@@ -1,7 +1,8 @@
 //! The ledger console (`hookledger_console`) in a real browser: headless Chromium from Debian's
 //! packages (`hookledger_tests::browser`) clicks through the console over a ledger the receiver
-//! and the worker wrote, filters the events by outcome with the select, re-drives a dead event
-//! through the confirmation page, and sees the worker complete it. A PNG of every page lands in `console-screenshots/` of the target dir.
+//! and the worker wrote, filters the events by outcome with the select, reads the refused
+//! deliveries, re-drives a dead event through the confirmation page, and sees the worker
+//! complete it. A PNG of every page lands in `console-screenshots/` of the target dir.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -39,6 +40,10 @@ async fn an_operator_clicks_from_the_overview_to_a_dead_event_redrives_it_and_th
         app.receive("github", &issue).await.outcome,
         Outcome::Ignored
     );
+    // A delivery signed with a secret the sources do not have: refused, and counted.
+    let mut forged = stripe_payment("evt_forged", "ord_forged", 1, NOW);
+    forged.body = payment_intent_body("evt_forged", "ord_forged", 2);
+    assert_eq!(app.receive("stripe", &forged).await.status, 401);
     // A deferred event whose handler fails until it goes dead (two attempts allowed).
     let mut worker = worker_for(&app);
     let handler = Arc::new(FlakyHandler::default());
@@ -138,6 +143,18 @@ async fn an_operator_clicks_from_the_overview_to_a_dead_event_redrives_it_and_th
     );
     browser.screenshot(&shot("events-ignored")).await?;
 
+    // The refused delivery, on the Rejected page.
+    browser.click_link("Rejected").await?;
+    assert_eq!(
+        browser
+            .text_at(
+                "td[data-source=\"stripe\"][data-reason=\"unauthorized\"][data-window=\"day\"]"
+            )
+            .await?,
+        "1"
+    );
+    browser.screenshot(&shot("rejected")).await?;
+
     // Stuck, with the threshold lowered to one second in its form.
     browser.click_link("Stuck").await?;
     let threshold = browser.wait_for("input[name=\"stuck_after_secs\"]").await?;
@@ -216,6 +233,7 @@ async fn an_operator_clicks_from_the_overview_to_a_dead_event_redrives_it_and_th
         "overview",
         "events",
         "events-ignored",
+        "rejected",
         "event",
         "stuck",
         "dead",
