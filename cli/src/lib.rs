@@ -66,7 +66,7 @@ enum Command {
     /// Serve the ledger console, a small web UI, on 127.0.0.1:8470: prints
     /// `hookledger console: http://ADDR/?token=TOKEN` and serves until Ctrl-C or SIGTERM.
     ///
-    /// Pages: / (overview: events per minute by outcome, the auditor's figures), /events
+    /// Pages: / (overview: events per minute by status, the auditor's figures), /events
     /// (filters, keyset pages), /events/SOURCE/EVENT_ID (timeline, response, payload, outbox),
     /// /stuck, /dead (with re-drive behind a confirmation), /rejected (refused deliveries).
     /// The token (random, or HOOKLEDGER_CONSOLE_TOKEN) is needed on every page: the printed

@@ -8,7 +8,7 @@
 //!
 //! | route | what |
 //! |---|---|
-//! | `GET /` | overview: events per minute by outcome, per source (SVG, `?hours=` 1 to 48, default 6), and the auditor's figures live (`shared::audit::peek`) |
+//! | `GET /` | overview: events per minute by status, per source (SVG, `?hours=` 1 to 48, default 6), and the auditor's figures live (`shared::audit::peek`) |
 //! | `GET /events` | the ledger, newest first, with each event's outcome: `source`, `status`, `outcome` (`shared::ledger::EventOutcome`), `event_type`, `from`, `until` (claimed_at; RFC 3339 or `datetime-local`, UTC), `id_prefix` (with a `source`); keyset pages of [`pages::events::PAGE_SIZE`] (`after`, an opaque cursor) |
 //! | `GET /events/{source}/{event_id}` | one event (path segments percent-encoded): its outcome and origin, timeline, stored response, payload (behind `<details>`, never for a source that keeps digests only), outbox messages |
 //! | `GET /stuck` | the auditor's stuck list (`shared::audit::stuck_list`, what `hookledger stuck` prints) |
