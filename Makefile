@@ -5,7 +5,7 @@ VENV := .venv-tools
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export SAM_CLI_TELEMETRY := 0
 
-.PHONY: demo run test docs chaos fuzz package migrate replay redrive inspect stuck sweep audit bench bench-sweep bench-load tools postgres chromium build clean
+.PHONY: demo run test docs chaos fuzz package migrate replay redrive inspect stuck rejected sweep audit bench bench-sweep bench-load tools postgres chromium build clean
 
 ## demo: set up, run the receiver under cargo-lambda on a throwaway PostgreSQL, deliver events/, print;
 ## CONSOLE=1 then serves the ledger console on the demo's ledger until interrupted
@@ -108,6 +108,13 @@ stuck:
 	$(need_database)
 	$(need_sources)
 	$(HOOKLEDGER) stuck $(ARGS)
+
+## rejected: the deliveries the receiver refused, per source and reason (hookledger rejected):
+## [SINCE=7d] (default 24h) [ARGS=--json]
+rejected:
+	$(need_database)
+	$(need_sources)
+	$(HOOKLEDGER) rejected $(if $(SINCE),--since '$(SINCE)') $(ARGS)
 
 ## sweep: delete expired ledger keys now (hookledger sweep) in the database at DATABASE_URL, with the
 ## same sources as the functions (HOOKLEDGER_SOURCES, _FILE or _SECRET_ARN: each source's retention;

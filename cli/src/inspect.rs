@@ -1,11 +1,12 @@
-//! `hookledger inspect`: one ledger row in full (`shared::redrive::inspect`): status, attempts,
-//! the last error, every timestamp, the stored response, whether replay created it, and what
-//! operators did to it.
+//! `hookledger inspect`: one ledger row in full (`shared::redrive::inspect`): status, outcome
+//! (`shared::ledger::EventOutcome`: a completed event `processed`, `ignored` or `stale`),
+//! attempts, the last error, every timestamp, the stored response, whether replay created it,
+//! and what operators did to it.
 
 use std::time::SystemTime;
 
 use shared::db::Pool;
-use shared::ledger::EventDetail;
+use shared::ledger::{EventDetail, EventOutcome};
 use shared::timestamp::rfc3339;
 use shared::Settings;
 
@@ -80,6 +81,22 @@ fn history_line(entry: &serde_json::Value) -> String {
     )
 }
 
+/// The outcome and, for a completed row, what it means: `processed (a handler ran)`,
+/// `ignored (no handler for invoice.paid: the recorded no-op)`, `stale (the ordering guard's
+/// no-op)`; any other row's outcome is its status.
+fn outcome(detail: &EventDetail) -> String {
+    let note = match detail.outcome {
+        EventOutcome::Processed => " (a handler ran)".to_owned(),
+        EventOutcome::Ignored => format!(
+            " (no handler for {}: the recorded no-op; redrive --ignored re-runs it once one exists)",
+            detail.event_type
+        ),
+        EventOutcome::Stale => " (the ordering guard's no-op: a newer version was applied)".to_owned(),
+        _ => String::new(),
+    };
+    format!("{}{note}", detail.outcome)
+}
+
 /// The readable form: a header line, then one labelled line per field.
 fn summary(detail: &EventDetail) -> String {
     let mut text = format!(
@@ -93,6 +110,7 @@ fn summary(detail: &EventDetail) -> String {
     };
     let rows = [
         ("status", detail.status.as_str().to_owned()),
+        ("outcome", outcome(detail)),
         ("attempts", detail.attempts.to_string()),
         (
             "last error",

@@ -20,6 +20,7 @@ mod inspect;
 mod migrate;
 mod progress;
 mod redrive;
+mod rejected;
 mod replay;
 mod stuck;
 mod sweep;
@@ -48,8 +49,8 @@ enum Command {
     /// with --ignored, re-run events that completed as `ignored` before their type had a
     /// handler; with --outbox, send dead outbox messages again (same idempotency keys).
     Redrive(redrive::Args),
-    /// Show one ledger row: status, attempts, last error, times, stored response, whether it
-    /// was replayed, and its history.
+    /// Show one ledger row: status, outcome (processed, ignored, stale, or the status), attempts,
+    /// last error, times, stored response, whether it was replayed, and its history.
     Inspect(inspect::Args),
     /// List the stuck claims and expired leases the auditor reports, oldest first.
     Stuck(stuck::Args),
@@ -58,13 +59,18 @@ enum Command {
     /// Report stuck claims, idle transactions, retention, dead letters, backlog and quiet
     /// sources (what the auditor function reports).
     Audit(audit::Args),
+    /// Count the deliveries the receiver refused, per source and reason (unauthorized,
+    /// unknown_source, too_large, digest_mismatch, bad_request) and when each was last seen,
+    /// over a window (--since, default 24h); unknown sources count as one, `(unknown)`.
+    Rejected(rejected::Args),
     /// Serve the ledger console, a small web UI, on 127.0.0.1:8470: prints
     /// `hookledger console: http://ADDR/?token=TOKEN` and serves until Ctrl-C or SIGTERM.
     ///
-    /// Pages: / (overview: events per minute by outcome, the auditor's figures), /events
+    /// Pages: / (overview: events per minute by status, the auditor's figures), /events
     /// (filters, keyset pages), /events/SOURCE/EVENT_ID (timeline, response, payload, outbox),
-    /// /stuck, /dead (with re-drive behind a confirmation). The token (random, or
-    /// HOOKLEDGER_CONSOLE_TOKEN) is needed on every page: the printed URL sets a cookie.
+    /// /stuck, /dead (with re-drive behind a confirmation), /rejected (refused deliveries).
+    /// The token (random, or HOOKLEDGER_CONSOLE_TOKEN) is needed on every page: the printed
+    /// URL sets a cookie.
     #[command(verbatim_doc_comment)]
     Console(console::Args),
 }
@@ -120,6 +126,7 @@ async fn run(app: App, command: Command) -> anyhow::Result<()> {
         Command::Stuck(args) => stuck::run(&settings, &pool, args).await,
         Command::Sweep(args) => sweep::run(&settings, &pool, args).await,
         Command::Audit(args) => audit::run(&settings, &pool, args).await,
+        Command::Rejected(args) => rejected::run(&settings, &pool, args).await,
         Command::Console(args) => console::run(app, settings, pool, args).await,
     }
 }

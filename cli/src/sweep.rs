@@ -76,6 +76,12 @@ fn summary(report: &SweepReport) -> String {
     for (source, rows) in &report.deleted_by_source {
         text.push_str(&format!("  {source}: {rows}\n"));
     }
+    if report.rejected_deleted > 0 {
+        text.push_str(&format!(
+            "  counts of rejected deliveries (hours past HOOKLEDGER_REJECTED_RETENTION_DAYS): {}\n",
+            report.rejected_deleted
+        ));
+    }
     if !report.unconfigured.is_empty() {
         text.push_str(&format!(
             "not in the sources given, so swept under the default retention (30 days, dead 90): {}\n",

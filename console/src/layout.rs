@@ -10,11 +10,12 @@ use axum::response::{IntoResponse, Response};
 use maud::{html, Markup, DOCTYPE};
 
 /// The pages in the navigation: (path, label).
-const NAV: [(&str, &str); 4] = [
+const NAV: [(&str, &str); 5] = [
     ("/", "Overview"),
     ("/events", "Events"),
     ("/stuck", "Stuck"),
     ("/dead", "Dead letters"),
+    ("/rejected", "Rejected"),
 ];
 
 /// `Content-Security-Policy`: nothing but the stylesheet and images from this origin, forms to
@@ -46,6 +47,9 @@ button { padding: 3px 10px; }
 .warn { color: #8a5300; font-weight: 600; }
 .status-completed { color: #1d6b2f; } .status-dead { color: #a40e0e; font-weight: 600; }
 .status-failed { color: #8a5300; } .status-claimed, .status-processing { color: #28508c; }
+.outcome-processed { color: #1d6b2f; } .outcome-ignored, .outcome-stale { color: #6b5a00; font-style: italic; }
+.outcome-dead { color: #a40e0e; font-weight: 600; } .outcome-failed { color: #8a5300; }
+.outcome-claimed, .outcome-processing { color: #28508c; }
 svg.chart { background: #fff; border: 1px solid #d9dde1; }
 "#;
 

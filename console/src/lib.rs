@@ -8,11 +8,12 @@
 //!
 //! | route | what |
 //! |---|---|
-//! | `GET /` | overview: events per minute by outcome, per source (SVG, `?hours=` 1 to 48, default 6), and the auditor's figures live (`shared::audit::peek`) |
-//! | `GET /events` | the ledger, newest first: `source`, `status`, `event_type`, `from`, `until` (claimed_at; RFC 3339 or `datetime-local`, UTC), `id_prefix` (with a `source`); keyset pages of [`pages::events::PAGE_SIZE`] (`after`, an opaque cursor) |
-//! | `GET /events/{source}/{event_id}` | one event (path segments percent-encoded): timeline, stored response, payload (behind `<details>`, never for a source that keeps digests only), outbox messages |
+//! | `GET /` | overview: events per minute by status, per source (SVG, `?hours=` 1 to 48, default 6), and the auditor's figures live (`shared::audit::peek`) |
+//! | `GET /events` | the ledger, newest first, with each event's outcome: `source`, `status`, `outcome` (`shared::ledger::EventOutcome`), `event_type`, `from`, `until` (claimed_at; RFC 3339 or `datetime-local`, UTC), `id_prefix` (with a `source`); keyset pages of [`pages::events::PAGE_SIZE`] (`after`, an opaque cursor) |
+//! | `GET /events/{source}/{event_id}` | one event (path segments percent-encoded): its outcome and origin, timeline, stored response, payload (behind `<details>`, never for a source that keeps digests only), outbox messages |
 //! | `GET /stuck` | the auditor's stuck list (`shared::audit::stuck_list`, what `hookledger stuck` prints) |
 //! | `GET /dead` | dead letters and dead outbox messages (`source`, `since`, `until`: dead_at), with re-drive links |
+//! | `GET /rejected` | the deliveries the receiver refused, per source and reason, over the last 24 hours and 7 days, and when each was last seen (`shared::rejected`, what `hookledger rejected` prints) |
 //! | `GET /redrive/confirm` | how many rows a re-drive would move (the same code's dry run): `what` (`dead` or `outbox`), `source`, and `event_id` or `since` (+ `until`) |
 //! | `POST /redrive` | the re-drive itself (`shared::redrive::run`, as `hookledger redrive`): the same fields, `confirmed` (the count confirmed) and `csrf`; refused when the count changed |
 //! | `GET /style.css` | the stylesheet |
@@ -175,6 +176,7 @@ impl Console {
             .route("/events/{source}/{event_id}", get(pages::event::page))
             .route("/stuck", get(pages::stuck::page))
             .route("/dead", get(pages::dead::page))
+            .route("/rejected", get(pages::rejected::page))
             .route("/redrive/confirm", get(pages::redrive::confirm))
             .route("/redrive", post(pages::redrive::submit))
             .route("/style.css", get(layout::stylesheet))

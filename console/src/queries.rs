@@ -7,6 +7,7 @@
 use std::time::SystemTime;
 
 use shared::db::{Connection, Sql};
+use shared::ledger::{EventOutcome, LedgerError, Status};
 use tokio_postgres::types::{ToSql, Type};
 use tokio_postgres::Row;
 
@@ -96,26 +97,49 @@ pub async fn per_minute(
         .collect()
 }
 
-/// One page of the ledger, newest first, by the optional filters; see [`EventFilter`].
+/// One page of the ledger, newest first, by the optional filters; see [`EventFilter`]. Each
+/// row's outcome is `shared`'s rule ([`shared::ledger::EVENT_OUTCOME_SQL`]), in the select list
+/// and in the outcome filter alike, so a page lists exactly the rows whose shown outcome is the
+/// one asked for, and the keyset pages through them like any other filter.
 pub static EVENTS: Sql = Sql {
-    text: "\
+    text: concat!(
+        "\
 SELECT source, event_id, event_type, status::text, attempts, claimed_at, completed_at, dead_at,
-       last_error
-FROM webhook_event
-WHERE ($1::text IS NULL OR source = $1)
-  AND ($2::text IS NULL OR status = $2::event_status)
-  AND ($3::text IS NULL OR event_type = $3)
-  AND ($4::timestamptz IS NULL OR claimed_at >= $4)
-  AND ($5::timestamptz IS NULL OR claimed_at < $5)
-  -- An id prefix (the page asks for a source with it) is checked on the rows of that
-  -- source's index scan: a prefix of text in a non-C collation cannot bound a btree range.
-  AND ($6::text IS NULL OR starts_with(event_id, $6))
-  -- The keyset: rows after the previous page's last (claimed_at, source, event_id), in the
-  -- order of webhook_event_claimed_at_key_idx (V15), so the next page starts where the last
-  -- one ended: never OFFSET.
-  AND ($7::timestamptz IS NULL OR (claimed_at, source, event_id) < ($7, $8, $9))
-ORDER BY claimed_at DESC, source DESC, event_id DESC
-LIMIT $10",
+       last_error, replayed_at IS NOT NULL, jsonb_array_length(coalesce(history, '[]'::jsonb)),
+       ",
+        shared::event_outcome_sql!(),
+        "
+FROM (
+    SELECT source, event_id, event_type, status, attempts, claimed_at, completed_at, dead_at,
+           last_error, replayed_at, history, response_body
+    FROM webhook_event
+    WHERE ($1::text IS NULL OR source = $1)
+      AND ($2::text IS NULL OR status = $2::event_status)
+      AND ($3::text IS NULL OR event_type = $3)
+      AND ($4::timestamptz IS NULL OR claimed_at >= $4)
+      AND ($5::timestamptz IS NULL OR claimed_at < $5)
+      -- An id prefix (the page asks for a source with it) is checked on the rows of that
+      -- source's index scan: a prefix of text in a non-C collation cannot bound a btree range.
+      AND ($6::text IS NULL OR starts_with(event_id, $6))
+      -- The keyset: rows after the previous page's last (claimed_at, source, event_id), in the
+      -- order of webhook_event_claimed_at_key_idx (V15), so the next page starts where the last
+      -- one ended: never OFFSET.
+      AND ($7::timestamptz IS NULL OR (claimed_at, source, event_id) < ($7, $8, $9))
+    ORDER BY claimed_at DESC, source DESC, event_id DESC
+    -- A fence: the subquery is neither merged into this statement nor given the outcome's
+    -- condition, so it stays the ordered index scan above, planned for the page's LIMIT,
+    -- rather than a read of every matching row to sort them.
+    OFFSET 0
+) AS page
+-- The outcome of a completed row ($2 holds an outcome's status), by the same rule as the
+-- select list's, checked on the rows the scan yields, in its order, until the page is full.
+WHERE ($11::text IS NULL OR ",
+        shared::event_outcome_is_sql!("$11::text"),
+        ")
+-- No ORDER BY here: the scan over the subquery keeps its order, and one here would make the
+-- planner plan the subquery for every row.
+LIMIT $10"
+    ),
     types: &[
         Type::TEXT,
         Type::TEXT,
@@ -127,6 +151,7 @@ LIMIT $10",
         Type::TEXT,
         Type::TEXT,
         Type::INT8,
+        Type::TEXT,
     ],
 };
 
@@ -156,6 +181,28 @@ pub struct EventFilter {
     pub until: Option<SystemTime>,
     /// Event ids starting with this.
     pub id_prefix: Option<String>,
+    /// Exact outcome (an [`EventOutcome`] label).
+    pub outcome: Option<EventOutcome>,
+}
+
+impl EventFilter {
+    /// [`EVENTS`]' status (`$2`) and outcome (`$11`) parameters for the status and outcome
+    /// filters: an outcome is one status (a row that is not completed has its status as its
+    /// outcome), so it becomes that status, and the outcome rule is asked only to tell
+    /// completed rows apart (`processed`, `ignored`, `stale`). `None` when the two filters
+    /// contradict each other (an outcome of another status): no row can match.
+    pub fn status_and_outcome(&self) -> Option<(Option<&str>, Option<&'static str>)> {
+        let implied = self.outcome.map(|o| o.status().as_str());
+        let status = match (self.status.as_deref(), implied) {
+            (Some(status), Some(implied)) if status != implied => return None,
+            (status, implied) => status.or(implied),
+        };
+        let outcome = self
+            .outcome
+            .filter(|o| o.status() == Status::Completed)
+            .map(EventOutcome::as_str);
+        Some((status, outcome))
+    }
 }
 
 /// One row of the events list.
@@ -179,6 +226,13 @@ pub struct EventRow {
     pub dead_at: Option<SystemTime>,
     /// The latest handler error.
     pub last_error: Option<String>,
+    /// Whether replay created the row from the provider's API (`replayed_at` set), rather than
+    /// a delivery.
+    pub replayed: bool,
+    /// Operator actions in its `history` (re-drives, re-runs of an ignored event).
+    pub redriven: i32,
+    /// What became of it ([`shared::ledger::EVENT_OUTCOME_SQL`]).
+    pub outcome: EventOutcome,
 }
 
 impl EventRow {
@@ -192,7 +246,9 @@ impl EventRow {
     }
 }
 
-/// At most `limit` events matching `filter` after `after`, newest first ([`EVENTS`]).
+/// At most `limit` events matching `filter` after `after`, newest first ([`EVENTS`]). An
+/// outcome filter becomes its status (`$2`) and, for the outcomes of a completed row, the
+/// rule (`$11`); with a status it cannot have, nothing matches and nothing is read.
 ///
 /// # Errors
 /// [`PageError::Unavailable`] when PostgreSQL fails.
@@ -205,12 +261,15 @@ pub async fn events(
     let after_at = after.map(|k| k.claimed_at);
     let after_source = after.map(|k| k.source.as_str());
     let after_id = after.map(|k| k.event_id.as_str());
+    let Some((status, outcome)) = filter.status_and_outcome() else {
+        return Ok(Vec::new());
+    };
     read(
         conn,
         &EVENTS,
         &[
             &filter.source,
-            &filter.status,
+            &status,
             &filter.event_type,
             &filter.from,
             &filter.until,
@@ -219,11 +278,13 @@ pub async fn events(
             &after_source,
             &after_id,
             &limit,
+            &outcome,
         ],
     )
     .await?
     .iter()
     .map(|row| {
+        let outcome: &str = row.try_get(11)?;
         Ok(EventRow {
             source: row.try_get(0)?,
             event_id: row.try_get(1)?,
@@ -234,6 +295,11 @@ pub async fn events(
             completed_at: row.try_get(6)?,
             dead_at: row.try_get(7)?,
             last_error: row.try_get(8)?,
+            replayed: row.try_get(9)?,
+            redriven: row.try_get(10)?,
+            // Only a schema ahead of this build names another.
+            outcome: EventOutcome::parse(outcome)
+                .ok_or_else(|| LedgerError::UnknownStatus(outcome.to_owned()))?,
         })
     })
     .collect()

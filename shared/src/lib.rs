@@ -26,6 +26,7 @@ pub mod prelude;
 pub mod rds_ca;
 pub mod receive;
 pub mod redrive;
+pub mod rejected;
 pub mod replay;
 pub mod retention;
 pub mod retry_after;

@@ -21,8 +21,10 @@
 //! | database unavailable | 503 | `{"error":"service unavailable"}` |
 //! | database work past the client deadline | 503 | `{"error":"service unavailable"}`; `Retry-After: 5` |
 //!
-//! Nothing is written for any 4xx, and a 5xx leaves no row behind, so the provider's retry
-//! starts clean. An inline event whose commit queued outbox messages rings the worker's doorbell
+//! No ledger row is written for any 4xx, and a 5xx leaves no row behind, so the provider's
+//! retry starts clean; a refused delivery (401, 404, 409 digest mismatch, 413, 400) is only
+//! counted, per source, reason and hour, in `rejected_delivery` (`crate::rejected`), after its
+//! answer is decided and without changing it. An inline event whose commit queued outbox messages rings the worker's doorbell
 //! after the commit (as a deferred accept does), so they are forwarded at once. A fatal handler error (the payload can never be processed) rolls back the
 //! handler's writes and keeps the event as `dead`: the provider stops retrying (a 2xx, so it
 //! does not disable the endpoint either), the operator is told by the `handler_fatal` metric and
@@ -56,5 +58,5 @@ mod reply;
 mod shadow;
 
 pub use outcome::Outcome;
-pub use receiver::Receiver;
+pub use receiver::{Receiver, REJECTION_COUNT_DEADLINE};
 pub use reply::{Reply, RETRY_AFTER_SECS};

@@ -35,6 +35,10 @@ pub const DEFAULT_RETENTION_DAYS: u32 = 30;
 /// Default retention of a dead letter, days (counted from when it went `dead`).
 pub const DEFAULT_DEAD_RETENTION_DAYS: u32 = 90;
 
+/// Default retention of the counts of rejected deliveries (`crate::rejected`), days, counted
+/// from the start of each hour's bucket (`HOOKLEDGER_REJECTED_RETENTION_DAYS`).
+pub const DEFAULT_REJECTED_RETENTION_DAYS: u32 = 30;
+
 /// Longest retention accepted, days (ten years: anything longer is a typo).
 pub const MAX_RETENTION_DAYS: u32 = 3650;
 

@@ -12,8 +12,12 @@
 //! outlives its event's key (it is delivered after its event is claimed), so a re-run of a
 //! still-kept event finds its messages and never queues them twice.
 //!
+//! The counts of rejected deliveries (`crate::rejected`) go too: the hours that started longer
+//! ago than `HOOKLEDGER_REJECTED_RETENTION_DAYS` (default 30), every source's at once.
+//!
 //! A run plans the work once (every source with keys: completed and dead keys; every source with
-//! keys or outbox messages: delivered and dead outbox messages), then runs
+//! keys or outbox messages: delivered and dead outbox messages; then the rejected deliveries'
+//! counts), then runs
 //! batches: a batch deletes up to `batch_size` rows, taking the work items in order and
 //! continuing with the next when one runs dry, in one transaction. The run stops when a batch
 //! comes back short (nothing expired is left), after `max_batches`, or when less than the

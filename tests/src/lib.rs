@@ -53,7 +53,7 @@ pub fn events_dir() -> PathBuf {
     repo_root().join("events")
 }
 
-/// The operator CLI at `binary` (a test's `env!("CARGO_BIN_EXE_hookledger")`) as an operator
+/// The operator CLI at `binary` (a test's `env!("CARGO_BIN_EXE_hookledger-examples")`) as an operator
 /// runs it: the database at `database_url`, the sources in the file `sources`, and none of the
 /// environment that would take their place or reach AWS (the sources or database secret, the
 /// worker to ring, a console token, `RUST_LOG`), whatever the test process has. Add the

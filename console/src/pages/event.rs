@@ -1,12 +1,13 @@
 //! `GET /events/{source}/{event_id}`: one event as `hookledger inspect` reads it
-//! (`shared::redrive::inspect`): its timeline, the stored response, the payload (behind a
-//! `<details>`, and never for a source that keeps digests only), its outbox messages.
+//! (`shared::redrive::inspect`): its outcome and origin, its timeline, the stored response, the
+//! payload (behind a `<details>`, and never for a source that keeps digests only), its outbox
+//! messages.
 
 use std::time::SystemTime;
 
 use axum::extract::{Path, State};
 use maud::{html, Markup};
-use shared::ledger::{EventDetail, Status};
+use shared::ledger::{EventDetail, EventOutcome, Status};
 
 use crate::layout::{maybe_time, shell, time, url_with};
 use crate::pages::connection;
@@ -134,6 +135,32 @@ pub fn timeline(detail: &EventDetail) -> Vec<Line> {
     lines
 }
 
+/// What an outcome means, in a few words beside it.
+pub fn outcome_note(outcome: EventOutcome) -> &'static str {
+    match outcome {
+        EventOutcome::Processed => "(a handler ran; its response is below)",
+        EventOutcome::Ignored => "(no handler for its type: the recorded no-op; re-run it with hookledger redrive --ignored once one exists)",
+        EventOutcome::Stale => "(the ordering guard's no-op: a version as new or newer was applied already)",
+        EventOutcome::Claimed => "(accepted, not processed yet)",
+        EventOutcome::Processing => "(leased by a worker)",
+        EventOutcome::Failed => "(a retryable error; the worker tries again)",
+        EventOutcome::Dead => "(kept for an operator; re-drive it once the cause is fixed)",
+    }
+}
+
+/// Where the row came from: a delivery, or replay from the provider's API (when), and how
+/// many times operators re-drove or re-ran it.
+pub fn origin_text(detail: &EventDetail) -> String {
+    let from = match detail.replayed_at {
+        Some(at) => format!("replay from the provider's API at {}", time(at)),
+        None => "a delivery".to_owned(),
+    };
+    match detail.history.as_array().map_or(0, Vec::len) {
+        0 => from,
+        n => format!("{from}; re-driven by an operator {n}×"),
+    }
+}
+
 /// The payload as shown: JSON pretty-printed, other UTF-8 as is, anything else as a note.
 pub fn pretty(payload: &[u8]) -> String {
     match serde_json::from_slice::<serde_json::Value>(payload) {
@@ -190,6 +217,8 @@ pub async fn page(
         table {
             tr { th { "event type" } td { (detail.event_type) } }
             tr { th { "status" } td #status class=(format!("status-{}", detail.status.as_str())) { (detail.status.as_str()) } }
+            tr { th { "outcome" } td #outcome class=(format!("outcome-{}", detail.outcome.as_str())) { (detail.outcome.as_str()) " " span.note { (outcome_note(detail.outcome)) } } }
+            tr { th { "origin" } td #origin { (origin_text(&detail)) } }
             tr { th { "attempts" } td #attempts { (detail.attempts) } }
             tr { th { "last error" } td { (detail.last_error.clone().unwrap_or_else(|| "-".to_owned())) } }
             tr { th { "next attempt at" } td { (maybe_time(detail.next_attempt_at)) } }

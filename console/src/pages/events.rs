@@ -1,7 +1,9 @@
-//! `GET /events`: the ledger newest first, filtered by source, status, event type, a window of
-//! `claimed_at` (`from`, `until`) and an event id prefix (with a source), in keyset pages of [`PAGE_SIZE`]
-//! (`after`: an opaque cursor of the last row's `(claimed_at, source, event_id)`; never
-//! OFFSET). The statement is [`crate::queries::EVENTS`].
+//! `GET /events`: the ledger newest first, filtered by source, status, outcome, event type, a
+//! window of `claimed_at` (`from`, `until`) and an event id prefix (with a source), in keyset
+//! pages of [`PAGE_SIZE`] (`after`: an opaque cursor of the last row's `(claimed_at, source,
+//! event_id)`; never OFFSET). Each row shows its outcome (`shared::ledger::EventOutcome`: a
+//! completed event `processed`, `ignored` or `stale`) and where it came from (a delivery or
+//! replay, and whether an operator re-drove it). The statement is [`crate::queries::EVENTS`].
 
 use std::time::{Duration, SystemTime};
 
@@ -12,8 +14,9 @@ use serde::Deserialize;
 
 use crate::layout::{event_url, shell, time, url_with};
 use crate::pages::{connection, given, text};
-use crate::queries::{self, EventFilter, Keyset};
+use crate::queries::{self, EventFilter, EventRow, Keyset};
 use crate::{time_input, AppState, PageError};
+use shared::ledger::EventOutcome;
 
 /// Rows per page.
 pub const PAGE_SIZE: i64 = 50;
@@ -28,6 +31,8 @@ pub struct EventsQuery {
     pub source: Option<String>,
     /// Exact status.
     pub status: Option<String>,
+    /// Exact outcome (`processed`, `ignored`, `stale`, or a status other than `completed`).
+    pub outcome: Option<String>,
     /// Exact event type.
     pub event_type: Option<String>,
     /// Claimed at or after (RFC 3339 or `datetime-local`, UTC).
@@ -89,8 +94,8 @@ impl EventsQuery {
     /// The filter it names.
     ///
     /// # Errors
-    /// [`PageError::BadInput`] naming the field: an unknown status, a malformed time, a window
-    /// that ends before it starts, a value too long.
+    /// [`PageError::BadInput`] naming the field: an unknown status or outcome, a malformed
+    /// time, a window that ends before it starts, a value too long.
     pub fn filter(&self) -> Result<EventFilter, PageError> {
         let status = given(&self.status);
         if let Some(status) = &status {
@@ -101,6 +106,13 @@ impl EventsQuery {
                 ));
             }
         }
+        let outcome = match given(&self.outcome) {
+            None => None,
+            Some(label) => Some(EventOutcome::parse(&label).ok_or_else(|| {
+                let labels: Vec<&str> = EventOutcome::ALL.iter().map(|o| o.as_str()).collect();
+                PageError::bad("outcome", format!("one of {}", labels.join(", ")))
+            })?),
+        };
         let from = time_input::parse("from", self.from.as_deref())?;
         let until = time_input::parse("until", self.until.as_deref())?;
         if let (Some(from), Some(until)) = (from, until) {
@@ -124,6 +136,7 @@ impl EventsQuery {
             from,
             until,
             id_prefix,
+            outcome,
         })
     }
 
@@ -132,6 +145,7 @@ impl EventsQuery {
         [
             ("source", &self.source),
             ("status", &self.status),
+            ("outcome", &self.outcome),
             ("event_type", &self.event_type),
             ("from", &self.from),
             ("until", &self.until),
@@ -177,6 +191,14 @@ pub async fn page(
                     }
                 }
             }
+            label { "outcome"
+                select name="outcome" {
+                    option value="" { "any" }
+                    @for outcome in EventOutcome::ALL {
+                        option value=(outcome.as_str()) selected[filter.outcome == Some(outcome)] { (outcome.as_str()) }
+                    }
+                }
+            }
             label { "event type" input name="event_type" value=(value(&query.event_type)) size="22"; }
             label { "claimed from (UTC)" input name="from" value=(value(&query.from)) placeholder="2026-12-01T09:30:00Z" size="22"; }
             label { "until (UTC)" input name="until" value=(value(&query.until)) placeholder="2026-12-01T10:00:00Z" size="22"; }
@@ -184,16 +206,18 @@ pub async fn page(
             button type="submit" { "Filter" }
             a href="/events" { "clear" }
         }
-        p.note { "Newest first by claimed_at (the first delivery, or the latest re-drive); " (PAGE_SIZE) " a page." }
+        p.note { "Newest first by claimed_at (the first delivery, or the latest re-drive); " (PAGE_SIZE) " a page. Outcome: a completed event is processed (a handler ran), ignored (no handler for its type: the recorded no-op) or stale (the ordering guard's no-op); any other event's outcome is its status." }
         table #events {
-            tr { th { "claimed at" } th { "source" } th { "event id" } th { "type" } th { "status" } th.n { "attempts" } th { "last error" } }
+            tr { th { "claimed at" } th { "source" } th { "event id" } th { "type" } th { "status" } th { "outcome" } th { "origin" } th.n { "attempts" } th { "last error" } }
             @for row in &rows {
-                tr.event {
+                tr.event data-outcome=(row.outcome.as_str()) {
                     td.mono { (time(row.claimed_at)) }
                     td { (row.source) }
                     td.mono { a href=(event_url(&row.source, &row.event_id)) { (row.event_id) } }
                     td { (row.event_type) }
                     td class=(format!("status-{}", row.status)) { (row.status) }
+                    td class=(format!("outcome outcome-{}", row.outcome.as_str())) { (row.outcome.as_str()) }
+                    td { (origin(row)) }
                     td.n { (row.attempts) }
                     td { @if let Some(error) = &row.last_error { (truncate(error, 120)) } }
                 }
@@ -203,6 +227,16 @@ pub async fn page(
         @if let Some(next) = next { p { a rel="next" href=(next) { "Next " (PAGE_SIZE) " →" } } }
     };
     Ok(shell("Events", content, Some("/events")))
+}
+
+/// Where a row came from: `delivery` or `replay` (created from the provider's API), and
+/// `re-driven N×` when operators re-drove or re-ran it.
+pub fn origin(row: &EventRow) -> String {
+    let from = if row.replayed { "replay" } else { "delivery" };
+    match row.redriven {
+        0 => from.to_owned(),
+        n => format!("{from}, re-driven {n}×"),
+    }
 }
 
 /// The first `max` characters of `text`, with `…` when cut.
@@ -253,5 +287,21 @@ mod tests {
             query.filter(),
             Err(PageError::BadInput { field: "until", .. })
         ));
+        let query = EventsQuery {
+            outcome: Some("completed".into()),
+            ..EventsQuery::default()
+        };
+        assert!(matches!(
+            query.filter(),
+            Err(PageError::BadInput {
+                field: "outcome",
+                ..
+            })
+        ));
+        let query = EventsQuery {
+            outcome: Some(" ignored ".into()),
+            ..EventsQuery::default()
+        };
+        assert_eq!(query.filter().unwrap().outcome, Some(EventOutcome::Ignored));
     }
 }

@@ -10,6 +10,7 @@ pub mod event;
 pub mod events;
 pub mod overview;
 pub mod redrive;
+pub mod rejected;
 pub mod stuck;
 
 /// A connection from the pool, or the 503 page.

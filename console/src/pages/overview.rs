@@ -1,6 +1,6 @@
-//! `GET /`: events per minute by outcome for each source over the last hours (`?hours=`, 1 to
-//! 48, default 6), and the auditor's figures live (`shared::audit::peek`: the same statements
-//! as the auditor function, without recording a run).
+//! `GET /`: events per minute by their status now for each source over the last hours
+//! (`?hours=`, 1 to 48, default 6), and the auditor's figures live (`shared::audit::peek`: the
+//! same statements as the auditor function, without recording a run).
 
 use std::time::{Duration, SystemTime};
 
@@ -138,7 +138,7 @@ pub async fn page(
         @if charts.is_empty() { p.note { "No sources and no events yet." } }
         @for (source, series) in &charts {
             h2 { (source) }
-            (PreEscaped(chart::svg(&format!("{source}: events per minute by outcome"), series)))
+            (PreEscaped(chart::svg(&format!("{source}: events per minute by status"), series)))
             table {
                 tr { @for (name, _) in OUTCOMES { th.n { (name) } } }
                 tr { @for ((name, _), total) in OUTCOMES.iter().zip(series.totals()) {

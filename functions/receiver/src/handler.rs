@@ -80,14 +80,15 @@ pub async fn handle_at(
     let Some(source) = source_from_path(request.uri().path()) else {
         let refused = state
             .receiver
-            .refuse("", 404, Outcome::NotFound, "not found");
+            .refuse("", 404, Outcome::NotFound, "not found")
+            .await;
         return Ok(reply(&refused)?);
     };
     if request.method() != Method::POST {
-        let refused =
-            state
-                .receiver
-                .refuse(source, 405, Outcome::MethodNotAllowed, "method not allowed");
+        let refused = state
+            .receiver
+            .refuse(source, 405, Outcome::MethodNotAllowed, "method not allowed")
+            .await;
         let mut response = reply(&refused)?;
         response
             .headers_mut()
@@ -99,12 +100,15 @@ pub async fn handle_at(
         .headers()
         .contains_key(crate::transport::INVALID_BASE64_HEADER)
     {
-        let outcome = state.receiver.refuse(
-            &source,
-            400,
-            Outcome::BadRequest,
-            "body is not valid base64",
-        );
+        let outcome = state
+            .receiver
+            .refuse(
+                &source,
+                400,
+                Outcome::BadRequest,
+                "body is not valid base64",
+            )
+            .await;
         return Ok(reply(&outcome)?);
     }
     if request
@@ -113,7 +117,8 @@ pub async fn handle_at(
     {
         let outcome = state
             .receiver
-            .refuse(&source, 400, Outcome::BadRequest, "malformed header");
+            .refuse(&source, 400, Outcome::BadRequest, "malformed header")
+            .await;
         return Ok(reply(&outcome)?);
     }
     let outcome = state

@@ -238,6 +238,11 @@ impl Settings {
         sweep.pause_ms = bounded("HOOKLEDGER_SWEEP_PAUSE_MS", sweep.pause_ms, 60_000)?;
         sweep.duty_percent = bounded("HOOKLEDGER_SWEEP_DUTY_PERCENT", sweep.duty_percent, 100)?;
         sweep.margin_ms = bounded("HOOKLEDGER_SWEEP_MARGIN_MS", sweep.margin_ms, 900_000)?;
+        sweep.rejected_retention_days = bounded(
+            "HOOKLEDGER_REJECTED_RETENTION_DAYS",
+            u64::from(sweep.rejected_retention_days),
+            u64::from(crate::retention::MAX_RETENTION_DAYS),
+        )? as u32;
         let mut audit = AuditSettings::default();
         audit.stuck_after_secs = bounded(
             "HOOKLEDGER_AUDIT_STUCK_AFTER_SECS",

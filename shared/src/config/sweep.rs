@@ -21,6 +21,18 @@ pub struct SweepSettings {
     pub duty_percent: u64,
     /// Start no batch with less invocation time left than this, milliseconds (default 10,000).
     pub margin_ms: u64,
+    /// How long the counts of rejected deliveries are kept, days (default
+    /// [`crate::retention::DEFAULT_REJECTED_RETENTION_DAYS`], 30; 1 to
+    /// [`crate::retention::MAX_RETENTION_DAYS`]): an hour's bucket that started longer ago is
+    /// deleted by the sweep (`crate::rejected`).
+    pub rejected_retention_days: u32,
+}
+
+impl SweepSettings {
+    /// [`Self::rejected_retention_days`] as a duration.
+    pub fn rejected_retention(&self) -> std::time::Duration {
+        std::time::Duration::from_secs(u64::from(self.rejected_retention_days) * 24 * 60 * 60)
+    }
 }
 
 impl Default for SweepSettings {
@@ -31,6 +43,7 @@ impl Default for SweepSettings {
             pause_ms: 100,
             duty_percent: 25,
             margin_ms: 10_000,
+            rejected_retention_days: crate::retention::DEFAULT_REJECTED_RETENTION_DAYS,
         }
     }
 }

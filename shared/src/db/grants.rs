@@ -18,10 +18,11 @@ use super::DbError;
 
 /// The ledger's tables and its history table: never a handlers' set's, whatever its SQL says
 /// (`entity_version` and `ordering_tie` have their own, narrower grants: migration V14).
-const LEDGER_RELATIONS: [&str; 6] = [
+const LEDGER_RELATIONS: [&str; 7] = [
     "webhook_event",
     "outbox",
     "audit_run",
+    "rejected_delivery",
     "entity_version",
     "ordering_tie",
     // The ledger's history table (`migrations::LEDGER_HISTORY_TABLE`; named here, not used,

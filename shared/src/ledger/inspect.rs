@@ -5,7 +5,7 @@ use std::time::SystemTime;
 
 use tokio_postgres::types::{Json, Type};
 
-use super::{Connection, LedgerError, Status};
+use super::{Connection, EventOutcome, LedgerError, Status};
 use crate::db::Sql;
 use crate::timestamp::rfc3339;
 
@@ -20,6 +20,10 @@ pub struct EventDetail {
     pub event_type: String,
     /// Current status.
     pub status: Status,
+    /// What became of it ([`EventOutcome`], derived from the row by
+    /// [`super::EVENT_OUTCOME_SQL`]): for a completed row `processed`, `ignored` or `stale`;
+    /// else its status.
+    pub outcome: EventOutcome,
     /// Attempts started by workers since the last claim or re-drive.
     pub attempts: i32,
     /// The latest handler error, if any.
@@ -110,7 +114,7 @@ impl MessageDetail {
 
 impl EventDetail {
     /// The row as the CLI's `inspect --json` and the replay function's `inspect` print it:
-    /// `{"source", "event_id", "event_type", "status", "attempts", "last_error",
+    /// `{"source", "event_id", "event_type", "status", "outcome", "attempts", "last_error",
     /// "response_status", "response_body", "payload_digest", "payload_bytes", "claimed_at",
     /// "completed_at", "dead_at", "next_attempt_at", "lease_expires_at", "replayed",
     /// "replayed_at", "history", "outbox"}`, times in RFC 3339 (UTC, milliseconds) or `null`;
@@ -122,6 +126,7 @@ impl EventDetail {
             "event_id": self.event_id,
             "event_type": self.event_type,
             "status": self.status.as_str(),
+            "outcome": self.outcome.as_str(),
             "attempts": self.attempts,
             "last_error": self.last_error,
             "response_status": self.response_status,
@@ -153,14 +158,19 @@ ORDER BY n",
 };
 
 static INSPECT: Sql = Sql {
-    text: "\
+    text: concat!(
+        "\
 SELECT source, event_id, event_type, status::text, attempts, last_error, response_status,
        response_body, encode(payload_digest, 'hex'), octet_length(payload), claimed_at,
        completed_at, dead_at, next_attempt_at, lease_expires_at, replayed_at,
-       coalesce(history, '[]'::jsonb), lease_token
+       coalesce(history, '[]'::jsonb), lease_token,
+       ",
+        crate::event_outcome_sql!(),
+        "
 FROM webhook_event
 WHERE source = $1
-  AND event_id = $2",
+  AND event_id = $2"
+    ),
     types: &[Type::TEXT, Type::TEXT],
 };
 
@@ -201,11 +211,15 @@ pub async fn inspect(
     }
     let response_body: Option<Json<serde_json::Value>> = row.try_get(7)?;
     let history: Json<serde_json::Value> = row.try_get(16)?;
+    let outcome: &str = row.try_get(18)?;
+    let outcome = EventOutcome::parse(outcome)
+        .ok_or_else(|| LedgerError::UnknownStatus(outcome.to_owned()))?;
     Ok(Some(EventDetail {
         source: row.try_get(0)?,
         event_id: row.try_get(1)?,
         event_type: row.try_get(2)?,
         status: Status::parse(row.try_get::<_, &str>(3)?)?,
+        outcome,
         attempts: row.try_get(4)?,
         last_error: row.try_get(5)?,
         response_status: row.try_get(6)?,

@@ -1,12 +1,12 @@
 //! The statements of the delivery path on `webhook_event`: the claim and its lookup ([`claim`]),
 //! the transaction a handler runs in and its completion ([`tx`]), deferred mode's accept
-//! ([`deferred`]), the worker's lease, start, failure and release ([`lease`]) and one event's
-//! full read ([`inspect`]), with pipelining from `crate::db`; and the statements on `outbox`
-//! that the ledger's transaction and the worker run: queue an event's messages with its
-//! completion, lease due messages, record their outcome ([`outbox`]). The scheduled and
-//! operator jobs keep their statements beside their logic: the sweep's in
-//! [`crate::sweep::sql`], the auditor's in [`crate::audit::sql`], the re-drive's in
-//! [`crate::redrive::sql`] and [`crate::redrive::outbox_sql`].
+//! ([`deferred`]), the worker's lease, start, failure and release ([`lease`]), one event's
+//! full read ([`inspect`]) and the rule that names a row's outcome ([`outcome`]), with
+//! pipelining from `crate::db`; and the statements on `outbox` that the ledger's transaction and
+//! the worker run: queue an event's messages with its completion, lease due messages, record
+//! their outcome ([`outbox`]). The scheduled and operator jobs keep their statements beside
+//! their logic: the sweep's in [`crate::sweep::sql`], the auditor's in [`crate::audit::sql`],
+//! the re-drive's in [`crate::redrive::sql`] and [`crate::redrive::outbox_sql`].
 //!
 //! The claim is one `INSERT ... ON CONFLICT DO NOTHING RETURNING` and nothing is read before it:
 //! the primary key is the concurrency control. A second claim of the same key blocks on the
@@ -34,6 +34,7 @@ pub mod inspect;
 pub mod lease;
 pub mod one_statement;
 pub mod outbox;
+pub mod outcome;
 pub mod tx;
 
 pub use crate::status::Status;
@@ -44,6 +45,7 @@ pub use claim::{
 pub use deferred::{accept, Accept};
 pub use inspect::{inspect, EventDetail, MessageDetail};
 pub use lease::{fail, lease_due, release, start, Failure, Leased};
+pub use outcome::{EventOutcome, EVENT_OUTCOME_SQL};
 pub use tx::{begin_shadow, CompleteError, Tx};
 
 /// A connection from the pool.

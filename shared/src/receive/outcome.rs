@@ -86,6 +86,42 @@ impl Outcome {
     }
 }
 
+impl Outcome {
+    /// The reason a refused delivery is counted under in `rejected_delivery`
+    /// ([`crate::rejected`], by the same name): `unauthorized`, `unknown_source`, `too_large`,
+    /// `digest_mismatch` and `bad_request`. `None` for every other outcome: an accepted or
+    /// answered delivery (a duplicate, an in-flight retry, a replayed body, a challenge), our
+    /// own faults (5xx), and a request that names no source at all (`not_found`,
+    /// `method_not_allowed`: not a delivery).
+    #[must_use]
+    pub fn rejection(self) -> Option<crate::rejected::Reason> {
+        use crate::rejected::Reason;
+        match self {
+            Outcome::Unauthorized => Some(Reason::Unauthorized),
+            Outcome::UnknownSource => Some(Reason::UnknownSource),
+            Outcome::TooLarge => Some(Reason::TooLarge),
+            Outcome::DigestMismatch => Some(Reason::DigestMismatch),
+            Outcome::BadRequest => Some(Reason::BadRequest),
+            Outcome::Processed
+            | Outcome::Ignored
+            | Outcome::Replayed
+            | Outcome::Dead
+            | Outcome::Accepted
+            | Outcome::Duplicate
+            | Outcome::ShadowDuplicate
+            | Outcome::New
+            | Outcome::Challenge
+            | Outcome::BodyReplayed
+            | Outcome::InFlight
+            | Outcome::HandlerFailed
+            | Outcome::Unavailable
+            | Outcome::InternalError
+            | Outcome::NotFound
+            | Outcome::MethodNotAllowed => None,
+        }
+    }
+}
+
 impl std::fmt::Display for Outcome {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())
@@ -144,6 +180,21 @@ mod tests {
             );
             assert_eq!(outcome.to_string(), name);
         }
+    }
+
+    #[test]
+    fn a_rejection_is_counted_under_its_own_name_and_only_refusals_are() {
+        let mut counted = Vec::new();
+        for outcome in ALL {
+            if let Some(reason) = outcome.rejection() {
+                assert_eq!(reason.as_str(), outcome.as_str());
+                counted.push(reason);
+            }
+        }
+        counted.sort();
+        let mut all = crate::rejected::Reason::ALL;
+        all.sort();
+        assert_eq!(counted, all);
     }
 
     #[test]

@@ -59,7 +59,9 @@ impl Receiver {
     /// Receives one delivery for `source`: verify, identify, claim, apply, answer. `now` is
     /// the current time in unix seconds (injected so tests can sign at fixed times). Never
     /// fails: every outcome is a [`Reply`], and one JSON log line records it (source,
-    /// event_id, outcome, status, latency_ms; never the body or a signature).
+    /// event_id, outcome, status, latency_ms; never the body or a signature). A refused
+    /// delivery (401, 404, 409 digest mismatch, 413, 400) is then counted in
+    /// `rejected_delivery` ([`crate::rejected`]); any other pays nothing for it.
     pub async fn receive(&self, source: &str, headers: &HeaderMap, body: &[u8], now: i64) -> Reply {
         let started = Instant::now();
         let mut trace = Trace {
@@ -71,15 +73,59 @@ impl Receiver {
         };
         let reply = self.decide(&mut trace, source, headers, body, now).await;
         log::delivery(&self.sources, &trace, &reply, started.elapsed());
+        self.count_rejection(source, reply.outcome).await;
         reply
     }
 
     /// Refuses a delivery the transport could not read (e.g. a body flagged base64 that does
-    /// not decode), with `{"error": reason}`, logging the delivery line like [`Self::receive`].
-    pub fn refuse(&self, source: &str, status: u16, outcome: Outcome, reason: &str) -> Reply {
+    /// not decode), with `{"error": reason}`, logging the delivery line like [`Self::receive`]
+    /// and counting it like a refusal of [`Self::receive`] (a `bad_request`; not a path that
+    /// names no source, nor a method other than POST).
+    pub async fn refuse(&self, source: &str, status: u16, outcome: Outcome, reason: &str) -> Reply {
         let reply = Reply::error(status, outcome, reason);
         log::refusal(&self.sources, source, status, outcome, reason);
+        self.count_rejection(source, outcome).await;
         reply
+    }
+
+    /// Counts a refused delivery in `rejected_delivery` ([`crate::rejected::record`]) once its
+    /// answer is decided: one upsert under `source` (or [`crate::rejected::UNKNOWN_SOURCE`]
+    /// when it is not configured: the path's name is the sender's choice) and the outcome's
+    /// [`crate::rejected::Reason`]. Nothing at all for an outcome that is not a refusal, so an
+    /// accepted delivery costs no statement. Bounded by [`REJECTION_COUNT_DEADLINE`] (or the
+    /// client deadline when shorter), on a connection of the same pool (opened now if none
+    /// is). A failure is a warning line; the answer stays what was decided.
+    async fn count_rejection(&self, source: &str, outcome: Outcome) {
+        let Some(reason) = outcome.rejection() else {
+            return;
+        };
+        let key = if self.sources.get(source).is_some() {
+            source
+        } else {
+            crate::rejected::UNKNOWN_SOURCE
+        };
+        let at = SystemTime::now();
+        let counted = crate::db::deadline::within(
+            self.deadline.min(REJECTION_COUNT_DEADLINE),
+            self.connection(),
+            async |conn: &ledger::Connection| {
+                crate::rejected::record(conn, key, reason, at)
+                    .await
+                    .map_err(Failed::from)
+            },
+        )
+        .await;
+        let error = match counted {
+            Ok(Ok(())) => return,
+            Ok(Err(failed)) => failed.detail(),
+            Err(exceeded) => exceeded.to_string(),
+        };
+        tracing::warn!(
+            source = key,
+            reason = reason.as_str(),
+            error = error.as_str(),
+            "rejected delivery not counted"
+        );
     }
 
     async fn decide(
@@ -264,6 +310,11 @@ impl Receiver {
     }
 }
 
+/// The longest a refused delivery's answer waits for its count in `rejected_delivery` (an
+/// upsert takes about a millisecond): past it the count is given up, with a warning, and the
+/// answer goes out as decided.
+pub const REJECTION_COUNT_DEADLINE: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// Why a delivery could not be decided: the 5xx cases.
 #[derive(Debug)]
 pub(super) enum Failed {
@@ -273,6 +324,16 @@ pub(super) enum Failed {
     Deadline(String),
     /// Applying the event failed (handler or ledger).
     Apply(ApplyError),
+}
+
+impl Failed {
+    /// What failed, with its causes, for a log line.
+    fn detail(self) -> String {
+        match self {
+            Failed::Unavailable(detail) | Failed::Deadline(detail) => detail,
+            Failed::Apply(error) => error.chain(),
+        }
+    }
 }
 
 impl From<ledger::LedgerError> for Failed {

@@ -215,7 +215,8 @@ pub async fn redrive_between(
 }
 
 static COUNT_IGNORED_BETWEEN: Sql = Sql {
-    text: "\
+    text: concat!(
+        "\
 SELECT count(*) FILTER (WHERE payload IS NOT NULL), count(*) FILTER (WHERE payload IS NULL)
 FROM webhook_event
 WHERE source = $1
@@ -224,8 +225,10 @@ WHERE source = $1
   AND status = 'completed'
   AND event_type = $2
   -- Exactly the recorded no-op (crate::apply::ignored_effect), never a handler's own
-      -- answer that happens to say ignored.
-      AND response_body = jsonb_build_object('status', 'ignored', 'event_type', event_type)",
+  -- answer that happens to say ignored.
+  AND ",
+        crate::ignored_response_sql!()
+    ),
     types: &[Type::TEXT, Type::TEXT, Type::TIMESTAMPTZ, Type::TIMESTAMPTZ],
 };
 
@@ -256,7 +259,8 @@ pub async fn count_ignored_between(
 }
 
 static RERUN_IGNORED: Sql = Sql {
-    text: "\
+    text: concat!(
+        "\
 WITH picked AS (
     SELECT source, event_id
     FROM webhook_event
@@ -267,7 +271,9 @@ WITH picked AS (
       AND event_type = $2
       -- Exactly the recorded no-op (crate::apply::ignored_effect), never a handler's own
       -- answer that happens to say ignored.
-      AND response_body = jsonb_build_object('status', 'ignored', 'event_type', event_type)
+      AND ",
+        crate::ignored_response_sql!(),
+        "
       AND payload IS NOT NULL
     ORDER BY claimed_at
     LIMIT $5
@@ -289,7 +295,8 @@ SET status = 'claimed',
 FROM picked
 WHERE e.source = picked.source
   AND e.event_id = picked.event_id
-RETURNING e.event_id",
+RETURNING e.event_id"
+    ),
     types: &[
         Type::TEXT,
         Type::TEXT,
@@ -361,7 +368,8 @@ pub async fn list_dead_between(
 }
 
 static LIST_IGNORED_BETWEEN: Sql = Sql {
-    text: "\
+    text: concat!(
+        "\
 SELECT event_id
 FROM webhook_event
 WHERE source = $1
@@ -369,10 +377,13 @@ WHERE source = $1
   AND claimed_at < $4
   AND status = 'completed'
   AND event_type = $2
-  AND response_body = jsonb_build_object('status', 'ignored', 'event_type', event_type)
+  AND ",
+        crate::ignored_response_sql!(),
+        "
   AND payload IS NOT NULL
 ORDER BY claimed_at
-LIMIT $5",
+LIMIT $5"
+    ),
     types: &[
         Type::TEXT,
         Type::TEXT,

@@ -27,12 +27,14 @@ pub struct Sweep<'c> {
     batch_size: i64,
     items: Vec<Item>,
     deleted_by_source: BTreeMap<String, u64>,
+    rejected_deleted: u64,
     unconfigured: Vec<String>,
 }
 
 impl<'c> Sweep<'c> {
     /// Plans a sweep at `now`: every source with keys in the ledger, with its configured
-    /// retention (or the defaults when it is not configured).
+    /// retention (or the defaults when it is not configured), then the counts of rejected
+    /// deliveries past `settings.rejected_retention_days`; batches of `settings.batch_size`.
     ///
     /// # Errors
     /// [`LedgerError::Db`] when PostgreSQL fails.
@@ -40,7 +42,7 @@ impl<'c> Sweep<'c> {
         conn: &'c Connection,
         sources: &Sources,
         now: SystemTime,
-        batch_size: i64,
+        settings: &SweepSettings,
     ) -> Result<Self, LedgerError> {
         let mut items = Vec::new();
         let mut unconfigured = Vec::new();
@@ -72,11 +74,22 @@ impl<'c> Sweep<'c> {
                 });
             }
         }
+        // Every source's counts at once (a small table: sources x 5 reasons x hours).
+        items.push(Item {
+            source: String::new(),
+            expired: Expired::Rejected,
+            cutoff: now
+                .checked_sub(settings.rejected_retention())
+                .unwrap_or(SystemTime::UNIX_EPOCH),
+            after: SystemTime::UNIX_EPOCH,
+            done: false,
+        });
         Ok(Self {
             conn,
-            batch_size: batch_size.max(1),
+            batch_size: settings.batch_size.max(1),
             items,
             deleted_by_source: BTreeMap::new(),
+            rejected_deleted: 0,
             unconfigured,
         })
     }
@@ -98,6 +111,7 @@ impl<'c> Sweep<'c> {
                 for (source, rows) in deleted.1 {
                     *self.deleted_by_source.entry(source).or_default() += rows;
                 }
+                self.rejected_deleted += deleted.2;
                 Ok(deleted.0)
             }
             Err(error) => {
@@ -108,9 +122,12 @@ impl<'c> Sweep<'c> {
         }
     }
 
-    async fn delete_batch(&mut self) -> Result<(u64, Vec<(String, u64)>), LedgerError> {
+    /// One batch's deletes: (rows, ledger rows and outbox messages by source, rejected-delivery
+    /// counts).
+    async fn delete_batch(&mut self) -> Result<(u64, Vec<(String, u64)>, u64), LedgerError> {
         let mut total = 0u64;
         let mut by_source = Vec::new();
+        let mut rejected = 0u64;
         for item in self.items.iter_mut().filter(|item| !item.done) {
             let limit = self.batch_size - total as i64;
             if limit <= 0 {
@@ -126,7 +143,9 @@ impl<'c> Sweep<'c> {
             )
             .await?;
             total += deleted.rows;
-            if deleted.rows > 0 {
+            if item.expired == Expired::Rejected {
+                rejected += deleted.rows;
+            } else if deleted.rows > 0 {
                 by_source.push((item.source.clone(), deleted.rows));
             }
             match deleted.last {
@@ -135,7 +154,7 @@ impl<'c> Sweep<'c> {
                 _ => item.done = true,
             }
         }
-        Ok((total, by_source))
+        Ok((total, by_source, rejected))
     }
 
     /// Sources with keys in the ledger that the configuration does not name: swept under the
@@ -144,9 +163,14 @@ impl<'c> Sweep<'c> {
         &self.unconfigured
     }
 
-    /// Rows deleted so far, by source.
+    /// Ledger rows and outbox messages deleted so far, by source.
     pub fn deleted_by_source(&self) -> &BTreeMap<String, u64> {
         &self.deleted_by_source
+    }
+
+    /// Counts of rejected deliveries (hour buckets) deleted so far.
+    pub fn rejected_deleted(&self) -> u64 {
+        self.rejected_deleted
     }
 }
 
@@ -174,10 +198,10 @@ impl Stopped {
 }
 
 /// What a run did: `{"deleted", "batches", "duration_ms", "oldest_remaining", "stopped",
-/// "deleted_by_source", "unconfigured"}`.
+/// "deleted_by_source", "rejected_deleted", "unconfigured"}`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct SweepReport {
-    /// Rows deleted.
+    /// Rows deleted: ledger keys, outbox messages and counts of rejected deliveries.
     pub deleted: u64,
     /// Batches run (transactions), including the last, short one.
     pub batches: u32,
@@ -187,8 +211,11 @@ pub struct SweepReport {
     pub oldest_remaining: Option<String>,
     /// Why the run stopped.
     pub stopped: Stopped,
-    /// Rows deleted per source.
+    /// Ledger keys and outbox messages deleted per source.
     pub deleted_by_source: BTreeMap<String, u64>,
+    /// Counts of rejected deliveries deleted (hour buckets of `rejected_delivery` past
+    /// `HOOKLEDGER_REJECTED_RETENTION_DAYS`, every source's).
+    pub rejected_deleted: u64,
     /// Sources with keys that the configuration does not name, swept under the default
     /// retention (a removed source; or the wrong sources given to the CLI).
     pub unconfigured: Vec<String>,
@@ -203,6 +230,7 @@ impl SweepReport {
             duration_ms = self.duration_ms,
             oldest_remaining = self.oldest_remaining.as_deref().unwrap_or(""),
             stopped = self.stopped.as_str(),
+            rejected_deleted = self.rejected_deleted,
             "sweep"
         );
         if !self.unconfigured.is_empty() {
@@ -255,7 +283,7 @@ pub async fn run_with_progress(
     let started = Instant::now();
     let margin = Duration::from_millis(settings.margin_ms);
     let pause = Duration::from_millis(settings.pause_ms);
-    let mut sweep = Sweep::plan(conn, sources, now, settings.batch_size).await?;
+    let mut sweep = Sweep::plan(conn, sources, now, settings).await?;
     let mut deleted = 0u64;
     let mut batches = 0u32;
     let mut wait = Duration::ZERO;
@@ -290,6 +318,7 @@ pub async fn run_with_progress(
         oldest_remaining: oldest.map(crate::timestamp::rfc3339),
         stopped,
         deleted_by_source: sweep.deleted_by_source().clone(),
+        rejected_deleted: sweep.rejected_deleted(),
         unconfigured: sweep.unconfigured().to_vec(),
     })
 }

@@ -1,5 +1,6 @@
 //! The sweeper's statements: which sources have keys, delete one bounded batch of expired
-//! keys (or outbox messages) of one source, and the oldest key left.
+//! keys (or outbox messages) of one source, or of the counts of rejected deliveries, and the
+//! oldest key left.
 //!
 //! A batch is `DELETE ... WHERE ctid = ANY (ARRAY(SELECT ctid ... ORDER BY claimed_at LIMIT n
 //! FOR UPDATE SKIP LOCKED))`:
@@ -30,6 +31,9 @@ pub enum Expired {
     Delivered,
     /// `dead` outbox messages that died before the cutoff (the dead-letter retention).
     DeadMessages,
+    /// `rejected_delivery` buckets (hours) that started before the cutoff
+    /// (`HOOKLEDGER_REJECTED_RETENTION_DAYS`), of every source at once: [`delete_rejected`].
+    Rejected,
 }
 
 /// One batch's result.
@@ -135,7 +139,8 @@ static DELETE_DEAD_MESSAGES: Sql = Sql {
 
 /// Deletes at most `limit` rows of `source` that are `expired` before `cutoff`, starting at
 /// `after` (the previous batch's [`Deleted::last`], or the epoch), in the caller's
-/// transaction.
+/// transaction. [`Expired::Rejected`] is every source's at once ([`delete_rejected`]; `source`
+/// is not used).
 ///
 /// # Errors
 /// [`LedgerError::Db`] when PostgreSQL fails.
@@ -152,12 +157,18 @@ pub async fn delete_expired(
         Expired::Dead => &DELETE_DEAD,
         Expired::Delivered => &DELETE_DELIVERED,
         Expired::DeadMessages => &DELETE_DEAD_MESSAGES,
+        Expired::Rejected => return delete_rejected(conn, after, cutoff, limit).await,
     };
     let statement = conn.prepare(sql).await?;
-    let row = conn
+    let rows = conn
         .query(&statement, &[&source, &after, &cutoff, &limit])
         .await?;
-    let Some(row) = row.first() else {
+    deleted(&rows)
+}
+
+/// A batch's one row back, `(count(*), max(at))`.
+fn deleted(rows: &[tokio_postgres::Row]) -> Result<Deleted, LedgerError> {
+    let Some(row) = rows.first() else {
         return Ok(Deleted {
             rows: 0,
             last: None,
@@ -168,6 +179,45 @@ pub async fn delete_expired(
         rows: u64::try_from(rows).unwrap_or(0),
         last: row.try_get(1)?,
     })
+}
+
+/// One batch of `rejected_delivery` buckets that started in `[$1, $2)`, at most `$3`, oldest
+/// first; one row back: `(count(*), max(bucket))`.
+pub static DELETE_REJECTED: Sql = Sql {
+    text: "\
+WITH deleted AS (
+    DELETE FROM rejected_delivery
+    WHERE ctid = ANY (ARRAY(
+        -- rejected_delivery_bucket_idx, from where the previous batch ended. No row lock: the
+        -- receivers only ever count into the current hour, never into a bucket this old.
+        SELECT ctid
+        FROM rejected_delivery
+        WHERE bucket >= $1
+          AND bucket < $2
+        ORDER BY bucket
+        LIMIT $3
+    ))
+      AND bucket < $2
+    RETURNING bucket
+)
+SELECT count(*), max(bucket) FROM deleted",
+    types: &[Type::TIMESTAMPTZ, Type::TIMESTAMPTZ, Type::INT8],
+};
+
+/// Deletes at most `limit` counts of rejected deliveries (every source's) whose hour started
+/// before `cutoff`, from `after` on, in the caller's transaction.
+///
+/// # Errors
+/// [`LedgerError::Db`] when PostgreSQL fails.
+pub async fn delete_rejected(
+    conn: &Connection,
+    after: SystemTime,
+    cutoff: SystemTime,
+    limit: i64,
+) -> Result<Deleted, LedgerError> {
+    let statement = conn.prepare(&DELETE_REJECTED).await?;
+    let rows = conn.query(&statement, &[&after, &cutoff, &limit]).await?;
+    deleted(&rows)
 }
 
 /// [`sources_present`]'s statement (public so benchmarks and plan tests explain the real text).

@@ -1,7 +1,8 @@
 //! The ledger console (`hookledger_console`) in a real browser: headless Chromium from Debian's
 //! packages (`hookledger_tests::browser`) clicks through the console over a ledger the receiver
-//! and the worker wrote, re-drives a dead event through the confirmation page, and sees the
-//! worker complete it. A PNG of every page lands in `console-screenshots/` of the target dir.
+//! and the worker wrote, filters the events by outcome with the select, reads the refused
+//! deliveries, re-drives a dead event through the confirmation page, and sees the worker
+//! complete it. A PNG of every page lands in `console-screenshots/` of the target dir.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -33,6 +34,16 @@ async fn an_operator_clicks_from_the_overview_to_a_dead_event_redrives_it_and_th
         .receive("stripe", &stripe_payment("evt_paid_0", "ord_0", 100, NOW))
         .await;
     assert_eq!(again.outcome, Outcome::Replayed);
+    // A GitHub event whose type has no handler: completed as the recorded no-op.
+    let issue = github("gh_issue_1", "issues", r#"{"action":"opened"}"#);
+    assert_eq!(
+        app.receive("github", &issue).await.outcome,
+        Outcome::Ignored
+    );
+    // A delivery signed with a secret the sources do not have: refused, and counted.
+    let mut forged = stripe_payment("evt_forged", "ord_forged", 1, NOW);
+    forged.body = payment_intent_body("evt_forged", "ord_forged", 2);
+    assert_eq!(app.receive("stripe", &forged).await.status, 401);
     // A deferred event whose handler fails until it goes dead (two attempts allowed).
     let mut worker = worker_for(&app);
     let handler = Arc::new(FlakyHandler::default());
@@ -94,10 +105,55 @@ async fn an_operator_clicks_from_the_overview_to_a_dead_event_redrives_it_and_th
     // Events, from the navigation.
     browser.click_link("Events").await?;
     let listed = browser.text_at("table#events").await?;
-    for id in ["evt_paid_0", "evt_paid_3", "evt_dead", "evt_waiting"] {
+    for id in [
+        "evt_paid_0",
+        "evt_paid_3",
+        "evt_dead",
+        "evt_waiting",
+        "gh_issue_1",
+    ] {
         assert!(listed.contains(id), "{id} not listed: {listed}");
     }
     browser.screenshot(&shot("events")).await?;
+
+    // Only the ignored events: choose the outcome in the filter's select, submit.
+    browser
+        .click_on("select[name=\"outcome\"] option[value=\"ignored\"]")
+        .await?;
+    let outcome = browser.find("select[name=\"outcome\"]").await?;
+    assert_eq!(
+        browser.property(&outcome, "value").await?.as_deref(),
+        Some("ignored")
+    );
+    browser.click_on("form.filters button").await?;
+    let at = browser.url().await?;
+    assert!(at.contains("outcome=ignored"), "{at}");
+    let listed = browser.text_at("table#events").await?;
+    assert!(listed.contains("gh_issue_1"), "{listed}");
+    for id in ["evt_paid_0", "evt_paid_3", "evt_dead", "evt_waiting"] {
+        assert!(!listed.contains(id), "{id} listed as ignored: {listed}");
+    }
+    let rows = listed.lines().filter(|l| l.contains("ignored")).count();
+    assert_eq!(rows, 1, "one ignored row: {listed}");
+    let outcome = browser.find("select[name=\"outcome\"]").await?;
+    assert_eq!(
+        browser.property(&outcome, "value").await?.as_deref(),
+        Some("ignored"),
+        "the select keeps the choice"
+    );
+    browser.screenshot(&shot("events-ignored")).await?;
+
+    // The refused delivery, on the Rejected page.
+    browser.click_link("Rejected").await?;
+    assert_eq!(
+        browser
+            .text_at(
+                "td[data-source=\"stripe\"][data-reason=\"unauthorized\"][data-window=\"day\"]"
+            )
+            .await?,
+        "1"
+    );
+    browser.screenshot(&shot("rejected")).await?;
 
     // Stuck, with the threshold lowered to one second in its form.
     browser.click_link("Stuck").await?;
@@ -176,6 +232,8 @@ async fn an_operator_clicks_from_the_overview_to_a_dead_event_redrives_it_and_th
     for name in [
         "overview",
         "events",
+        "events-ignored",
+        "rejected",
         "event",
         "stuck",
         "dead",

@@ -77,13 +77,16 @@ pub(crate) async fn invoke(
     }
 }
 
-/// Row counts of every table of the test database, in one statement.
+/// Row counts of every table of the test database, in one statement, but the counts of
+/// refused deliveries (`rejected_delivery`), which a refusal adds to by design:
+/// [`rejected_total`] follows those.
 pub(crate) async fn table_counts(client: &tokio_postgres::Client) -> BTreeMap<String, i64> {
     let tables: Vec<String> = client
         .query(
             "SELECT format('%I.%I', table_schema, table_name) FROM information_schema.tables \
              WHERE table_type = 'BASE TABLE' \
                AND table_schema NOT IN ('pg_catalog', 'information_schema') \
+               AND (table_schema, table_name) <> ('public', 'rejected_delivery') \
              ORDER BY 1",
             &[],
         )
@@ -108,6 +111,18 @@ pub(crate) async fn table_counts(client: &tokio_postgres::Client) -> BTreeMap<St
         .iter()
         .map(|row| (row.get(0), row.get(1)))
         .collect()
+}
+
+/// Refused deliveries counted so far (`rejected_delivery`), all sources and hours.
+pub(crate) async fn rejected_total(client: &tokio_postgres::Client) -> i64 {
+    client
+        .query_one(
+            "SELECT coalesce(sum(count), 0)::bigint FROM rejected_delivery",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0)
 }
 
 /// The valid delivery of provider `index` (0..7) from its event file, made unique by `n` and
@@ -185,6 +200,7 @@ async fn hostile_corpus_every_malformed_delivery_is_a_4xx_with_a_reason_and_writ
     let mut signed = 0;
     let client = app.db.connect().await.unwrap();
     let mut before = table_counts(&client).await;
+    let mut rejected_before = rejected_total(&client).await;
     let started = std::time::Instant::now();
     for n in 0..total {
         if unix_now() - generated_at > 60 {
@@ -218,6 +234,17 @@ async fn hostile_corpus_every_malformed_delivery_is_a_4xx_with_a_reason_and_writ
                 findings.push(format!("[{}] {}: PANIC: {text}", case.category, case.name))
             }
         }
+        // A refusal adds one count at most (none for a path or method that is no delivery).
+        let rejected = rejected_total(&client).await;
+        if rejected - rejected_before > 1 {
+            findings.push(format!(
+                "[{}] {}: counted {} refusals",
+                case.category,
+                case.name,
+                rejected - rejected_before
+            ));
+        }
+        rejected_before = rejected;
         let after = table_counts(&client).await;
         if after != before {
             let grown: Vec<String> = after
@@ -264,6 +291,35 @@ async fn hostile_corpus_every_malformed_delivery_is_a_4xx_with_a_reason_and_writ
         findings.join("\n")
     );
     assert!(total >= 500, "only {total} cases");
+    // The counts stay bounded whatever the paths named: configured sources and `(unknown)`
+    // only, one row per source, reason and hour.
+    let stray = client
+        .query(
+            "SELECT DISTINCT source FROM rejected_delivery WHERE NOT source = ANY ($1)",
+            &[&app
+                .settings
+                .sources
+                .iter()
+                .map(|s| s.name.clone())
+                .chain([shared::rejected::UNKNOWN_SOURCE.to_owned()])
+                .collect::<Vec<_>>()],
+        )
+        .await
+        .unwrap();
+    assert!(stray.is_empty(), "{stray:?}");
+    let hours: i64 = client
+        .query_one("SELECT count(DISTINCT bucket) FROM rejected_delivery", &[])
+        .await
+        .unwrap()
+        .get(0);
+    let rows = client
+        .query_one("SELECT count(*) FROM rejected_delivery", &[])
+        .await
+        .unwrap()
+        .get::<_, i64>(0);
+    let keys = (app.settings.sources.iter().count() as i64 + 1) * 5;
+    assert!(rows <= keys * hours, "{rows} rows in {hours} hours");
+    assert!(rejected_before > 0, "no refusal counted");
     for scheme in [
         "stripe",
         "github",

@@ -32,6 +32,7 @@ mod outbox;
 mod pooler;
 mod receive;
 mod redrive;
+mod rejected;
 mod replay;
 mod roles;
 mod scripts;

@@ -1033,6 +1033,7 @@ async fn a_retaken_expired_key_forwards_again_whether_or_not_the_sweep_ran() {
                 pause_ms: 0,
                 duty_percent: 100,
                 margin_ms: 0,
+                ..Default::default()
             };
             let report = shared::sweep::run(
                 &conn,

@@ -77,6 +77,7 @@ async fn each_role_has_exactly_its_privileges_on_every_table() {
         ("webhook_event", ["SIU", "SU", "SuD", "S", "SIU", ""]),
         ("outbox", ["SI", "SIU", "SuD", "S", "SIU", ""]),
         ("audit_run", ["", "", "", "SU", "S", ""]),
+        ("rejected_delivery", ["SIU", "", "SD", "S", "S", ""]),
         ("ordering_tie", ["SIU", "SIU", "", "S", "SIU", "SIU"]),
         ("entity_version", ["SIU", "SIU", "", "", "SIU", "SIU"]),
         ("refinery_schema_history", ["", "", "", "", "", ""]),
@@ -260,6 +261,23 @@ async fn the_receiver_role_claims_inline_and_deferred_enqueues_and_answers_dupli
         )
         .await;
     assert_eq!(conflict.status, 409);
+    // Refusals are counted under the receiver's login (rejected_delivery, V20).
+    let mut forged = stripe_payment("evt_roles_f", "o", 1, NOW);
+    forged.body = payment_intent_body("evt_roles_f", "o", 2);
+    assert_eq!(app.receive("stripe", &forged).await.status, 401);
+    assert_eq!(app.receive("nosuch", &forged).await.status, 404);
+    assert_eq!(
+        app.texts(
+            "SELECT source || ' ' || reason || ' ' || count FROM rejected_delivery
+             ORDER BY source, reason"
+        )
+        .await,
+        [
+            "(unknown) unknown_source 1",
+            "stripe digest_mismatch 1",
+            "stripe unauthorized 1"
+        ]
+    );
 }
 
 #[tokio::test]
@@ -325,6 +343,16 @@ async fn the_sweeper_role_sweeps_expired_keys() {
             .await;
         assert_eq!(reply.status, 200);
     }
+    // A count of rejected deliveries, long past its retention by then.
+    let owner = app.db.connect().await.unwrap();
+    owner
+        .batch_execute(
+            "INSERT INTO rejected_delivery (source, reason, bucket, count, last_at)
+             VALUES ('stripe', 'unauthorized', date_trunc('hour', now(), 'UTC'), 1,
+                     date_trunc('hour', now(), 'UTC'))",
+        )
+        .await
+        .unwrap();
     let (_, settings) = login_as(&app.db, "hookledger_sweeper", 1).await;
     let pool = shared::db::pool(&settings).unwrap();
     let conn = pool.get().await.unwrap();
@@ -339,8 +367,10 @@ async fn the_sweeper_role_sweeps_expired_keys() {
     )
     .await
     .unwrap();
-    assert_eq!(report.deleted, 3, "{report:?}");
+    assert_eq!(report.deleted, 4, "{report:?}");
+    assert_eq!(report.rejected_deleted, 1, "{report:?}");
     assert_eq!(app.ledger_rows().await, 0);
+    assert_eq!(app.count("SELECT count(*) FROM rejected_delivery").await, 0);
     assert_eq!(app.order_rows().await, 3, "never the business rows");
 }
 
@@ -372,6 +402,10 @@ async fn the_auditor_role_audits_and_sees_another_roles_idle_transaction() {
         "{pid} not in {:?}",
         report.idle_in_transaction
     );
+    // The read-only console's Rejected page reads as the auditor.
+    shared::rejected::counts_since(&conn, SystemTime::UNIX_EPOCH)
+        .await
+        .unwrap();
     // It recorded its run (audit_run).
     assert_eq!(
         app.count("SELECT count(*) FROM audit_run WHERE last_run_at IS NOT NULL")
@@ -407,6 +441,11 @@ async fn the_replay_role_redrives_dead_letters_and_inspects() {
         .unwrap()
         .expect("the row");
     assert_eq!(detail.status.as_str(), "dead");
+    assert_eq!(detail.outcome.as_str(), "dead");
+    // The console with re-drive on reads the rejected deliveries as replay.
+    shared::rejected::counts_since(&pool.get().await.unwrap(), SystemTime::UNIX_EPOCH)
+        .await
+        .unwrap();
     let selection = RedriveSpec {
         status: Which::Dead,
         event_ids: Some(vec!["evt_rp".to_owned()]),

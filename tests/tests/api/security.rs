@@ -33,7 +33,7 @@ use shared::{
 };
 
 use crate::helpers::*;
-use crate::hostile::{invoke, table_counts, unix_now, Outcome};
+use crate::hostile::{invoke, rejected_total, table_counts, unix_now, Outcome};
 
 /// Always fatal: the inline event is kept `dead` through `RECORD_DEAD`.
 struct AlwaysFatal;
@@ -117,8 +117,8 @@ fn delivery(file: &str, source: &str, id: &str, verifier: Option<&Verifier>, at:
 }
 
 /// Each receiver entry point refuses every forged delivery with 401 and writes no row in any
-/// table; the same delivery correctly signed is recorded (so the entry point does write, and the
-/// zero above means something).
+/// table but one count of the refusal (`rejected_delivery`); the same delivery correctly signed
+/// is recorded (so the entry point does write, and the zero above means something).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn receiver_entry_points_record_nothing_without_a_verified_signature() {
     let (mut app, _) = spawn_app_with_sources(json!([
@@ -199,6 +199,8 @@ async fn receiver_entry_points_record_nothing_without_a_verified_signature() {
             delivery(entry.file, entry.source, &id, Some(verifier), now - 3_600),
         ));
         let before: BTreeMap<String, i64> = table_counts(&client).await;
+        let forged_count = forged.len() as i64;
+        let rejected = rejected_total(&client).await;
         for (how, event) in forged {
             match invoke(state, event.json.to_string().into_bytes()).await {
                 Outcome::Answered(401, _) => {}
@@ -217,6 +219,14 @@ async fn receiver_entry_points_record_nothing_without_a_verified_signature() {
                 entry.source
             );
         }
+        // Each forgery is counted as a refusal, and that is all it leaves.
+        assert_eq!(
+            rejected_total(&client).await - rejected,
+            forged_count,
+            "{} ({})",
+            entry.what,
+            entry.source
+        );
         // Correctly signed, the same entry point records the event.
         match invoke(state, signed.json.to_string().into_bytes()).await {
             Outcome::Answered(status, body) => {

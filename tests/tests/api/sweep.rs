@@ -49,6 +49,7 @@ fn settings(batch_size: i64, max_batches: u32) -> SweepSettings {
         pause_ms: 0,
         duty_percent: 100,
         margin_ms: 0,
+        ..SweepSettings::default()
     }
 }
 
@@ -350,7 +351,7 @@ async fn each_batch_commits_on_its_own_and_leaves_no_transaction_open() {
         .await
         .unwrap()
         .get(0);
-    let mut sweep = Sweep::plan(&conn, &app.settings.sources, t(), 5_000)
+    let mut sweep = Sweep::plan(&conn, &app.settings.sources, t(), &settings(5_000, 1))
         .await
         .unwrap();
     for done in 1..=4i64 {

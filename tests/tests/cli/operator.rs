@@ -294,6 +294,144 @@ async fn hookledger_redrive_moves_dead_letters_and_names_the_ids_it_left() {
 }
 
 #[tokio::test]
+async fn hookledger_inspect_shows_the_outcome_of_a_completed_event() {
+    let db = hookledger_tests::test_db().await.unwrap();
+    let client = db.connect().await.unwrap();
+    // Completed rows as the paths write them: a handler's answer, the recorded no-op of a type
+    // without a handler, the ordering guard's no-op; and a dead one.
+    client
+        .batch_execute(
+            "INSERT INTO webhook_event
+                 (source, event_id, event_type, payload_digest, status, response_status,
+                  response_body, completed_at)
+             VALUES ('stripe', 'evt_done', 'payment_intent.succeeded', sha256('a'), 'completed',
+                     200, '{\"order_id\": \"ord_1\", \"status\": \"recorded\"}', now()),
+                    ('stripe', 'evt_nobody', 'invoice.paid', sha256('b'), 'completed', 200,
+                     jsonb_build_object('status', 'ignored', 'event_type', 'invoice.paid'), now()),
+                    ('stripe', 'evt_old', 'customer.subscription.updated', sha256('c'),
+                     'completed', 200, '{\"status\": \"stale\", \"version\": 1}', now());
+             INSERT INTO webhook_event
+                 (source, event_id, event_type, payload_digest, status, attempts, last_error,
+                  dead_at)
+             VALUES ('stripe', 'evt_gone', 'invoice.paid', sha256('d'), 'dead', 8, 'gave up',
+                     now());",
+        )
+        .await
+        .unwrap();
+    for (id, outcome, line) in [
+        ("evt_done", "processed", "processed (a handler ran)"),
+        (
+            "evt_nobody",
+            "ignored",
+            "ignored (no handler for invoice.paid: the recorded no-op",
+        ),
+        ("evt_old", "stale", "stale (the ordering guard's no-op"),
+        ("evt_gone", "dead", "dead"),
+    ] {
+        let output = hookledger(&db.url, &["inspect", "--source", "stripe", id, "--json"]).await;
+        assert!(output.status.success(), "{}", stderr(&output));
+        let row: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+        assert_eq!(row["outcome"], outcome, "{row}");
+        let text = stdout(&hookledger(&db.url, &["inspect", "--source", "stripe", id]).await);
+        let shown = text
+            .lines()
+            .find(|l| l.trim_start().starts_with("outcome "))
+            .unwrap_or_else(|| panic!("no outcome line: {text}"));
+        assert!(
+            shown.trim_start()["outcome".len()..]
+                .trim_start()
+                .starts_with(line),
+            "{id}: {shown}"
+        );
+    }
+    // A completed row shows status completed and its outcome beside it.
+    let text = stdout(&hookledger(&db.url, &["inspect", "--source", "stripe", "evt_nobody"]).await);
+    assert!(text.contains("status            completed"), "{text}");
+}
+
+#[tokio::test]
+async fn hookledger_rejected_prints_the_counts_per_source_and_reason() {
+    let db = hookledger_tests::test_db().await.unwrap();
+    let output = hookledger(&db.url, &["rejected"]).await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(stdout(&output).ends_with("none\n"), "{}", stdout(&output));
+    // Counts as the receiver writes them: per source, reason and hour (UTC).
+    db.connect()
+        .await
+        .unwrap()
+        .batch_execute(
+            "INSERT INTO rejected_delivery (source, reason, bucket, count, last_at)
+             SELECT source, reason, date_trunc('hour', now() - age, 'UTC'), n,
+                    date_trunc('hour', now() - age, 'UTC') + interval '1 minute'
+             FROM (VALUES ('stripe', 'unauthorized', interval '0 minutes', 3),
+                          ('stripe', 'unauthorized', interval '5 hours', 4),
+                          ('stripe', 'too_large', interval '3 days', 1),
+                          ('(unknown)', 'unknown_source', interval '2 hours', 2),
+                          ('github', 'bad_request', interval '20 days', 9))
+                  AS r(source, reason, age, n)",
+        )
+        .await
+        .unwrap();
+    // The last 24 hours by default: a plain table.
+    let text = stdout(&hookledger(&db.url, &["rejected"]).await);
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(lines[0].starts_with("rejected deliveries since "), "{text}");
+    let columns = |line: &str| {
+        line.split_whitespace()
+            .map(str::to_owned)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        columns(lines[1]),
+        ["SOURCE", "REASON", "STATUS", "COUNT", "LAST", "SEEN"]
+    );
+    assert_eq!(lines.len(), 4, "{text}");
+    assert_eq!(
+        columns(lines[2])[..4],
+        ["(unknown)", "unknown_source", "404", "2"]
+    );
+    assert_eq!(
+        columns(lines[3])[..4],
+        ["stripe", "unauthorized", "401", "7"]
+    );
+    assert!(columns(lines[3])[4].ends_with('Z'), "{text}");
+    // A week, as JSON.
+    let output = hookledger(&db.url, &["rejected", "--since", "7d", "--json"]).await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let rows: Vec<(String, String, u64, u64)> = report["rejected"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["source"].as_str().unwrap().to_owned(),
+                r["reason"].as_str().unwrap().to_owned(),
+                r["status"].as_u64().unwrap(),
+                r["count"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            ("(unknown)".to_owned(), "unknown_source".to_owned(), 404, 2),
+            ("stripe".to_owned(), "too_large".to_owned(), 413, 1),
+            ("stripe".to_owned(), "unauthorized".to_owned(), 401, 7),
+        ]
+    );
+    assert!(report["since"].as_str().unwrap().ends_with('Z'), "{report}");
+    // A window that is not a duration is a usage error.
+    let output = hookledger(&db.url, &["rejected", "--since", "yesterday"]).await;
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        one_line_failure(&output).contains("--since"),
+        "{}",
+        stderr(&output)
+    );
+}
+
+#[tokio::test]
 async fn hookledger_inspect_of_a_missing_id_exits_1_with_one_line() {
     let db = hookledger_tests::test_db().await.unwrap();
     let output = hookledger(&db.url, &["inspect", "--source", "stripe", "evt_missing"]).await;
