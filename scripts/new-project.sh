@@ -40,7 +40,12 @@ name=$(basename "$dir" | tr 'A-Z_' 'a-z-' | tr -cd 'a-z0-9-')
 
 mkdir -p "$dir/scripts"
 cp -R "$here/starter/." "$dir/"
-sed -i -e "s|PROJECT_NAME|$name|" -e "s|HOOKLEDGER_DEPENDENCY|$dependency|g" "$dir/Cargo.toml"
+sed -i -e "s|^name = \"our-webhooks\"$|name = \"$name\"|" \
+  -e "s|^hookledger = { path = \"../hookledger\"|hookledger = { $dependency|" "$dir/Cargo.toml"
+if grep -q '"\.\./hookledger"' "$dir/Cargo.toml"; then
+  echo "$0: could not write the hookledger dependency into $dir/Cargo.toml" >&2
+  exit 1
+fi
 cp "$here/scripts/postgres.sh" "$here/scripts/with-postgres.sh" "$dir/scripts/"
 # hookledger's template, each function built from this project (its binaries in src/bin/).
 sed -E 's|^( +CodeUri: )handlers$|\1.|' "$here/template.yaml" >"$dir/template.yaml"

@@ -8,7 +8,7 @@
 //! parameters, and one binary per function, each a single call that hands the team's [`App`]
 //! to hookledger:
 //!
-//! ```ignore
+//! ```text
 //! // src/bin/receiver.rs
 //! fn main() -> Result<(), hookledger::Error> {
 //!     hookledger::receiver::main(my_webhooks::APP)
