@@ -88,6 +88,22 @@ impl Effect {
             body,
         }
     }
+
+    /// `201` with `body`.
+    pub fn created(body: serde_json::Value) -> Self {
+        Self {
+            status: Success::Created,
+            body,
+        }
+    }
+
+    /// `202` with `body`.
+    pub fn accepted(body: serde_json::Value) -> Self {
+        Self {
+            status: Success::Accepted,
+            body,
+        }
+    }
 }
 
 /// A boxed error cause.
@@ -191,6 +207,24 @@ impl From<crate::db::PgError> for HandlerError {
             HandlerError::Fatal { reason, source }
         } else {
             HandlerError::Retryable { reason, source }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_constructor_answers_its_status_with_the_body() {
+        let body = serde_json::json!({"id": 1});
+        for (effect, code) in [
+            (Effect::ok(body.clone()), 200),
+            (Effect::created(body.clone()), 201),
+            (Effect::accepted(body.clone()), 202),
+        ] {
+            assert_eq!(effect.status.code(), code);
+            assert_eq!(effect.body, body);
         }
     }
 }
