@@ -15,6 +15,7 @@ pub mod db;
 pub mod doorbell;
 pub mod effect;
 pub mod error_chain;
+pub mod expression;
 pub mod github_app;
 pub mod handler;
 pub mod invocation;

@@ -1,0 +1,329 @@
+//! Filters and transforms over a verified event: [JMESPath](https://jmespath.org/specification.html)
+//! expressions (the query language of `aws ... --query`), through the `jmespath` crate (the
+//! JMESPath project's own Rust implementation).
+//!
+//! Every expression sees the event as one JSON object, its **envelope**:
+//!
+//! ```json
+//! {"source": "stripe", "id": "evt_1", "type": "charge.refunded", "body": {...}}
+//! ```
+//!
+//! `body` is the event's JSON document (the body itself, or the JSON a form body carries:
+//! GitHub's `payload=`, Slack's interactivity) or, for a form body that carries none, the
+//! form's fields as an object of strings (Twilio); `null` when the body is neither. `id` and
+//! `type` are the values the ledger keys the event with; the headers a signature covers carry
+//! nothing else (Standard Webhooks signs `webhook-id` and `webhook-timestamp`), so no header is
+//! offered.
+//!
+//! - A **filter** ([`Filter`]) holds when its value is truthy in JMESPath's sense: anything but
+//!   `false`, `null`, `""`, `[]` and `{}`. Example: `` type == 'charge.refunded' &&
+//!   body.data.object.amount_refunded > `1000` ``.
+//! - A **transform** ([`Transform`]) builds a new JSON value, for example
+//!   `{id: id, charge: body.data.object.id, amount: body.data.object.amount_refunded}`. A transform
+//!   whose value is `null` fails: it almost always means a path that matched nothing.
+//!
+//! **Bounded cost, no I/O.** JMESPath has no loops, recursion, variables or functions with side
+//! effects: an expression walks the document it is given and nothing else, and its cost grows
+//! with the document's size (bounded by the source's `max_body_bytes`) and the expression's
+//! (bounded by [`MAX_EXPRESSION_CHARS`]). Only a flatten-and-pipe chain written to multiply
+//! (`[@, @][] | [@, @][] | ...`) grows faster, and that is written by the operator in the
+//! configuration, never by a sender. Errors name the expression and the position of the
+//! failing part, never a value of the event.
+
+use std::fmt;
+
+use serde_json::Value;
+
+/// Longest expression accepted, in characters.
+pub const MAX_EXPRESSION_CHARS: usize = 2_000;
+
+/// Why an expression was refused or failed. Carries no value of the event.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ExpressionError {
+    /// The expression does not parse, or is too long.
+    #[error("expression {expression:?} is invalid: {reason}")]
+    Invalid {
+        /// The expression as written.
+        expression: String,
+        /// What is wrong and where (column, 0-based).
+        reason: String,
+    },
+    /// Evaluating the expression failed for this event (a function given the wrong type, for
+    /// example `length` of a number).
+    #[error("expression {expression:?} failed: {reason}")]
+    Failed {
+        /// The expression as written.
+        expression: String,
+        /// What failed and where (column, 0-based).
+        reason: String,
+    },
+    /// A transform's value was `null` (usually: a path that matched nothing).
+    #[error("expression {expression:?} gave null (a path that matched nothing?)")]
+    Null {
+        /// The expression as written.
+        expression: String,
+    },
+}
+
+/// A compiled JMESPath expression and its text.
+pub struct Expression {
+    compiled: jmespath::Expression<'static>,
+}
+
+impl fmt::Debug for Expression {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("Expression")
+            .field(&self.compiled.as_str())
+            .finish()
+    }
+}
+
+impl Clone for Expression {
+    fn clone(&self) -> Self {
+        Self {
+            compiled: self.compiled.clone(),
+        }
+    }
+}
+
+impl Expression {
+    /// Compiles `text`.
+    ///
+    /// # Errors
+    /// [`ExpressionError::Invalid`] when it is empty, longer than [`MAX_EXPRESSION_CHARS`] or
+    /// does not parse (the reason gives the column).
+    pub fn compile(text: &str) -> Result<Self, ExpressionError> {
+        let invalid = |reason: String| ExpressionError::Invalid {
+            expression: text.to_owned(),
+            reason,
+        };
+        if text.trim().is_empty() {
+            return Err(invalid("it is empty".to_owned()));
+        }
+        if text.chars().count() > MAX_EXPRESSION_CHARS {
+            return Err(invalid(format!(
+                "it is longer than {MAX_EXPRESSION_CHARS} characters"
+            )));
+        }
+        let compiled = jmespath::compile(text).map_err(|error| invalid(reason_of(&error)))?;
+        Ok(Self { compiled })
+    }
+
+    /// The expression as written.
+    pub fn as_str(&self) -> &str {
+        self.compiled.as_str()
+    }
+
+    /// Evaluates the expression on `input` (any JSON value).
+    ///
+    /// # Errors
+    /// [`ExpressionError::Failed`] when evaluation fails.
+    pub fn evaluate(&self, input: &Value) -> Result<Value, ExpressionError> {
+        let failed = |error: jmespath::JmespathError| ExpressionError::Failed {
+            expression: self.as_str().to_owned(),
+            reason: reason_of(&error),
+        };
+        let result = self.compiled.search(input).map_err(failed)?;
+        serde_json::to_value(&*result).map_err(|_| ExpressionError::Failed {
+            expression: self.as_str().to_owned(),
+            reason: "its value is not JSON".to_owned(),
+        })
+    }
+
+    /// Whether the value on `input` is truthy (JMESPath: not `false`, `null`, `""`, `[]` or
+    /// `{}`).
+    ///
+    /// # Errors
+    /// [`ExpressionError::Failed`] when evaluation fails.
+    pub fn holds(&self, input: &Value) -> Result<bool, ExpressionError> {
+        let result = self
+            .compiled
+            .search(input)
+            .map_err(|error| ExpressionError::Failed {
+                expression: self.as_str().to_owned(),
+                reason: reason_of(&error),
+            })?;
+        Ok(result.is_truthy())
+    }
+}
+
+/// The reason and column of a JMESPath error, without the expression text the crate's
+/// `Display` appends (the caller names the expression once).
+fn reason_of(error: &jmespath::JmespathError) -> String {
+    let reason = error.reason.to_string();
+    let reason = reason.lines().next().unwrap_or_default();
+    format!("{reason} (column {})", error.column)
+}
+
+/// The envelope every expression sees (see the module docs): `{"source", "id", "type",
+/// "body"}`, `body` from [`body_value`].
+pub fn envelope(source: &str, event_id: &str, event_type: &str, body: Value) -> Value {
+    serde_json::json!({
+        "source": source,
+        "id": event_id,
+        "type": event_type,
+        "body": body,
+    })
+}
+
+/// The `body` of the envelope for an event with raw body `body` and JSON document `document`
+/// (the body itself, or the JSON a form carries): the document parsed; for a form body whose
+/// document is not JSON, its fields as an object of strings (a repeated field keeps its last
+/// value); `null` otherwise.
+pub fn body_value(body: &[u8], document: &[u8]) -> Value {
+    if let Ok(value) = serde_json::from_slice::<Value>(document) {
+        return value;
+    }
+    if body == document && looks_like_form(body) {
+        let fields: serde_json::Map<String, Value> = form_urlencoded::parse(body)
+            .map(|(k, v)| (k.into_owned(), Value::String(v.into_owned())))
+            .collect();
+        return Value::Object(fields);
+    }
+    Value::Null
+}
+
+/// Whether `body` reads as `application/x-www-form-urlencoded` fields (`k=v&...`, no JSON).
+fn looks_like_form(body: &[u8]) -> bool {
+    !body.is_empty()
+        && std::str::from_utf8(body).is_ok()
+        && body.contains(&b'=')
+        && !body.iter().any(|b| b.is_ascii_whitespace())
+}
+
+/// A condition over the event's envelope: whether a target or a handler applies.
+#[derive(Debug, Clone)]
+pub struct Filter(Expression);
+
+impl Filter {
+    /// Compiles a filter.
+    ///
+    /// # Errors
+    /// [`ExpressionError::Invalid`], as [`Expression::compile`].
+    pub fn compile(text: &str) -> Result<Self, ExpressionError> {
+        Expression::compile(text).map(Self)
+    }
+
+    /// The expression as written.
+    pub fn as_str(&self) -> &str {
+        self.0.as_str()
+    }
+
+    /// Whether the filter holds for `envelope` (see [`envelope`]).
+    ///
+    /// # Errors
+    /// [`ExpressionError::Failed`] when evaluation fails.
+    pub fn matches(&self, envelope: &Value) -> Result<bool, ExpressionError> {
+        self.0.holds(envelope)
+    }
+}
+
+/// A reshaping of the event's envelope into a new JSON message body.
+#[derive(Debug, Clone)]
+pub struct Transform(Expression);
+
+impl Transform {
+    /// Compiles a transform.
+    ///
+    /// # Errors
+    /// [`ExpressionError::Invalid`], as [`Expression::compile`].
+    pub fn compile(text: &str) -> Result<Self, ExpressionError> {
+        Expression::compile(text).map(Self)
+    }
+
+    /// The expression as written.
+    pub fn as_str(&self) -> &str {
+        self.0.as_str()
+    }
+
+    /// The new body for `envelope` (see [`envelope`]), serialised as JSON.
+    ///
+    /// # Errors
+    /// [`ExpressionError::Failed`] when evaluation fails; [`ExpressionError::Null`] when its
+    /// value is `null`.
+    pub fn apply(&self, envelope: &Value) -> Result<Vec<u8>, ExpressionError> {
+        let value = self.0.evaluate(envelope)?;
+        if value.is_null() {
+            return Err(ExpressionError::Null {
+                expression: self.as_str().to_owned(),
+            });
+        }
+        serde_json::to_vec(&value).map_err(|_| ExpressionError::Failed {
+            expression: self.as_str().to_owned(),
+            reason: "its value is not JSON".to_owned(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn refund(amount: i64) -> Value {
+        envelope(
+            "stripe",
+            "evt_1",
+            "charge.refunded",
+            json!({"id": "evt_1", "data": {"object": {"id": "ch_1", "amount_refunded": amount}}}),
+        )
+    }
+
+    #[test]
+    fn a_filter_is_truthiness_over_the_envelope() {
+        let big = Filter::compile(
+            "type == 'charge.refunded' && body.data.object.amount_refunded > `1000`",
+        )
+        .unwrap();
+        assert!(big.matches(&refund(5000)).unwrap());
+        assert!(!big.matches(&refund(500)).unwrap());
+        // A path that matches nothing is null: falsy, not an error.
+        let missing = Filter::compile("body.nope.deeper").unwrap();
+        assert!(!missing.matches(&refund(1)).unwrap());
+        assert!(Filter::compile("source")
+            .unwrap()
+            .matches(&refund(1))
+            .unwrap());
+    }
+
+    #[test]
+    fn a_transform_reshapes_and_null_is_a_failure() {
+        let t = Transform::compile("{event: id, charge: body.data.object.id}").unwrap();
+        let out: Value = serde_json::from_slice(&t.apply(&refund(7)).unwrap()).unwrap();
+        assert_eq!(out, json!({"event": "evt_1", "charge": "ch_1"}));
+        let null = Transform::compile("body.nope").unwrap();
+        let e = null.apply(&refund(7)).unwrap_err();
+        assert!(matches!(e, ExpressionError::Null { .. }), "{e}");
+    }
+
+    #[test]
+    fn errors_name_the_expression_and_column_never_a_value() {
+        let e = Filter::compile("body.[?").unwrap_err().to_string();
+        assert!(e.contains("body.[?") && e.contains("column"), "{e}");
+        assert!(Filter::compile(" ").is_err());
+        assert!(Filter::compile(&"a.".repeat(MAX_EXPRESSION_CHARS)).is_err());
+        let e = Transform::compile("length(body.data.object.amount_refunded)")
+            .unwrap()
+            .apply(&refund(424_242))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("failed") && e.contains("column"), "{e}");
+        assert!(!e.contains("424242"), "{e}");
+    }
+
+    #[test]
+    fn the_body_is_the_document_or_the_forms_fields_or_null() {
+        assert_eq!(body_value(b"{\"a\":1}", b"{\"a\":1}"), json!({"a": 1}));
+        // GitHub's payload= form: the document is the JSON it carries.
+        assert_eq!(body_value(b"payload=%7B%7D", b"{}"), json!({}));
+        // Twilio: a form without JSON.
+        assert_eq!(
+            body_value(
+                b"CallSid=CA1&CallStatus=completed",
+                b"CallSid=CA1&CallStatus=completed"
+            ),
+            json!({"CallSid": "CA1", "CallStatus": "completed"})
+        );
+        assert_eq!(body_value(b"not json", b"not json"), Value::Null);
+    }
+}
