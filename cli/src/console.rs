@@ -67,7 +67,7 @@ pub async fn run(app: App, settings: Settings, pool: Pool, args: Args) -> anyhow
         Ok(token) => AccessToken::new(&token).map_err(|e| anyhow::anyhow!("{TOKEN_VAR}: {e}"))?,
         Err(_) => AccessToken::random()?,
     };
-    let handlers = (app.registry)(&settings.sources);
+    let handlers = app.handlers(&settings.sources)?;
     let doorbell = if args.read_only {
         Doorbell::off()
     } else {

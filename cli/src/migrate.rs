@@ -72,7 +72,7 @@ pub async fn check_config(app: App, args: CheckArgs) -> anyhow::Result<()> {
     let mut names: Vec<&str> = settings.sources.iter().map(|s| s.name.as_str()).collect();
     names.sort_unstable();
     println!("configuration: sources {}", names.join(", "));
-    let coverage = Coverage::of(&(app.registry)(&settings.sources), &settings.sources);
+    let coverage = Coverage::of(&app.handlers(&settings.sources)?, &settings.sources);
     print!("{}", coverage.text());
     if args.strict && !coverage.gaps.is_empty() {
         anyhow::bail!(

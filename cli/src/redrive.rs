@@ -82,7 +82,7 @@ impl Args {
 /// ignored events, or a database failure (batches moved before it stay moved).
 pub async fn run(app: App, settings: &Settings, pool: &Pool, args: Args) -> anyhow::Result<()> {
     let selection = args.spec().selection()?;
-    let handlers = (app.registry)(&settings.sources);
+    let handlers = app.handlers(&settings.sources)?;
     // A dry run rings nothing: no AWS client (and none of its region lookups) for it.
     let doorbell = if args.dry_run {
         Doorbell::off()

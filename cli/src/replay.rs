@@ -56,7 +56,7 @@ pub async fn run(app: App, settings: &Settings, pool: &Pool, args: Args) -> anyh
         starting_after: args.starting_after.clone(),
         delivery_success: args.failed_only.then_some(false),
     };
-    let receiver = Receiver::new(settings, pool.clone(), (app.registry)(&settings.sources))
+    let receiver = Receiver::new(settings, pool.clone(), app.handlers(&settings.sources)?)
         .with_doorbell(Doorbell::new(settings.worker_function.as_deref()).await);
     let replayer = Replayer::new(ReplayOptions::default())?;
     let what = if args.dry_run {

@@ -7,6 +7,7 @@
 
 use crate::db::MigrationSet;
 use crate::handler::Registry;
+use crate::sql_handler::HandlerConflict;
 use crate::Sources;
 
 /// A team's handlers and their tables, as plain function pointers so that an `App` is a
@@ -26,6 +27,17 @@ pub struct App {
 }
 
 impl App {
+    /// The handlers every function and the CLI run for `sources`: [`App::registry`]'s Rust
+    /// handlers joined by each source's SQL handlers (`"handlers"` in the sources JSON,
+    /// `crate::sql_handler`). Every place that runs handlers builds them here.
+    ///
+    /// # Errors
+    /// [`HandlerConflict`] when a source's SQL handler matches an event type a Rust handler
+    /// is registered for (a start-up error naming both).
+    pub fn handlers(&self, sources: &Sources) -> Result<Registry, HandlerConflict> {
+        crate::sql_handler::with_sql_handlers((self.registry)(sources), sources)
+    }
+
     /// An app with no handler and no table: every event completes as the recorded no-op. For
     /// a deployment that only forwards (built-in targets) or only records.
     pub const NONE: App = App {

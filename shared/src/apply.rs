@@ -87,6 +87,19 @@ pub enum Outcome {
     Ignored,
 }
 
+impl Outcome {
+    /// The outcome of a handler that answered `effect`: [`Outcome::Ignored`] when it is
+    /// exactly the recorded no-op (a SQL handler none of whose `when` held answers it; the
+    /// ledger reads that body as `ignored` too), else [`Outcome::Processed`].
+    fn of(effect: &Effect, event: &Event<'_>) -> Self {
+        if *effect == ignored_effect(event) {
+            Outcome::Ignored
+        } else {
+            Outcome::Processed
+        }
+    }
+}
+
 /// What [`apply`] did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Applied {
@@ -123,7 +136,10 @@ pub async fn plan(
     let mut tx = Tx::plan(conn).for_event(&source.targets, event.event_type);
     let (effect, outcome) = match registry.get(event.source, event.event_type) {
         Some(handler) if handler.plain_sql() => match handler.handle(&mut tx, event).await {
-            Ok(effect) => (effect, Outcome::Processed),
+            Ok(effect) => {
+                let outcome = Outcome::of(&effect, event);
+                (effect, outcome)
+            }
             Err(_) => return None,
         },
         Some(_) => return None,
@@ -182,7 +198,10 @@ pub async fn apply<'c>(
     }
     let (effect, outcome) = match registry.get(event.source, event.event_type) {
         Some(handler) => match handler.handle(&mut tx, event).await {
-            Ok(effect) => (effect, Outcome::Processed),
+            Ok(effect) => {
+                let outcome = Outcome::of(&effect, event);
+                (effect, outcome)
+            }
             Err(error) => {
                 // Dropping the transaction would roll it back too; do it explicitly so the
                 // connection is clean before it returns to the pool.

@@ -46,6 +46,7 @@ use std::sync::Arc;
 
 use crate::effect::{Effect, Event, HandlerError};
 use crate::ledger::Tx;
+use crate::sql_handler::{NotReady, Readiness, SqlHandlers};
 
 /// A business effect for one kind of event.
 #[async_trait::async_trait]
@@ -86,10 +87,18 @@ impl<H: Handler + ?Sized> Handler for Arc<H> {
     }
 }
 
-/// Handlers by source name, then event type.
+/// Handlers by source name, then event type: the application's Rust handlers by exact type,
+/// then each source's SQL handlers (`crate::sql_handler`) by pattern, consulted when no Rust
+/// handler is registered for the exact type.
 #[derive(Default, Clone)]
 pub struct Registry {
     handlers: HashMap<String, HashMap<String, Arc<dyn Handler>>>,
+    /// Each source's SQL handlers, and the same as a handler.
+    sql: Vec<(Arc<SqlHandlers>, Arc<dyn Handler>)>,
+    /// The same SQL handlers, for [`Registry::ready`].
+    sql_only: Vec<Arc<SqlHandlers>>,
+    /// Whether the SQL handlers' statements prepare against the schema (once per process).
+    readiness: Arc<Readiness>,
 }
 
 impl std::fmt::Debug for Registry {
@@ -98,6 +107,12 @@ impl std::fmt::Debug for Registry {
             .handlers
             .iter()
             .flat_map(|(source, types)| types.keys().map(move |t| format!("{source}:{t}")))
+            .chain(self.sql.iter().flat_map(|(sql, _)| {
+                sql.patterns()
+                    .into_iter()
+                    .map(|p| format!("{}:{p} (sql)", sql.source))
+                    .collect::<Vec<_>>()
+            }))
             .collect();
         keys.sort();
         f.debug_tuple("Registry").field(&keys).finish()
@@ -120,12 +135,41 @@ impl Registry {
             .insert(event_type.to_owned(), Arc::new(handler));
     }
 
-    /// The handler for `(source, event_type)`, if any.
-    pub fn get(&self, source: &str, event_type: &str) -> Option<&Arc<dyn Handler>> {
-        self.handlers.get(source)?.get(event_type)
+    /// Adds a source's SQL handlers (`crate::sql_handler::with_sql_handlers` does, after
+    /// checking they take no type a Rust handler has), replacing any earlier ones of the
+    /// source. They are consulted for an event type without a Rust handler.
+    pub fn register_sql(&mut self, handlers: Arc<SqlHandlers>) {
+        self.sql.retain(|(sql, _)| sql.source != handlers.source);
+        let as_handler: Arc<dyn Handler> = handlers.clone();
+        self.sql.push((handlers, as_handler));
+        self.sql_only = self.sql.iter().map(|(sql, _)| Arc::clone(sql)).collect();
     }
 
-    /// Every source name with a handler, each with its event types, both sorted.
+    /// The handler for `(source, event_type)`, if any: the Rust handler registered for the
+    /// exact type, else the source's SQL handlers when one of their patterns matches it.
+    pub fn get(&self, source: &str, event_type: &str) -> Option<&Arc<dyn Handler>> {
+        if let Some(handler) = self.handlers.get(source).and_then(|t| t.get(event_type)) {
+            return Some(handler);
+        }
+        self.sql
+            .iter()
+            .find(|(sql, _)| sql.source == source && sql.matches(event_type))
+            .map(|(_, handler)| handler)
+    }
+
+    /// The event types Rust handlers are registered for on `source`, sorted.
+    pub fn registered_rust(&self, source: &str) -> Vec<&str> {
+        let mut types: Vec<&str> = self
+            .handlers
+            .get(source)
+            .map(|t| t.keys().map(String::as_str).collect())
+            .unwrap_or_default();
+        types.sort_unstable();
+        types
+    }
+
+    /// Every source name with a handler, each with its event types (Rust handlers' exact
+    /// types and SQL handlers' patterns), both sorted.
     pub fn registered(&self) -> Vec<(&str, Vec<&str>)> {
         let mut all: Vec<(&str, Vec<&str>)> = self
             .handlers
@@ -136,8 +180,38 @@ impl Registry {
                 (source.as_str(), types)
             })
             .collect();
+        for (sql, _) in &self.sql {
+            let patterns = sql.patterns();
+            match all.iter_mut().find(|(source, _)| *source == sql.source) {
+                Some((_, types)) => types.extend(patterns),
+                None => all.push((sql.source.as_str(), patterns)),
+            }
+        }
+        for (_, types) in &mut all {
+            types.sort_unstable();
+            types.dedup();
+        }
         all.sort_unstable();
         all
+    }
+
+    /// Every source's SQL handlers.
+    pub fn sql_handlers(&self) -> &[Arc<SqlHandlers>] {
+        &self.sql_only
+    }
+
+    /// Whether this registry may serve on `conn`'s database: its SQL handlers' statements
+    /// prepare against the schema, checked once per process on the first call (free without
+    /// SQL handlers; see `crate::sql_handler::prepare`).
+    ///
+    /// # Errors
+    /// [`NotReady::Refused`] (keep refusing: fatal until redeployed) or
+    /// [`NotReady::Unchecked`] (the database is unavailable: retry).
+    pub async fn ready(&self, conn: &crate::db::Connection) -> Result<(), NotReady> {
+        if self.sql.is_empty() {
+            return Ok(());
+        }
+        self.readiness.check(conn, &self.sql_only).await
     }
 }
 

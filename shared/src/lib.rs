@@ -33,6 +33,7 @@ pub mod retention;
 pub mod retry_after;
 pub mod secrets;
 pub mod sources_refresh;
+pub mod sql_handler;
 pub mod startup;
 pub mod status;
 pub mod sweep;

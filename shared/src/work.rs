@@ -123,6 +123,10 @@ pub enum WorkError {
     /// A ledger statement failed.
     #[error(transparent)]
     Ledger(#[from] LedgerError),
+    /// The SQL handlers' statements do not prepare against the schema (fatal until
+    /// redeployed), or could not be checked yet (the database is unavailable).
+    #[error("SQL handlers not ready")]
+    NotReady(#[from] crate::sql_handler::NotReady),
 }
 
 /// Everything the worker needs, built once per execution environment.
@@ -617,8 +621,16 @@ impl Worker {
         })
     }
 
+    /// A connection, once this process's SQL handlers are known to prepare against the schema
+    /// ([`Registry::ready`]; checked on the first connection, then free).
     pub(crate) async fn connection(&self) -> Result<crate::db::Connection, WorkError> {
-        self.pool.get().await.map_err(|e| WorkError::Pool(e.into()))
+        let conn = self
+            .pool
+            .get()
+            .await
+            .map_err(|e| WorkError::Pool(e.into()))?;
+        self.handlers.ready(&conn).await?;
+        Ok(conn)
     }
 }
 

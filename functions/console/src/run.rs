@@ -60,7 +60,7 @@ async fn serve(app: App) -> Result<(), Error> {
     let pool =
         shared::db::pool(&settings.database).map_err(|e| shared::error_chain::error_chain(&e))?;
     // The handlers (a re-drive calls the same code as the CLI's).
-    let handlers = (app.registry)(&settings.sources);
+    let handlers = app.handlers(&settings.sources).map_err(|e| e.to_string())?;
     let router = router(settings, pool, handlers, &console, &csrf_secret)?;
     let router: &'static axum::Router = Box::leak(Box::new(router));
     let handler = service_fn(move |request: Request| function_handler(router, request));

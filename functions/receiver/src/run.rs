@@ -44,10 +44,13 @@ async fn serve(app: App) -> Result<(), Error> {
     let settings = Settings::from_env()
         .await
         .map_err(|e| shared::startup::config_failure(&e))?;
-    // Lives for the whole execution environment. The handlers: `app.registry`.
-    let state = AppState::from_settings(&settings, (app.registry)(&settings.sources))
-        .await
-        .map_err(|e| shared::error_chain::error_chain(&e))?;
+    // Lives for the whole execution environment. The handlers: `app.registry` and the sources' SQL handlers (`App::handlers`).
+    let state = AppState::from_settings(
+        &settings,
+        app.handlers(&settings.sources).map_err(|e| e.to_string())?,
+    )
+    .await
+    .map_err(|e| shared::error_chain::error_chain(&e))?;
     let state: &'static AppState = Box::leak(Box::new(state));
     let handler = service_fn(move |request: Request| function_handler(state, request));
     // lambda_http::run(handler) is this without the guards: it panics on invalid base64

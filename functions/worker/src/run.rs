@@ -54,8 +54,8 @@ async fn serve(app: App) -> Result<(), Error> {
         .map_err(|e| shared::startup::config_failure(&e))?;
     let pool =
         shared::db::pool(&settings.database).map_err(|e| shared::error_chain::error_chain(&e))?;
-    // The handlers: `app.registry`.
-    let registry = (app.registry)(&settings.sources);
+    // The handlers: `app.registry` and the sources' SQL handlers (`App::handlers`).
+    let registry = app.handlers(&settings.sources).map_err(|e| e.to_string())?;
     shared::coverage::Coverage::of(&registry, &settings.sources).log();
     let state: &'static AppState = Box::leak(Box::new(AppState::new(&settings, pool, registry)));
     run(service_fn(move |event: LambdaEvent<serde_json::Value>| {

@@ -88,6 +88,16 @@ pub enum ConfigError {
         #[source]
         error: TargetError,
     },
+    /// One of the source's SQL handlers is configured wrongly: its number, event type
+    /// patterns and statement are named (never a value of an event).
+    #[error("source {name:?}: {error}")]
+    SqlHandler {
+        /// The source's name.
+        name: String,
+        /// What is wrong with the handler.
+        #[source]
+        error: crate::sql_handler::SqlHandlerError,
+    },
     /// Two settings that cannot work together.
     #[error("{first} and {second} cannot work together: {rule}")]
     Incompatible {

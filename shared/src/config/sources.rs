@@ -124,6 +124,11 @@ pub struct SourceSpec {
     /// committed with its claim and dispatched by the worker. None when absent.
     #[serde(default)]
     pub targets: Option<Vec<targets::TargetSpec>>,
+    /// SQL handlers: statements run in the event's transaction for the event types they
+    /// match (see [`SqlHandlerSpec`](crate::sql_handler::SqlHandlerSpec) and
+    /// docs/reference/sources.md, "handlers"). None when absent.
+    #[serde(default)]
+    pub handlers: Option<Vec<crate::sql_handler::SqlHandlerSpec>>,
 }
 
 /// One source, validated and with its secrets prepared for verification.
@@ -154,6 +159,9 @@ pub struct SourceConfig {
     pub retention: SourceRetention,
     /// Built-in outbox targets, in configuration order (names unique).
     pub targets: Vec<targets::Target>,
+    /// The source's SQL handlers (`"handlers"`), checked; `None` when it has none. They join
+    /// the application's registry through [`crate::App::handlers`].
+    pub sql_handlers: Option<Arc<crate::sql_handler::SqlHandlers>>,
 }
 
 impl SourceConfig {
@@ -168,7 +176,8 @@ impl SourceConfig {
     /// [`ConfigError::Source`] for a bad name or a zero body limit;
     /// [`ConfigError::Verifier`] for no secrets, a secret the scheme cannot use (empty,
     /// undecodable) or an invalid `generic` block; [`ConfigError::GithubHook`] for a bad
-    /// `github_hook`; [`ConfigError::Target`] for a bad outbox target.
+    /// `github_hook`; [`ConfigError::Target`] for a bad outbox target;
+    /// [`ConfigError::SqlHandler`] for a bad SQL handler.
     pub fn from_spec(spec: SourceSpec) -> Result<Self, ConfigError> {
         let problem = |problem: &str| ConfigError::Source {
             name: spec.name.clone(),
@@ -290,8 +299,21 @@ impl SourceConfig {
             }
             targets.push(target);
         }
+        let sql_handlers = match spec.handlers {
+            None => None,
+            Some(specs) if specs.is_empty() => None,
+            Some(specs) => Some(Arc::new(
+                crate::sql_handler::SqlHandlers::from_specs(&spec.name, specs).map_err(
+                    |error| ConfigError::SqlHandler {
+                        name: spec.name.clone(),
+                        error,
+                    },
+                )?,
+            )),
+        };
         Ok(Self {
             targets,
+            sql_handlers,
             scheme: spec.scheme,
             verifier,
             mode,

@@ -35,6 +35,24 @@ impl EventTypes {
         &self.0
     }
 
+    /// The patterns as written, checked: at least one, none empty, `*` only at the end.
+    ///
+    /// # Errors
+    /// The first pattern that is empty or has a `*` before its end (an empty list: `None`
+    /// inside the error, "no pattern").
+    pub fn parse(patterns: Vec<String>) -> Result<Self, Option<String>> {
+        if patterns.is_empty() {
+            return Err(None);
+        }
+        if let Some(bad) = patterns
+            .iter()
+            .find(|p| p.is_empty() || p.trim_end_matches('*').contains('*'))
+        {
+            return Err(Some(bad.clone()));
+        }
+        Ok(Self(patterns))
+    }
+
     /// Whether `event_type` matches one of the patterns.
     pub fn matches(&self, event_type: &str) -> bool {
         self.0

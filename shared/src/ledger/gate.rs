@@ -274,6 +274,14 @@ fn dollar_quote_end(sql: &str, start: usize) -> Option<usize> {
         .map(|at| body + at + delimiter.len())
 }
 
+/// The highest `$n` `sql` uses outside strings, quoted identifiers and comments (0 when none),
+/// by the same lexical rules as the rewrite; `None` when the text does not scan (an
+/// unterminated string, comment or quote, unbalanced parentheses, a `$0`). For checking a
+/// configured statement's parameter count (`crate::sql_handler`).
+pub(crate) fn highest_parameter(sql: &str) -> Option<usize> {
+    scan(sql, 0).map(|(_, _, max_param)| max_param)
+}
+
 /// Rewrites `sql` (declaring `declared` parameter types) into a CTE body gated on `claimed`,
 /// with its parameters shifted by `offset`; `None` when it is not the one shape this handles
 /// (see the module docs).

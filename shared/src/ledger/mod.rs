@@ -38,11 +38,14 @@ pub mod outcome;
 pub mod tx;
 
 pub use crate::status::Status;
+// For `crate::sql_handler`: whether a configured statement rides in the one statement, and
+// its parameter count.
 pub use claim::{
     claim, lookup, lookup_many, record_dead, Claim, EventRow, Expiry, NewEvent, Original,
     StoredResponse,
 };
 pub use deferred::{accept, Accept};
+pub(crate) use gate::{gate, highest_parameter};
 pub use inspect::{inspect, EventDetail, MessageDetail};
 pub use lease::{fail, lease_due, release, start, Failure, Leased};
 pub use outcome::{EventOutcome, EVENT_OUTCOME_SQL};

@@ -194,7 +194,7 @@ fn after_block_comment(text: &str) -> &str {
 
 /// Allows only reads, writes and transaction-scoped statements (see [`ALLOWED`] and
 /// [`REFUSED_FUNCTIONS`]). A guard against mistakes in trusted handler code, not a sandbox.
-fn check_statement(sql: &Sql) -> Result<(), HandlerError> {
+pub(crate) fn check_statement(sql: &Sql) -> Result<(), HandlerError> {
     let (first, second) = leading_words(sql.text);
     let allowed = ALLOWED.iter().any(|k| k.eq_ignore_ascii_case(first))
         || (first.eq_ignore_ascii_case("SET") && second.eq_ignore_ascii_case("LOCAL"));

@@ -226,7 +226,7 @@ impl Receiver {
         // Past the deadline the connection is closed, never returned to the pool.
         let decided = crate::db::deadline::within(
             self.deadline,
-            self.connection(),
+            self.ready_connection(),
             async |conn: &ledger::Connection| match config.mode {
                 Mode::Inline => {
                     self.claim_and_apply(conn, config, &event, &new_event, &expiry, shadow)
@@ -271,6 +271,10 @@ impl Receiver {
                 reply.retry_after = Some(RETRY_AFTER_SECS);
                 reply
             }
+            Err(Failed::Refused(detail)) => {
+                trace.detail = Some(detail);
+                Reply::error(500, Outcome::InternalError, "internal error")
+            }
             Err(Failed::Apply(error)) => {
                 trace.detail = Some(error.chain());
                 if error.is_unavailable() {
@@ -300,6 +304,22 @@ impl Receiver {
         }
     }
 
+    /// A connection to process an event on, once this process's SQL handlers are known to
+    /// prepare against the schema ([`Registry::ready`]): a statement the database refuses
+    /// makes every delivery a 500 (providers retry) until the function is redeployed.
+    async fn ready_connection(&self) -> Result<ledger::Connection, Failed> {
+        let conn = self.connection().await?;
+        match self.handlers.ready(&conn).await {
+            Ok(()) => Ok(conn),
+            Err(crate::sql_handler::NotReady::Refused(error)) => {
+                Err(Failed::Refused(error.to_string()))
+            }
+            Err(unchecked @ crate::sql_handler::NotReady::Unchecked(_)) => Err(
+                Failed::Unavailable(crate::error_chain::error_chain(&unchecked)),
+            ),
+        }
+    }
+
     async fn connection(&self) -> Result<ledger::Connection, Failed> {
         self.pool.get().await.map_err(|e| {
             Failed::Unavailable(format!(
@@ -324,13 +344,18 @@ pub(super) enum Failed {
     Deadline(String),
     /// Applying the event failed (handler or ledger).
     Apply(ApplyError),
+    /// A SQL handler's statement does not prepare against the schema: 500 for every delivery
+    /// until the configuration or the schema is fixed.
+    Refused(String),
 }
 
 impl Failed {
     /// What failed, with its causes, for a log line.
     fn detail(self) -> String {
         match self {
-            Failed::Unavailable(detail) | Failed::Deadline(detail) => detail,
+            Failed::Unavailable(detail) | Failed::Deadline(detail) | Failed::Refused(detail) => {
+                detail
+            }
             Failed::Apply(error) => error.chain(),
         }
     }
