@@ -63,22 +63,53 @@ pub struct CheckArgs {
 
 /// Reads the configuration exactly as the functions do at cold start and prints the sources
 /// found (`configuration: sources a, b`), then what runs for each (`source a: handlers for
-/// ...; targets ...`) and a `warning:` line per gap (`shared::coverage`).
+/// ...; targets ...`) and a `warning:` line per gap (`shared::coverage`). With SQL handlers
+/// (`shared::sql_handler`) it prepares their statements against the database when one is
+/// reachable (`SQL handlers: N statements prepared`), and says so when none is (`SQL
+/// handlers: statements not prepared (...)`): `make check` runs without a database.
 ///
 /// # Errors
-/// The start-up error the functions would stop with; with `--strict`, any gap.
+/// The start-up error the functions would stop with (a SQL handler's statement the database
+/// refuses included, naming source, handler, patterns and statement); with `--strict`, any
+/// gap.
 pub async fn check_config(app: App, args: CheckArgs) -> anyhow::Result<()> {
     let settings = Settings::from_env().await.map_err(crate::config_error)?;
     let mut names: Vec<&str> = settings.sources.iter().map(|s| s.name.as_str()).collect();
     names.sort_unstable();
     println!("configuration: sources {}", names.join(", "));
-    let coverage = Coverage::of(&app.handlers(&settings.sources)?, &settings.sources);
+    let handlers = app.handlers(&settings.sources)?;
+    let coverage = Coverage::of(&handlers, &settings.sources);
     print!("{}", coverage.text());
+    if !handlers.sql_handlers().is_empty() {
+        prepare_sql_handlers(&settings, handlers.sql_handlers()).await?;
+    }
     if args.strict && !coverage.gaps.is_empty() {
         anyhow::bail!(
             "--strict: {} warning(s) in the configuration (above)",
             coverage.gaps.len()
         );
+    }
+    Ok(())
+}
+
+/// Prepares the SQL handlers' statements against the configured database, if it answers.
+///
+/// # Errors
+/// The first statement the database refuses.
+async fn prepare_sql_handlers(
+    settings: &Settings,
+    handlers: &[std::sync::Arc<shared::sql_handler::SqlHandlers>],
+) -> anyhow::Result<()> {
+    use shared::sql_handler::{prepare::prepare_all, NotReady};
+    let not_prepared = |why: &str| println!("SQL handlers: statements not prepared ({why})");
+    let Ok(client) = shared::db::connect(&settings.database).await else {
+        not_prepared("no database reachable");
+        return Ok(());
+    };
+    match prepare_all(&client, "BEGIN", handlers).await {
+        Ok(n) => println!("SQL handlers: {n} statements prepared against the database"),
+        Err(NotReady::Refused(error)) => anyhow::bail!("{error}"),
+        Err(NotReady::Unchecked(_)) => not_prepared("the database did not answer"),
     }
     Ok(())
 }

@@ -137,16 +137,23 @@ pub fn spawn_app_over_sources(
         audit: Default::default(),
     };
     let pool = shared::db::pool(&settings.database).unwrap();
-    let state = AppState::new(
-        &settings,
-        pool,
-        handlers::examples::registry(&settings.sources),
-    );
+    let state = AppState::new(&settings, pool, handlers_for(&settings.sources));
     TestApp {
         db,
         state,
         settings,
     }
+}
+
+/// The handlers the functions would run for `sources`: the example Rust handlers and the
+/// sources' SQL handlers (`shared::App::handlers`).
+pub fn handlers_for(sources: &Sources) -> shared::handler::Registry {
+    shared::App {
+        registry: handlers::examples::registry,
+        migrations: Vec::new,
+    }
+    .handlers(sources)
+    .expect("no SQL handler takes an example handler's event type")
 }
 
 pub async fn spawn_app() -> TestApp {
@@ -417,7 +424,7 @@ pub fn with_max_attempts(app: &mut TestApp, max_attempts: u32) {
     app.state = receiver::handler::AppState::new(
         &app.settings,
         app.receiver().pool.clone(),
-        handlers::examples::registry(&app.settings.sources),
+        handlers_for(&app.settings.sources),
     );
 }
 
@@ -426,7 +433,7 @@ pub fn worker_for(app: &TestApp) -> worker::handler::AppState {
     worker::handler::AppState::new(
         &app.settings,
         app.receiver().pool.clone(),
-        handlers::examples::registry(&app.settings.sources),
+        handlers_for(&app.settings.sources),
     )
 }
 

@@ -39,6 +39,7 @@ mod scripts;
 mod security;
 mod shadow;
 mod source_changes;
+mod sql_handlers;
 mod sweep;
 mod targets;
 mod template;
