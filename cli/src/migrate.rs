@@ -65,8 +65,8 @@ pub struct CheckArgs {
 /// found (`configuration: sources a, b`), then what runs for each (`source a: handlers for
 /// ...; targets ...`) and a `warning:` line per gap (`shared::coverage`). With SQL handlers
 /// (`shared::sql_handler`) it prepares their statements against the database when one is
-/// reachable (`SQL handlers: N statements prepared`), and says so when none is (`SQL
-/// handlers: statements not prepared (...)`): `make check` runs without a database.
+/// reachable (`SQL handlers: statements prepared against the database (N)`), and says so when
+/// none is (`SQL handlers: statements not prepared (...)`): `make check` has no database.
 ///
 /// # Errors
 /// The start-up error the functions would stop with (a SQL handler's statement the database
@@ -107,7 +107,7 @@ async fn prepare_sql_handlers(
         return Ok(());
     };
     match prepare_all(&client, "BEGIN", handlers).await {
-        Ok(n) => println!("SQL handlers: {n} statements prepared against the database"),
+        Ok(n) => println!("SQL handlers: statements prepared against the database ({n})"),
         Err(NotReady::Refused(error)) => anyhow::bail!("{error}"),
         Err(NotReady::Unchecked(_)) => not_prepared("the database did not answer"),
     }

@@ -61,3 +61,60 @@ pub fn with_sql_handlers(
     }
     Ok(registry)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::coverage::{Coverage, Gap};
+
+    const SOURCES: &str = r#"[{"name": "pay", "scheme": "stripe", "secrets": ["x"],
+        "handlers": [{"event_types": ["charge.refunded", "invoice.*"],
+                      "sql": [{"statement": "INSERT INTO t (a) VALUES ($1)",
+                               "params": [{"event": "id"}]}]}]},
+        {"name": "quiet", "scheme": "stripe", "secrets": ["x"]}]"#;
+
+    #[test]
+    fn sql_handlers_are_found_by_pattern_and_count_as_handled() {
+        let sources = Sources::from_json(SOURCES).unwrap();
+        let registry = with_sql_handlers(Registry::new(), &sources).unwrap();
+        assert!(registry.get("pay", "charge.refunded").is_some());
+        assert!(registry.get("pay", "invoice.paid").is_some());
+        assert!(registry.get("pay", "charge.succeeded").is_none());
+        assert!(registry.get("quiet", "invoice.paid").is_none());
+        assert!(registry.get("pay", "invoice.paid").unwrap().plain_sql());
+        let coverage = Coverage::of(&registry, &sources);
+        let pay = coverage.sources.iter().find(|s| s.source == "pay").unwrap();
+        assert_eq!(pay.handled, vec!["charge.refunded", "invoice.*"]);
+        assert_eq!(
+            coverage.gaps,
+            vec![Gap::NothingRuns {
+                source: "quiet".to_owned()
+            }]
+        );
+    }
+
+    #[test]
+    fn a_rust_handler_for_a_type_a_sql_handler_matches_is_refused_naming_both() {
+        let sources = Sources::from_json(SOURCES).unwrap();
+        let mut rust = Registry::new();
+        rust.register(
+            "pay",
+            "invoice.paid",
+            sources.get("pay").unwrap().sql_handlers.clone().unwrap(),
+        );
+        let error = with_sql_handlers(rust, &sources).unwrap_err().to_string();
+        assert_eq!(
+            error,
+            "source \"pay\": event type \"invoice.paid\" has a Rust handler and SQL handler #1 \
+             (event_types \"charge.refunded\", \"invoice.*\") too; keep one"
+        );
+        // Another source's Rust handler for the same type is no conflict.
+        let mut rust = Registry::new();
+        rust.register(
+            "quiet",
+            "invoice.paid",
+            sources.get("pay").unwrap().sql_handlers.clone().unwrap(),
+        );
+        assert!(with_sql_handlers(rust, &sources).is_ok());
+    }
+}

@@ -151,6 +151,78 @@ async fn hookledger_check_config_reports_a_bad_sources_configuration_before_the_
     assert!(demo.find("\"$hookledger\" migrate").unwrap() < check_at);
 }
 
+/// A GitHub source (no example handler runs on it) with one SQL handler whose statement is
+/// `statement` (one text parameter) and whose parameter reads `path`.
+fn sql_source(statement: &str, path: &str) -> String {
+    serde_json::json!([{"name": "s", "scheme": "github", "secrets": ["a-secret"],
+        "handlers": [{"event_types": ["push"],
+                      "sql": [{"statement": statement,
+                               "params": [{"path": path, "type": "text"}]}]}]}])
+    .to_string()
+}
+
+#[tokio::test]
+async fn hookledger_check_config_refuses_a_bad_sql_handler_with_and_without_a_database() {
+    let check = |url: &str, sources: &str| {
+        let output = std::process::Command::new(env!("CARGO_BIN_EXE_hookledger-examples"))
+            .arg("check-config")
+            .env_clear()
+            .env("DATABASE_URL", url)
+            .env("HOOKLEDGER_SOURCES", sources)
+            .output()
+            .unwrap();
+        hookledger_tests::test_log::record("hookledger", &output);
+        output
+    };
+    let unused = "postgres://127.0.0.1:1/unused";
+    // Refused while parsing: no database needed.
+    let line = one_line_failure(&check(
+        unused,
+        &sql_source("INSERT INTO pushes (id) VALUES ($1)", "after"),
+    ));
+    assert!(
+        line.contains("source \"s\"")
+            && line.contains("SQL handler #1 (event_types \"push\"), statement 1")
+            && line.contains("JSON pointer"),
+        "{line}"
+    );
+    // Good, no database: said so, and the check passes (make check has no database).
+    let good = sql_source("INSERT INTO pushes (id) VALUES ($1)", "/after");
+    let offline = check(unused, &good);
+    assert!(offline.status.success(), "{offline:?}");
+    assert!(
+        stdout(&offline).contains("source s: handlers for push")
+            && stdout(&offline)
+                .contains("SQL handlers: statements not prepared (no database reachable)"),
+        "{}",
+        stdout(&offline)
+    );
+    // With a database: prepared against its schema, and refused when it does not prepare.
+    let db = hookledger_tests::test_db().await.unwrap();
+    db.connect()
+        .await
+        .unwrap()
+        .batch_execute("CREATE TABLE pushes (id text PRIMARY KEY)")
+        .await
+        .unwrap();
+    let online = check(&db.url, &good);
+    assert!(online.status.success(), "{online:?}");
+    assert!(
+        stdout(&online).contains("SQL handlers: statements prepared against the database (1)"),
+        "{}",
+        stdout(&online)
+    );
+    let line = one_line_failure(&check(
+        &db.url,
+        &sql_source("INSERT INTO no_such_table (id) VALUES ($1)", "/after"),
+    ));
+    assert!(
+        line.contains("source \"s\": SQL handler #1 (event_types \"push\"), statement 1")
+            && line.contains("no_such_table"),
+        "{line}"
+    );
+}
+
 #[tokio::test]
 async fn hookledger_redrive_dry_run_json_reports_what_would_move_and_writes_nothing() {
     let db = hookledger_tests::test_db().await.unwrap();
