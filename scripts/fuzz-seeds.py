@@ -30,7 +30,7 @@ VERIFY = {
 TARGETS = [
     "verify_stripe", "verify_github", "verify_standard_webhooks", "verify_shopify",
     "verify_slack", "verify_paddle", "verify_generic_hmac", "extract", "sources_config",
-    "settings_env", "lambda_event",
+    "settings_env", "lambda_event", "sql_params",
 ]
 
 
@@ -112,6 +112,42 @@ def main():
           b"DATABASE_URL=postgres://h@127.0.0.1/h\nHOOKLEDGER_SOURCES=[]\n"
           b"HOOKLEDGER_STATEMENT_TIMEOUT_MS=18446744073709551615\n"
           b"HOOKLEDGER_LEASE_SECS=18446744073709551615\nHOOKLEDGER_WORKER_BATCH=-1\n")
+
+    # SQL handler parameters: specs, a blank line, the event's body (sql_params.rs).
+    def params(name, specs, body: bytes):
+        write("sql_params", name, json.dumps(specs).encode() + b"\n\n" + body)
+
+    refund = json.dumps({"id": "evt_1", "type": "charge.refunded", "created": 1732870000,
+                         "data": {"object": {"id": "ch_1", "amount_refunded": 500,
+                                             "ratio": "0.25", "paid": True, "meta": {"k": [1]},
+                                             "at": "2024-11-29T08:46:40Z", "gone": None}}}).encode()
+    params("every-type", [
+        {"path": "/data/object/id", "type": "text"},
+        {"path": "/data/object/amount_refunded", "type": "bigint"},
+        {"path": "/data/object/ratio", "type": "numeric"},
+        {"path": "/data/object/paid", "type": "boolean"},
+        {"path": "/data/object/at", "type": "timestamptz"},
+        {"path": "/created", "type": "timestamptz"},
+        {"path": "", "type": "jsonb"},
+        {"path": "/data/object/gone", "type": "text", "optional": True},
+        {"event": "id"}, {"event": "type"}, {"event": "source"},
+    ], refund)
+    params("mismatches", [
+        {"path": "/data/object/meta", "type": "text"},
+        {"path": "/data/object/id", "type": "bigint"},
+        {"path": "/data/object/id", "type": "numeric"},
+        {"path": "/data/object/amount_refunded", "type": "boolean"},
+        {"path": "/data/object/ratio", "type": "timestamptz"},
+        {"path": "/data/object/gone", "type": "bigint"},
+        {"path": "/data/object/missing~1x", "type": "text"},
+    ], refund)
+    params("form", [
+        {"form": "user_id", "type": "text"},
+        {"form": "count", "type": "bigint"},
+        {"form": "missing", "type": "text", "optional": True},
+    ], b"user_id=U123&count=42&text=a%20secret%20value%20here")
+    params("not-json", [{"path": "/a", "type": "text"}], b"{\"a\": ")
+    params("bad-specs", [{"path": "a", "type": "text"}, {"form": "x"}], b"{}")
 
 
 if __name__ == "__main__":

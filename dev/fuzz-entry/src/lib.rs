@@ -23,8 +23,10 @@ use shared::config::Sources;
 use shared::SourceConfig;
 
 pub mod delivery;
+pub mod sql_params;
 
 pub use delivery::{format_delivery, parse_delivery};
+pub use sql_params::sql_params;
 
 /// The fixed clock of every target, unix seconds (2024-11-29T08:46:40Z): the `t=`/`ts=`/
 /// timestamp headers of `events/receiver/*.json` carry this value.
@@ -108,6 +110,11 @@ pub const TARGETS: &[Target] = &[
         name: "lambda_event",
         covers: "Lambda invocation JSON -> the receiver function's service stack (unreadable-header guard, base64 guard, lambda_http adapter) -> its handler: routing, verification, extraction, up to a claim on an unreachable database",
         run: lambda_event,
+    },
+    Target {
+        name: "sql_params",
+        covers: "SQL handler parameters: their configuration and the strict reading of each from an event (JSON pointer, form field, event field), errors never quoting a value",
+        run: sql_params,
     },
 ];
 
