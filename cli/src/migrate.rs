@@ -80,8 +80,9 @@ pub async fn check_config(app: App, args: CheckArgs) -> anyhow::Result<()> {
     let handlers = app.handlers(&settings.sources)?;
     let coverage = Coverage::of(&handlers, &settings.sources);
     print!("{}", coverage.text());
-    if !handlers.sql_handlers().is_empty() {
-        prepare_sql_handlers(&settings, handlers.sql_handlers()).await?;
+    let sql = shared::sql_handler::build_all(&settings.sources)?;
+    if !sql.is_empty() {
+        prepare_sql_handlers(&settings, &sql).await?;
     }
     if args.strict && !coverage.gaps.is_empty() {
         anyhow::bail!(
@@ -100,7 +101,7 @@ async fn prepare_sql_handlers(
     settings: &Settings,
     handlers: &[std::sync::Arc<shared::sql_handler::SqlHandlers>],
 ) -> anyhow::Result<()> {
-    use shared::sql_handler::{prepare::prepare_all, NotReady};
+    use shared::sql_handler::{prepare::prepare_all, PrepareFailure};
     let not_prepared = |why: &str| println!("SQL handlers: statements not prepared ({why})");
     let Ok(client) = shared::db::connect(&settings.database).await else {
         not_prepared("no database reachable");
@@ -108,8 +109,8 @@ async fn prepare_sql_handlers(
     };
     match prepare_all(&client, "BEGIN", handlers).await {
         Ok(n) => println!("SQL handlers: statements prepared against the database ({n})"),
-        Err(NotReady::Refused(error)) => anyhow::bail!("{error}"),
-        Err(NotReady::Unchecked(_)) => not_prepared("the database did not answer"),
+        Err(PrepareFailure::Refused(error)) => anyhow::bail!("{error}"),
+        Err(PrepareFailure::Unchecked(_)) => not_prepared("the database did not answer"),
     }
     Ok(())
 }

@@ -7,7 +7,7 @@
 
 use crate::db::MigrationSet;
 use crate::handler::Registry;
-use crate::sql_handler::HandlerConflict;
+use crate::sql_handler::HandlersError;
 use crate::Sources;
 
 /// A team's handlers and their tables, as plain function pointers so that an `App` is a
@@ -32,9 +32,10 @@ impl App {
     /// `crate::sql_handler`). Every place that runs handlers builds them here.
     ///
     /// # Errors
-    /// [`HandlerConflict`] when a source's SQL handler matches an event type a Rust handler
-    /// is registered for (a start-up error naming both).
-    pub fn handlers(&self, sources: &Sources) -> Result<Registry, HandlerConflict> {
+    /// [`HandlersError`]: a SQL handler's statement whose `$n` count or kind is refused, or a
+    /// SQL handler matching an event type a Rust handler is registered for on the same source
+    /// (start-up errors naming source, handler and statement, or both handlers).
+    pub fn handlers(&self, sources: &Sources) -> Result<Registry, HandlersError> {
         crate::sql_handler::with_sql_handlers((self.registry)(sources), sources)
     }
 

@@ -41,6 +41,7 @@ mod github_hook;
 mod provider_api;
 mod settings;
 mod sources;
+pub mod sql_handlers;
 mod sweep;
 pub mod targets;
 #[cfg(test)]

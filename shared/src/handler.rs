@@ -44,9 +44,9 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use crate::config::targets::EventTypes;
 use crate::effect::{Effect, Event, HandlerError};
 use crate::ledger::Tx;
-use crate::sql_handler::{NotReady, Readiness, SqlHandlers};
 
 /// A business effect for one kind of event.
 #[async_trait::async_trait]
@@ -87,18 +87,41 @@ impl<H: Handler + ?Sized> Handler for Arc<H> {
     }
 }
 
+/// What a registry's handlers need checked before a function serves (the SQL handlers'
+/// statements prepare against the schema: `crate::sql_handler::prepare`), run by
+/// [`Registry::ready`] on the function's connections.
+#[async_trait::async_trait]
+pub trait ReadyCheck: Send + Sync {
+    /// Checks on `conn`, whose `BEGIN` (with its limits) is `begin`; may remember its outcome.
+    ///
+    /// # Errors
+    /// [`NotReady`].
+    async fn check(&self, conn: &tokio_postgres::Client, begin: &str) -> Result<(), NotReady>;
+}
+
+/// Why a function may not serve.
+#[derive(Debug, thiserror::Error)]
+pub enum NotReady {
+    /// A handler's configuration is refused by the database (e.g. a SQL handler's statement
+    /// does not prepare): refuse every delivery (500) until redeployed. The message names the
+    /// source, the handler and the statement, never a value of an event.
+    #[error("{0}")]
+    Refused(String),
+    /// The database could not be asked: retry (503).
+    #[error("the handlers could not be checked against the database")]
+    Unchecked(#[source] crate::db::PgError),
+}
+
 /// Handlers by source name, then event type: the application's Rust handlers by exact type,
-/// then each source's SQL handlers (`crate::sql_handler`) by pattern, consulted when no Rust
+/// then handlers by pattern (a source's SQL handlers, `crate::sql_handler`), consulted when no
 /// handler is registered for the exact type.
 #[derive(Default, Clone)]
 pub struct Registry {
     handlers: HashMap<String, HashMap<String, Arc<dyn Handler>>>,
-    /// Each source's SQL handlers, and the same as a handler.
-    sql: Vec<(Arc<SqlHandlers>, Arc<dyn Handler>)>,
-    /// The same SQL handlers, for [`Registry::ready`].
-    sql_only: Vec<Arc<SqlHandlers>>,
-    /// Whether the SQL handlers' statements prepare against the schema (once per process).
-    readiness: Arc<Readiness>,
+    /// Handlers by source and event type patterns, in registration order.
+    patterns: Vec<(String, EventTypes, Arc<dyn Handler>)>,
+    /// What [`Registry::ready`] checks.
+    checks: Vec<Arc<dyn ReadyCheck>>,
 }
 
 impl std::fmt::Debug for Registry {
@@ -107,11 +130,11 @@ impl std::fmt::Debug for Registry {
             .handlers
             .iter()
             .flat_map(|(source, types)| types.keys().map(move |t| format!("{source}:{t}")))
-            .chain(self.sql.iter().flat_map(|(sql, _)| {
-                sql.patterns()
-                    .into_iter()
-                    .map(|p| format!("{}:{p} (sql)", sql.source))
-                    .collect::<Vec<_>>()
+            .chain(self.patterns.iter().flat_map(|(source, types, _)| {
+                types
+                    .patterns()
+                    .iter()
+                    .map(move |p| format!("{source}:{p}"))
             }))
             .collect();
         keys.sort();
@@ -135,14 +158,22 @@ impl Registry {
             .insert(event_type.to_owned(), Arc::new(handler));
     }
 
-    /// Adds a source's SQL handlers (`crate::sql_handler::with_sql_handlers` does, after
-    /// checking they take no type a Rust handler has), replacing any earlier ones of the
-    /// source. They are consulted for an event type without a Rust handler.
-    pub fn register_sql(&mut self, handlers: Arc<SqlHandlers>) {
-        self.sql.retain(|(sql, _)| sql.source != handlers.source);
-        let as_handler: Arc<dyn Handler> = handlers.clone();
-        self.sql.push((handlers, as_handler));
-        self.sql_only = self.sql.iter().map(|(sql, _)| Arc::clone(sql)).collect();
+    /// Registers `handler` for every event type of `source` matching `event_types` that has
+    /// no handler registered for its exact type (a source's SQL handlers). The first
+    /// registration whose patterns match wins.
+    pub fn register_patterns(
+        &mut self,
+        source: &str,
+        event_types: EventTypes,
+        handler: impl Handler + 'static,
+    ) {
+        self.patterns
+            .push((source.to_owned(), event_types, Arc::new(handler)));
+    }
+
+    /// Adds a check [`Registry::ready`] runs before the function serves.
+    pub fn add_ready_check(&mut self, check: impl ReadyCheck + 'static) {
+        self.checks.push(Arc::new(check));
     }
 
     /// The handler for `(source, event_type)`, if any: the Rust handler registered for the
@@ -151,13 +182,13 @@ impl Registry {
         if let Some(handler) = self.handlers.get(source).and_then(|t| t.get(event_type)) {
             return Some(handler);
         }
-        self.sql
+        self.patterns
             .iter()
-            .find(|(sql, _)| sql.source == source && sql.matches(event_type))
-            .map(|(_, handler)| handler)
+            .find(|(s, types, _)| s == source && types.matches(event_type))
+            .map(|(_, _, handler)| handler)
     }
 
-    /// The event types Rust handlers are registered for on `source`, sorted.
+    /// The exact event types handlers are registered for on `source`, sorted.
     pub fn registered_rust(&self, source: &str) -> Vec<&str> {
         let mut types: Vec<&str> = self
             .handlers
@@ -168,8 +199,8 @@ impl Registry {
         types
     }
 
-    /// Every source name with a handler, each with its event types (Rust handlers' exact
-    /// types and SQL handlers' patterns), both sorted.
+    /// Every source name with a handler, each with its event types (exact types and
+    /// patterns), both sorted.
     pub fn registered(&self) -> Vec<(&str, Vec<&str>)> {
         let mut all: Vec<(&str, Vec<&str>)> = self
             .handlers
@@ -180,11 +211,11 @@ impl Registry {
                 (source.as_str(), types)
             })
             .collect();
-        for (sql, _) in &self.sql {
-            let patterns = sql.patterns();
-            match all.iter_mut().find(|(source, _)| *source == sql.source) {
+        for (source, event_types, _) in &self.patterns {
+            let patterns = event_types.patterns().iter().map(String::as_str);
+            match all.iter_mut().find(|(s, _)| s == source) {
                 Some((_, types)) => types.extend(patterns),
-                None => all.push((sql.source.as_str(), patterns)),
+                None => all.push((source.as_str(), patterns.collect())),
             }
         }
         for (_, types) in &mut all {
@@ -195,23 +226,18 @@ impl Registry {
         all
     }
 
-    /// Every source's SQL handlers.
-    pub fn sql_handlers(&self) -> &[Arc<SqlHandlers>] {
-        &self.sql_only
-    }
-
-    /// Whether this registry may serve on `conn`'s database: its SQL handlers' statements
-    /// prepare against the schema, checked once per process on the first call (free without
-    /// SQL handlers; see `crate::sql_handler::prepare`).
+    /// Whether this registry may serve on `conn`'s database: every [`ReadyCheck`] passes
+    /// (the SQL handlers' statements prepare against the schema, checked once per process on
+    /// the first call). Free without checks.
     ///
     /// # Errors
     /// [`NotReady::Refused`] (keep refusing: fatal until redeployed) or
     /// [`NotReady::Unchecked`] (the database is unavailable: retry).
     pub async fn ready(&self, conn: &crate::db::Connection) -> Result<(), NotReady> {
-        if self.sql.is_empty() {
-            return Ok(());
+        for check in &self.checks {
+            check.check(conn, conn.session().begin_sql()).await?;
         }
-        self.readiness.check(conn, &self.sql_only).await
+        Ok(())
     }
 }
 

@@ -126,7 +126,7 @@ pub enum WorkError {
     /// The SQL handlers' statements do not prepare against the schema (fatal until
     /// redeployed), or could not be checked yet (the database is unavailable).
     #[error("SQL handlers not ready")]
-    NotReady(#[from] crate::sql_handler::NotReady),
+    NotReady(#[from] crate::handler::NotReady),
 }
 
 /// Everything the worker needs, built once per execution environment.

@@ -6,8 +6,9 @@
 //! line, then the event's body (read as the JSON document and as a form).
 
 use serde_json::Value;
+use shared::config::sql_handlers::Origin;
 use shared::config::Sources;
-use shared::sql_handler::params::{integer_at, text_at, Input, Origin};
+use shared::sql_handler::params::{integer_at, text_at, Input};
 
 /// The most parameters one input configures (keeps an execution short).
 const MAX_PARAMS: usize = 16;
@@ -46,8 +47,12 @@ pub fn sql_params(data: &[u8]) {
     let Ok(sources) = Sources::from_json(&sources.to_string()) else {
         return;
     };
-    let Some(handlers) = sources.get("fuzz").and_then(|s| s.sql_handlers.clone()) else {
+    let Some(config) = sources.get("fuzz").and_then(|s| s.sql_handlers.first()) else {
         return;
+    };
+    // The statement `SELECT $1, ..., $n` always builds.
+    let Ok(handler) = shared::sql_handler::SqlHandler::build(config) else {
+        panic!("SELECT with one placeholder per parameter was refused");
     };
     let config = serde_json::to_string(&specs).unwrap_or_default();
     // Values of the event an error could quote (its JSON strings, or its form values), but
@@ -61,7 +66,7 @@ pub fn sql_params(data: &[u8]) {
     secrets
         .retain(|s| !config.contains(s.as_str()) && !"the event's document".contains(s.as_str()));
     let input = Input::new("fuzz", "evt_fuzz", "fuzz.type", body, body);
-    for statement in &handlers.handlers[0].statements {
+    for statement in &handler.statements {
         assert_eq!(statement.params.len(), statement.sql.types.len());
         for (at, param) in statement.params.iter().enumerate() {
             let number = at + 1;

@@ -96,7 +96,7 @@ pub enum ConfigError {
         name: String,
         /// What is wrong with the handler.
         #[source]
-        error: crate::sql_handler::SqlHandlerError,
+        error: super::sql_handlers::SqlHandlerError,
     },
     /// Two settings that cannot work together.
     #[error("{first} and {second} cannot work together: {rule}")]

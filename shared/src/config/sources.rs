@@ -125,10 +125,10 @@ pub struct SourceSpec {
     #[serde(default)]
     pub targets: Option<Vec<targets::TargetSpec>>,
     /// SQL handlers: statements run in the event's transaction for the event types they
-    /// match (see [`SqlHandlerSpec`](crate::sql_handler::SqlHandlerSpec) and
-    /// docs/reference/sources.md, "handlers"). None when absent.
+    /// match (see [`SqlHandlerSpec`](super::sql_handlers::SqlHandlerSpec) and
+    /// docs/reference/sources.md, "SQL handlers"). None when absent.
     #[serde(default)]
-    pub handlers: Option<Vec<crate::sql_handler::SqlHandlerSpec>>,
+    pub handlers: Option<Vec<super::sql_handlers::SqlHandlerSpec>>,
 }
 
 /// One source, validated and with its secrets prepared for verification.
@@ -159,9 +159,9 @@ pub struct SourceConfig {
     pub retention: SourceRetention,
     /// Built-in outbox targets, in configuration order (names unique).
     pub targets: Vec<targets::Target>,
-    /// The source's SQL handlers (`"handlers"`), checked; `None` when it has none. They join
-    /// the application's registry through [`crate::App::handlers`].
-    pub sql_handlers: Option<Arc<crate::sql_handler::SqlHandlers>>,
+    /// The source's SQL handlers (`"handlers"`), checked, in order (empty: none). They join
+    /// the application's registry through `crate::App::handlers`.
+    pub sql_handlers: Vec<super::sql_handlers::SqlHandlerConfig>,
 }
 
 impl SourceConfig {
@@ -299,18 +299,17 @@ impl SourceConfig {
             }
             targets.push(target);
         }
-        let sql_handlers = match spec.handlers {
-            None => None,
-            Some(specs) if specs.is_empty() => None,
-            Some(specs) => Some(Arc::new(
-                crate::sql_handler::SqlHandlers::from_specs(&spec.name, specs).map_err(
+        let mut sql_handlers = Vec::new();
+        for (at, handler) in spec.handlers.unwrap_or_default().into_iter().enumerate() {
+            sql_handlers.push(
+                super::sql_handlers::SqlHandlerConfig::from_spec(at + 1, handler).map_err(
                     |error| ConfigError::SqlHandler {
                         name: spec.name.clone(),
                         error,
                     },
                 )?,
-            )),
-        };
+            );
+        }
         Ok(Self {
             targets,
             sql_handlers,

@@ -311,12 +311,10 @@ impl Receiver {
         let conn = self.connection().await?;
         match self.handlers.ready(&conn).await {
             Ok(()) => Ok(conn),
-            Err(crate::sql_handler::NotReady::Refused(error)) => {
-                Err(Failed::Refused(error.to_string()))
-            }
-            Err(unchecked @ crate::sql_handler::NotReady::Unchecked(_)) => Err(
-                Failed::Unavailable(crate::error_chain::error_chain(&unchecked)),
-            ),
+            Err(crate::handler::NotReady::Refused(error)) => Err(Failed::Refused(error)),
+            Err(unchecked @ crate::handler::NotReady::Unchecked(_)) => Err(Failed::Unavailable(
+                crate::error_chain::error_chain(&unchecked),
+            )),
         }
     }
 

@@ -4,8 +4,9 @@
 
 use tokio_postgres::types::ToSql;
 
+use super::compiled::SqlHandler;
 use super::params::{integer_at, text_at, Input, SqlValue};
-use super::spec::{SqlHandler, SqlHandlerError, SqlHandlerSpec};
+use crate::config::sql_handlers::{SqlHandlerConfig, SqlHandlerError};
 use crate::effect::{Effect, Event, HandlerError};
 use crate::handler::Handler;
 use crate::ledger::Tx;
@@ -23,15 +24,14 @@ pub struct SqlHandlers {
 }
 
 impl SqlHandlers {
-    /// Checks `specs`, the `"handlers"` of source `source`.
+    /// Source `source`'s configured SQL handlers, made ready to run.
     ///
     /// # Errors
-    /// The first handler's [`SqlHandlerError`] (see [`SqlHandler::from_spec`]).
-    pub fn from_specs(source: &str, specs: Vec<SqlHandlerSpec>) -> Result<Self, SqlHandlerError> {
-        let handlers = specs
-            .into_iter()
-            .enumerate()
-            .map(|(at, spec)| SqlHandler::from_spec(at + 1, spec))
+    /// The first handler's [`SqlHandlerError`] (see [`SqlHandler::build`]).
+    pub fn build(source: &str, configs: &[SqlHandlerConfig]) -> Result<Self, SqlHandlerError> {
+        let handlers = configs
+            .iter()
+            .map(SqlHandler::build)
             .collect::<Result<Vec<_>, _>>()?;
         let plain = handlers.iter().all(|h| h.one_statement);
         Ok(Self {
@@ -64,8 +64,7 @@ impl SqlHandlers {
 fn fatal(handler: &SqlHandler, problem: impl std::fmt::Display) -> HandlerError {
     HandlerError::fatal(format!(
         "SQL handler #{} ({}): {problem}",
-        handler.number,
-        handler.patterns()
+        handler.number, handler.patterns
     ))
 }
 
@@ -169,7 +168,7 @@ async fn run(
             }
         }
     }
-    let returning = handler.response.returning;
+    let returning = handler.returning;
     let mut body = None;
     for (statement, params) in handler.statements.iter().zip(values) {
         match returning {
@@ -194,7 +193,7 @@ async fn run(
         }
     }
     Ok(Effect {
-        status: handler.response.status,
-        body: body.unwrap_or_else(|| handler.response.body.clone()),
+        status: handler.status,
+        body: body.unwrap_or_else(|| handler.body.clone()),
     })
 }

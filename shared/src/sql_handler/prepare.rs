@@ -17,6 +17,7 @@ use tokio::sync::OnceCell;
 
 use super::handler::SqlHandlers;
 use crate::db::PgError;
+use crate::handler::{NotReady, ReadyCheck};
 
 /// A statement the database refused: fatal until the configuration or the schema is fixed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -35,21 +36,15 @@ pub struct PrepareError {
     pub problem: String,
 }
 
-/// Why the statements could not be checked now: the database is unavailable (retryable).
+/// Why the statements were not all prepared.
 #[derive(Debug, thiserror::Error)]
-#[error("SQL handler statements could not be prepared now")]
-pub struct Unchecked(#[source] pub PgError);
-
-/// Why a function may not serve: its SQL handlers' statements are refused (fatal) or could not
-/// be checked yet (retryable).
-#[derive(Debug, thiserror::Error)]
-pub enum NotReady {
-    /// A statement does not prepare: refuse every delivery (500) until redeployed.
+pub enum PrepareFailure {
+    /// A statement the database refuses: fatal until the configuration or the schema is fixed.
     #[error(transparent)]
-    Refused(Arc<PrepareError>),
-    /// The database could not be asked: 503, the next delivery tries again.
-    #[error(transparent)]
-    Unchecked(#[from] Unchecked),
+    Refused(PrepareError),
+    /// The database could not be asked (retryable).
+    #[error("SQL handler statements could not be prepared now")]
+    Unchecked(#[source] PgError),
 }
 
 /// Whether a database error says the statement is wrong (rather than the database being
@@ -72,16 +67,18 @@ fn is_refusal(error: &tokio_postgres::Error) -> bool {
 /// closed before the `ROLLBACK`, inside the transaction, so behind a transaction-mode pooler
 /// nothing is left on a server session.
 ///
+/// Returns how many statements were prepared.
+///
 /// # Errors
-/// [`NotReady::Refused`] for the first statement the database refuses or whose prepared
-/// parameter count differs from its `params`; [`NotReady::Unchecked`] when the database is
-/// unavailable.
+/// [`PrepareFailure::Refused`] for the first statement the database refuses or whose prepared
+/// parameter count differs from its `params`; [`PrepareFailure::Unchecked`] when the database
+/// is unavailable.
 pub async fn prepare_all(
     client: &tokio_postgres::Client,
     begin: &str,
     handlers: &[Arc<SqlHandlers>],
-) -> Result<usize, NotReady> {
-    let unchecked = |e: tokio_postgres::Error| NotReady::Unchecked(Unchecked(e.into()));
+) -> Result<usize, PrepareFailure> {
+    let unchecked = |e: tokio_postgres::Error| PrepareFailure::Unchecked(e.into());
     client.batch_execute(begin).await.map_err(unchecked)?;
     let mut prepared = 0;
     let mut outcome = Ok(());
@@ -89,13 +86,13 @@ pub async fn prepare_all(
         for handler in &source.handlers {
             for (number, sql) in handler.sent_statements() {
                 let refused = |problem: String| {
-                    NotReady::Refused(Arc::new(PrepareError {
+                    PrepareFailure::Refused(PrepareError {
                         name: source.source.clone(),
                         handler: handler.number,
-                        patterns: handler.patterns(),
+                        patterns: handler.patterns.clone(),
                         statement: number,
                         problem,
-                    }))
+                    })
                 };
                 match client.prepare_typed(sql.text, sql.types).await {
                     Ok(statement) => {
@@ -132,31 +129,36 @@ pub async fn prepare_all(
     Ok(prepared)
 }
 
-/// The once-per-process check of a registry's SQL handlers (see the module docs): succeeds
-/// at once when there are none; otherwise the first call prepares them, and its success or
-/// the database's refusal is kept for the life of the process (an unavailable database is
-/// not: the next call tries again).
-#[derive(Debug, Default)]
+/// The once-per-process check of the SQL handlers of a registry (a [`ReadyCheck`]): the first
+/// call prepares them, and its success or the database's refusal is kept for the life of the
+/// process (an unavailable database is not: the next call tries again).
+#[derive(Debug)]
 pub struct Readiness {
-    checked: OnceCell<Result<(), Arc<PrepareError>>>,
+    handlers: Vec<Arc<SqlHandlers>>,
+    checked: OnceCell<Result<(), String>>,
 }
 
 impl Readiness {
-    /// Checks `handlers` on `conn` unless done before.
-    ///
-    /// # Errors
-    /// [`NotReady`], as [`prepare_all`]; a refusal is logged at ERROR once, when found.
-    pub async fn check(
-        &self,
-        conn: &crate::db::Connection,
-        handlers: &[Arc<SqlHandlers>],
-    ) -> Result<(), NotReady> {
+    /// The check of `handlers`.
+    pub fn new(handlers: Vec<Arc<SqlHandlers>>) -> Self {
+        Self {
+            handlers,
+            checked: OnceCell::new(),
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl ReadyCheck for Readiness {
+    /// Prepares the statements unless done before; a refusal is logged at ERROR once, when
+    /// found.
+    async fn check(&self, conn: &tokio_postgres::Client, begin: &str) -> Result<(), NotReady> {
         let checked = self
             .checked
             .get_or_try_init(|| async {
-                match prepare_all(conn, conn.session().begin_sql(), handlers).await {
+                match prepare_all(conn, begin, &self.handlers).await {
                     Ok(_) => Ok(Ok(())),
-                    Err(NotReady::Refused(error)) => {
+                    Err(PrepareFailure::Refused(error)) => {
                         tracing::error!(
                             source = error.name.as_str(),
                             handler = error.handler,
@@ -167,9 +169,9 @@ impl Readiness {
                              refuses every delivery until the configuration or the schema is \
                              fixed"
                         );
-                        Ok(Err(error))
+                        Ok(Err(error.to_string()))
                     }
-                    Err(unchecked @ NotReady::Unchecked(_)) => Err(unchecked),
+                    Err(PrepareFailure::Unchecked(error)) => Err(NotReady::Unchecked(error)),
                 }
             })
             .await?;

@@ -3,6 +3,9 @@
 
 use std::sync::Arc;
 
+use super::{Readiness, SqlHandlers};
+use crate::config::sql_handlers::SqlHandlerError;
+use crate::config::targets::EventTypes;
 use crate::handler::Registry;
 use crate::Sources;
 
@@ -23,41 +26,84 @@ pub struct HandlerConflict {
     pub patterns: String,
 }
 
-/// `registry` (the application's Rust handlers) with every configured source's SQL handlers.
+/// Why the handlers cannot be built: a start-up error.
+#[derive(Debug, thiserror::Error)]
+pub enum HandlersError {
+    /// A Rust handler and a SQL handler for the same source and type.
+    #[error(transparent)]
+    Conflict(#[from] HandlerConflict),
+    /// A SQL handler's statement the SQL lexer refuses (its `$n` count, its kind).
+    #[error("source {name:?}: {error}")]
+    Invalid {
+        /// The source's name.
+        name: String,
+        /// What is wrong.
+        #[source]
+        error: SqlHandlerError,
+    },
+}
+
+/// Every configured source's SQL handlers, made ready to run, sorted by source name.
 ///
 /// # Errors
-/// [`HandlerConflict`] when a SQL handler's pattern matches an event type a Rust handler is
-/// registered for on the same source.
+/// [`HandlersError::Invalid`] for the first statement the SQL lexer refuses.
+pub fn build_all(sources: &Sources) -> Result<Vec<Arc<SqlHandlers>>, HandlersError> {
+    let mut configured: Vec<_> = sources
+        .iter()
+        .filter(|source| !source.sql_handlers.is_empty())
+        .collect();
+    configured.sort_by(|a, b| a.name.cmp(&b.name));
+    configured
+        .into_iter()
+        .map(|source| {
+            SqlHandlers::build(&source.name, &source.sql_handlers)
+                .map(Arc::new)
+                .map_err(|error| HandlersError::Invalid {
+                    name: source.name.clone(),
+                    error,
+                })
+        })
+        .collect()
+}
+
+/// `registry` (the application's Rust handlers) with every configured source's SQL handlers,
+/// registered by pattern, and the check that their statements prepare against the schema
+/// ([`Readiness`], run by `Registry::ready`).
+///
+/// # Errors
+/// [`HandlersError::Invalid`] for a statement the SQL lexer refuses;
+/// [`HandlersError::Conflict`] when a SQL handler's pattern matches an event type a Rust
+/// handler is registered for on the same source.
 pub fn with_sql_handlers(
     mut registry: Registry,
     sources: &Sources,
-) -> Result<Registry, HandlerConflict> {
-    let mut configured: Vec<&Arc<super::SqlHandlers>> = sources
-        .iter()
-        .filter_map(|source| source.sql_handlers.as_ref())
-        .collect();
-    configured.sort_by(|a, b| a.source.cmp(&b.source));
-    for handlers in configured {
-        let rust_types: Vec<String> = registry
-            .registered_rust(&handlers.source)
-            .into_iter()
-            .map(str::to_owned)
-            .collect();
-        for event_type in rust_types {
+) -> Result<Registry, HandlersError> {
+    let all = build_all(sources)?;
+    for handlers in &all {
+        for event_type in registry.registered_rust(&handlers.source) {
             if let Some(sql) = handlers
                 .handlers
                 .iter()
-                .find(|h| h.event_types.matches(&event_type))
+                .find(|h| h.event_types.matches(event_type))
             {
                 return Err(HandlerConflict {
                     name: handlers.source.clone(),
-                    event_type,
+                    event_type: event_type.to_owned(),
                     handler: sql.number,
-                    patterns: sql.patterns(),
-                });
+                    patterns: sql.patterns.clone(),
+                }
+                .into());
             }
         }
-        registry.register_sql(Arc::clone(handlers));
+        let patterns = handlers.patterns().into_iter().map(str::to_owned).collect();
+        let Ok(event_types) = EventTypes::parse(patterns) else {
+            // Each handler's patterns were checked; their union is as good.
+            continue;
+        };
+        registry.register_patterns(&handlers.source, event_types, Arc::clone(handlers));
+    }
+    if !all.is_empty() {
+        registry.add_ready_check(Readiness::new(all));
     }
     Ok(registry)
 }
@@ -66,6 +112,12 @@ pub fn with_sql_handlers(
 mod tests {
     use super::*;
     use crate::coverage::{Coverage, Gap};
+    use crate::effect::{Effect, Event, HandlerError};
+    use crate::ledger::Tx;
+
+    async fn never(_: &mut Tx<'_>, _: &Event<'_>) -> Result<Effect, HandlerError> {
+        Err(HandlerError::fatal("not run"))
+    }
 
     const SOURCES: &str = r#"[{"name": "pay", "scheme": "stripe", "secrets": ["x"],
         "handlers": [{"event_types": ["charge.refunded", "invoice.*"],
@@ -82,6 +134,9 @@ mod tests {
         assert!(registry.get("pay", "charge.succeeded").is_none());
         assert!(registry.get("quiet", "invoice.paid").is_none());
         assert!(registry.get("pay", "invoice.paid").unwrap().plain_sql());
+        let sql = build_all(&sources).unwrap();
+        assert_eq!(sql.len(), 1);
+        assert!(sql[0].handlers[0].one_statement);
         let coverage = Coverage::of(&registry, &sources);
         let pay = coverage.sources.iter().find(|s| s.source == "pay").unwrap();
         assert_eq!(pay.handled, vec!["charge.refunded", "invoice.*"]);
@@ -97,11 +152,7 @@ mod tests {
     fn a_rust_handler_for_a_type_a_sql_handler_matches_is_refused_naming_both() {
         let sources = Sources::from_json(SOURCES).unwrap();
         let mut rust = Registry::new();
-        rust.register(
-            "pay",
-            "invoice.paid",
-            sources.get("pay").unwrap().sql_handlers.clone().unwrap(),
-        );
+        rust.register("pay", "invoice.paid", crate::handler_fn!(never));
         let error = with_sql_handlers(rust, &sources).unwrap_err().to_string();
         assert_eq!(
             error,
@@ -110,11 +161,7 @@ mod tests {
         );
         // Another source's Rust handler for the same type is no conflict.
         let mut rust = Registry::new();
-        rust.register(
-            "quiet",
-            "invoice.paid",
-            sources.get("pay").unwrap().sql_handlers.clone().unwrap(),
-        );
+        rust.register("quiet", "invoice.paid", crate::handler_fn!(never));
         assert!(with_sql_handlers(rust, &sources).is_ok());
     }
 }

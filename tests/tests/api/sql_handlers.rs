@@ -394,3 +394,58 @@ async fn a_sql_handler_taking_a_rust_handlers_type_is_a_start_up_error_naming_bo
         "{error}"
     );
 }
+
+#[tokio::test]
+async fn behind_pgbouncer_the_statements_prepare_and_apply_with_and_without_the_statement_cache() {
+    for statement_cache in [false, true] {
+        let db = hookledger_tests::test_db().await.unwrap();
+        db.connect()
+            .await
+            .unwrap()
+            .batch_execute(SCHEMA)
+            .await
+            .unwrap();
+        let mut database = shared::config::DatabaseSettings::with_url(
+            hookledger_tests::db_pooler_url(&db).expect("the pooler's URL"),
+        );
+        database.pool_size = 2;
+        database.statement_cache = statement_cache;
+        let mut source = standard_source("pay", "inline", serde_json::json!([]));
+        source["handlers"] = serde_json::json!([refund_handler(), charge_handler()]);
+        let mut sources: Vec<serde_json::Value> =
+            serde_json::from_str(&hookledger_tests::local_sources_json().unwrap()).unwrap();
+        sources.push(source);
+        let app = spawn_app_over_sources(db, database, &serde_json::to_string(&sources).unwrap());
+        for n in 0..4 {
+            let refund = app
+                .receive(
+                    "pay",
+                    &standard(&format!("msg_r{n}"), &refund(&format!("ch_{n}"), 5), NOW),
+                )
+                .await;
+            assert_eq!(
+                (refund.status, refund.outcome),
+                (200, Outcome::Processed),
+                "{refund:?}"
+            );
+            let body = event("charge.updated", "ch_p", 100 + n, serde_json::json!({}));
+            let charge = app
+                .receive("pay", &standard(&format!("msg_c{n}"), &body, NOW))
+                .await;
+            assert_eq!(
+                (charge.status, charge.outcome),
+                (200, Outcome::Processed),
+                "{charge:?}"
+            );
+        }
+        assert_eq!(
+            app.count("SELECT count(*) FROM refunds").await,
+            4,
+            "cache {statement_cache}"
+        );
+        assert_eq!(
+            app.texts("SELECT state FROM charges").await,
+            vec!["state at 103".to_owned()]
+        );
+    }
+}

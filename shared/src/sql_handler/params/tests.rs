@@ -1,4 +1,5 @@
 use super::*;
+use crate::config::sql_handlers::is_json_pointer;
 
 /// A marker that must never appear in an error.
 const SECRET: &str = "hl-value-7c1e";

@@ -1,18 +1,138 @@
-//! A SQL handler as written in a source's `"handlers"` ([`SqlHandlerSpec`]) and as checked at
-//! start-up ([`SqlHandler`]): patterns, `when`, statements with their parameters, the ordering
-//! guard and the response. Every problem found without the database is a [`SqlHandlerError`]
-//! naming the handler, its event type patterns and the statement.
+//! A source's SQL handlers as written in the sources JSON (`"handlers"`, [`SqlHandlerSpec`])
+//! and as checked while the sources are read ([`SqlHandlerConfig`]): patterns, `when`,
+//! statements and their parameters, the ordering guard and the response. Every problem is a
+//! [`SqlHandlerError`] naming the handler, its event type patterns and the statement. Running
+//! them (and the checks that need the SQL lexer or the database) is `crate::sql_handler`'s.
 
 use serde::Deserialize;
 use serde_json::Value;
 use tokio_postgres::types::Type;
 
-use super::intern::intern;
-use super::params::{is_json_pointer, EventField, Origin, Param, ParamType};
-use crate::config::targets::EventTypes;
-use crate::db::Sql;
-use crate::effect::Success;
+use super::targets::EventTypes;
 use crate::expression::Filter;
+
+/// A parameter's declared type: the PostgreSQL type the statement is prepared with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ParamType {
+    /// `text`: a JSON string as it is; a number or a boolean as its JSON text; an object or an
+    /// array is refused (use `jsonb`).
+    Text,
+    /// `int8`: a JSON integer in the 64-bit range, or a string holding one (`"42"`).
+    Bigint,
+    /// `numeric`: a JSON number, or a string in decimal syntax (`"12.50"`, `"-1e3"`; no
+    /// `NaN`, no `Infinity`), sent to PostgreSQL as text. A JSON number is read as serde_json
+    /// reads it: integers exactly, others as a double (15 to 17 significant digits); send
+    /// decimal strings where more precision matters.
+    Numeric,
+    /// `bool`: `true`/`false`, or the strings `"true"`/`"false"`.
+    Boolean,
+    /// `timestamptz`: a JSON integer (unix seconds) or an RFC 3339 string
+    /// (`2026-12-03T10:00:00Z`), in the years 1 to 9999.
+    Timestamptz,
+    /// `jsonb`: any JSON value (a form field: its string). `null` is the JSON value `null`
+    /// unless the parameter is `optional` (then SQL `NULL`).
+    Jsonb,
+}
+
+impl ParamType {
+    /// The PostgreSQL type the statement declares for it.
+    pub fn pg_type(self) -> Type {
+        match self {
+            ParamType::Text => Type::TEXT,
+            ParamType::Bigint => Type::INT8,
+            ParamType::Numeric => Type::NUMERIC,
+            ParamType::Boolean => Type::BOOL,
+            ParamType::Timestamptz => Type::TIMESTAMPTZ,
+            ParamType::Jsonb => Type::JSONB,
+        }
+    }
+
+    /// Its name as configured.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ParamType::Text => "text",
+            ParamType::Bigint => "bigint",
+            ParamType::Numeric => "numeric",
+            ParamType::Boolean => "boolean",
+            ParamType::Timestamptz => "timestamptz",
+            ParamType::Jsonb => "jsonb",
+        }
+    }
+}
+
+/// A field of the event itself (always `text`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EventField {
+    /// The provider's event id (the ledger's key).
+    Id,
+    /// The event type.
+    Type,
+    /// The source's configured name.
+    Source,
+}
+
+impl EventField {
+    /// Its name as configured.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EventField::Id => "id",
+            EventField::Type => "type",
+            EventField::Source => "source",
+        }
+    }
+}
+
+/// Where a parameter's value is read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Origin {
+    /// An RFC 6901 JSON pointer into the event's JSON document (`""`: the whole document).
+    Path(String),
+    /// A field of a form-encoded body (`application/x-www-form-urlencoded`; the last value
+    /// when the field is repeated).
+    Form(String),
+    /// The event's id, type or source.
+    Event(EventField),
+}
+
+impl std::fmt::Display for Origin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Origin::Path(pointer) => write!(f, "path {pointer:?}"),
+            Origin::Form(field) => write!(f, "form field {field:?}"),
+            Origin::Event(field) => write!(f, "event {}", field.as_str()),
+        }
+    }
+}
+
+/// One parameter of a statement, checked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Param {
+    /// Where the value is read.
+    pub origin: Origin,
+    /// The declared type (`text` for an event field).
+    pub ty: ParamType,
+    /// A missing value or a JSON `null` is SQL `NULL` (otherwise an error).
+    pub optional: bool,
+}
+
+/// Whether `pointer` is an RFC 6901 JSON pointer: empty, or `/`-separated tokens in which
+/// `~` is followed by `0` or `1` only.
+pub fn is_json_pointer(pointer: &str) -> bool {
+    if pointer.is_empty() {
+        return true;
+    }
+    if !pointer.starts_with('/') {
+        return false;
+    }
+    let bytes = pointer.as_bytes();
+    bytes
+        .iter()
+        .enumerate()
+        .filter(|(_, b)| **b == b'~')
+        .all(|(at, _)| matches!(bytes.get(at + 1), Some(b'0' | b'1')))
+}
 
 /// One SQL handler as written in a source's `"handlers"` list (docs/reference/sources.md,
 /// "handlers"):
@@ -125,19 +245,26 @@ pub fn default_body() -> Value {
     serde_json::json!({ "status": "applied" })
 }
 
-/// One checked statement.
-#[derive(Debug)]
-pub struct Statement {
+/// One statement, checked: its text and parameters (`$1` first).
+#[derive(Debug, Clone)]
+pub struct StatementConfig {
     /// Its number in the handler's `"sql"`, from 1.
     pub number: usize,
-    /// The statement with its declared parameter types.
-    pub sql: &'static Sql,
+    /// The SQL text as written.
+    pub text: String,
     /// The parameters, `$1` first.
     pub params: Vec<Param>,
 }
 
+impl StatementConfig {
+    /// The parameters' declared PostgreSQL types, `$1` first.
+    pub fn types(&self) -> Vec<Type> {
+        self.params.iter().map(|p| p.ty.pg_type()).collect()
+    }
+}
+
 /// The ordering guard of a handler.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Order {
     /// The kind of entity.
     pub entity_type: String,
@@ -147,21 +274,20 @@ pub struct Order {
     pub version: String,
 }
 
-/// The response of a handler.
-#[derive(Debug)]
-pub struct Response {
-    /// The status.
-    pub status: Success,
+/// The response of a handler, checked.
+#[derive(Debug, Clone)]
+pub struct ResponseConfig {
+    /// 200, 201 or 202.
+    pub status: u16,
     /// The fixed body (and the body when the `returning` statement returned no row).
     pub body: Value,
-    /// The statement whose first row is the body, with the statement that reads it
-    /// (`WITH r AS (<statement>) SELECT to_jsonb(r) FROM r LIMIT 1`).
-    pub returning: Option<(usize, &'static Sql)>,
+    /// The number of the statement whose first `RETURNING` row is the body.
+    pub returning: Option<usize>,
 }
 
 /// One SQL handler, checked.
-#[derive(Debug)]
-pub struct SqlHandler {
+#[derive(Debug, Clone)]
+pub struct SqlHandlerConfig {
     /// Its number in the source's `"handlers"`, from 1.
     pub number: usize,
     /// The event types it applies to.
@@ -169,42 +295,37 @@ pub struct SqlHandler {
     /// The condition, if any.
     pub when: Option<Filter>,
     /// The statements, in order.
-    pub statements: Vec<Statement>,
+    pub statements: Vec<StatementConfig>,
     /// The ordering guard, if any.
     pub order: Option<Order>,
     /// The response.
-    pub response: Response,
-    /// Whether it can ride in the claim's one statement (`crate::ledger::one_statement`): no
-    /// `order`, no `returning`, and every statement one `INSERT ... VALUES` row.
-    pub one_statement: bool,
+    pub response: ResponseConfig,
 }
 
-impl SqlHandler {
-    /// The patterns as the errors and the coverage name them: `"a", "b.*"`.
+impl SqlHandlerConfig {
+    /// The patterns as the errors and the coverage name them: `event_types "a", "b.*"`.
     pub fn patterns(&self) -> String {
         quoted(self.event_types.patterns())
     }
 
-    /// Every statement as it is sent (the `returning` one wrapped), with its number: what is
-    /// prepared against the schema at start-up.
-    pub fn sent_statements(&self) -> impl Iterator<Item = (usize, &'static Sql)> + '_ {
-        self.statements
-            .iter()
-            .map(|s| match self.response.returning {
-                Some((n, wrapped)) if n == s.number => (s.number, wrapped),
-                _ => (s.number, s.sql),
-            })
+    /// A [`SqlHandlerError`] of this handler (and statement `statement`, when one is at fault).
+    pub fn error(&self, statement: Option<usize>, problem: String) -> SqlHandlerError {
+        SqlHandlerError {
+            handler: self.number,
+            patterns: self.patterns(),
+            statement,
+            problem,
+        }
     }
 
-    /// Checks `spec`, the `number`th handler of its source.
+    /// Checks `spec`, the `number`th handler of its source (what needs no SQL lexer and no
+    /// database; `crate::sql_handler` checks the rest when the functions start).
     ///
     /// # Errors
     /// [`SqlHandlerError`] for no or a bad event type pattern, a `when` that does not compile,
-    /// no statements, an empty statement, one that is not a read or a write
-    /// (`crate::ledger::Tx`'s rule), one that does not scan, a `$n` count that differs from
-    /// its `params`, a parameter that is not exactly one of `path`/`form`/`event`, a bad JSON
-    /// pointer, a missing or unknown type, a bad `order`, a status other than 200/201/202, or
-    /// a `returning` that names no statement.
+    /// no statements, an empty statement, a parameter that is not exactly one of
+    /// `path`/`form`/`event`, a bad JSON pointer, a missing type, a bad `order`, a status
+    /// other than 200/201/202, or a `returning` that names no statement.
     pub fn from_spec(number: usize, spec: SqlHandlerSpec) -> Result<Self, SqlHandlerError> {
         let patterns = quoted(&spec.event_types);
         let error = |statement: Option<usize>, problem: String| SqlHandlerError {
@@ -236,7 +357,21 @@ impl SqlHandler {
         let mut statements = Vec::with_capacity(spec.sql.len());
         for (at, statement) in spec.sql.into_iter().enumerate() {
             let n = at + 1;
-            statements.push(statement_of(n, statement).map_err(|p| error(Some(n), p))?);
+            if statement.statement.trim().is_empty() {
+                return Err(error(Some(n), "statement is empty".to_owned()));
+            }
+            let mut params = Vec::with_capacity(statement.params.len());
+            for (at, param) in statement.params.into_iter().enumerate() {
+                params.push(
+                    param_of(param)
+                        .map_err(|p| error(Some(n), format!("parameter ${}: {p}", at + 1)))?,
+                );
+            }
+            statements.push(StatementConfig {
+                number: n,
+                text: statement.statement,
+                params,
+            });
         }
         let order = match spec.order {
             None => None,
@@ -248,7 +383,9 @@ impl SqlHandler {
                     if pointer.is_empty() || !is_json_pointer(pointer) {
                         return Err(error(
                             None,
-                            format!("order.{field} {pointer:?} is not a JSON pointer (RFC 6901, \"/a/b\")"),
+                            format!(
+                                "order.{field} {pointer:?} is not a JSON pointer (RFC 6901, \"/a/b\")"
+                            ),
                         ));
                     }
                 }
@@ -264,99 +401,43 @@ impl SqlHandler {
             body: None,
             returning: None,
         });
-        let status = match response.status.unwrap_or(200) {
-            200 => Success::Ok,
-            201 => Success::Created,
-            202 => Success::Accepted,
-            other => {
+        let status = response.status.unwrap_or(200);
+        if !matches!(status, 200..=202) {
+            return Err(error(
+                None,
+                format!("response.status {status} is not 200, 201 or 202"),
+            ));
+        }
+        if let Some(n) = response.returning {
+            if n == 0 || n > statements.len() {
                 return Err(error(
                     None,
-                    format!("response.status {other} is not 200, 201 or 202"),
-                ))
+                    format!(
+                        "response.returning {n} names no statement (1 to {})",
+                        statements.len()
+                    ),
+                ));
             }
-        };
-        let returning = match response.returning {
-            None => None,
-            Some(n) => {
-                let statement = statements.iter().find(|s| s.number == n).ok_or_else(|| {
-                    error(
-                        None,
-                        format!(
-                            "response.returning {n} names no statement (1 to {})",
-                            statements.len()
-                        ),
-                    )
-                })?;
-                Some((n, returning_sql(statement.sql)))
-            }
-        };
-        let one_statement = order.is_none()
-            && returning.is_none()
-            && statements
-                .iter()
-                .all(|s| crate::ledger::gate(s.sql.text, s.sql.types.len(), 0).is_some());
+        }
         Ok(Self {
             number,
             event_types,
             when,
             statements,
             order,
-            response: Response {
+            response: ResponseConfig {
                 status,
                 body: response.body.unwrap_or_else(default_body),
-                returning,
+                returning: response.returning,
             },
-            one_statement,
         })
     }
 }
 
-/// `"a", "b.*"`.
+/// `event_types "a", "b.*"`.
 fn quoted(patterns: &[String]) -> String {
     let quoted: Vec<String> = patterns.iter().map(|p| format!("{p:?}")).collect();
     format!("event_types {}", quoted.join(", "))
-}
-
-/// The statement that reads the first row `sql`'s `RETURNING` gives, as one JSON object.
-fn returning_sql(sql: &'static Sql) -> &'static Sql {
-    let text = sql.text.trim_end().trim_end_matches(';').trim_end();
-    intern(
-        &format!("WITH r AS (\n{text}\n)\nSELECT to_jsonb(r) FROM r LIMIT 1"),
-        sql.types,
-    )
-}
-
-/// Checks statement `number`.
-fn statement_of(number: usize, spec: StatementSpec) -> Result<Statement, String> {
-    if spec.statement.trim().is_empty() {
-        return Err("statement is empty".to_owned());
-    }
-    let mut params = Vec::with_capacity(spec.params.len());
-    for (at, param) in spec.params.into_iter().enumerate() {
-        params.push(param_of(param).map_err(|p| format!("parameter ${}: {p}", at + 1))?);
-    }
-    let types: Vec<Type> = params.iter().map(|p| p.ty.pg_type()).collect();
-    let highest = crate::ledger::highest_parameter(&spec.statement).ok_or_else(|| {
-        "the statement does not scan (an unterminated string, quoted identifier or comment, \
-         unbalanced parentheses, or $0)"
-            .to_owned()
-    })?;
-    if highest != params.len() {
-        return Err(format!(
-            "the statement uses parameters up to ${highest} but params lists {}",
-            params.len()
-        ));
-    }
-    let sql = intern(&spec.statement, &types);
-    crate::ledger::tx::check_statement(sql).map_err(|e| match e {
-        crate::effect::HandlerError::Fatal { reason, .. }
-        | crate::effect::HandlerError::Retryable { reason, .. } => reason,
-    })?;
-    Ok(Statement {
-        number,
-        sql,
-        params,
-    })
 }
 
 /// Checks one parameter.
