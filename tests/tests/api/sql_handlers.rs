@@ -1,7 +1,8 @@
 //! SQL handlers declared in the sources configuration (`shared::sql_handler`): their statements
 //! run in the claim's transaction (in its one statement when they are plain INSERT rows),
 //! through the ordering guard, routed by `when`; a missing value kills the event without
-//! quoting the payload; a statement the schema refuses stops the function from serving.
+//! quoting the payload; a statement the schema refuses stops the function from serving; the
+//! worker runs a deferred source's SQL handlers the same way.
 
 use hookledger_tests::PAYLOAD_MARKER;
 use shared::Outcome;
@@ -448,4 +449,72 @@ async fn behind_pgbouncer_the_statements_prepare_and_apply_with_and_without_the_
             vec!["state at 103".to_owned()]
         );
     }
+}
+
+/// A receiver whose deferred Standard Webhooks source `payd` has `handlers`, over a database
+/// with [`SCHEMA`].
+async fn deferred_app_with(handlers: serde_json::Value) -> TestApp {
+    let mut source = standard_source("payd", "deferred", serde_json::json!([]));
+    source["handlers"] = handlers;
+    let (app, _) = spawn_app_with_sources(serde_json::json!([source])).await;
+    app.db
+        .connect()
+        .await
+        .unwrap()
+        .batch_execute(SCHEMA)
+        .await
+        .unwrap();
+    app
+}
+
+#[tokio::test]
+async fn the_worker_runs_a_deferred_sources_sql_handlers_once() {
+    let app = deferred_app_with(serde_json::json!([refund_handler(), charge_handler()])).await;
+    let delivery = standard("msg_d1", &refund("ch_d1", 42), NOW);
+    for _ in 0..2 {
+        assert_eq!(app.receive("payd", &delivery).await.status, 202);
+    }
+    let charge = event("charge.updated", "ch_d1", 300, serde_json::json!({}));
+    assert_eq!(
+        app.receive("payd", &standard("msg_d2", &charge, NOW))
+            .await
+            .status,
+        202
+    );
+    let worker = worker_for(&app);
+    let summary = worker.worker.drain(soon, plenty).await.unwrap();
+    assert_eq!((summary.leased, summary.completed), (2, 2), "{summary:?}");
+    assert_eq!(
+        app.texts("SELECT charge_id FROM refunds").await,
+        vec!["ch_d1".to_owned()]
+    );
+    assert_eq!(
+        app.texts("SELECT response_body::text FROM webhook_event ORDER BY event_id")
+            .await,
+        vec![
+            r#"{"refund": "recorded"}"#.to_owned(),
+            r#"{"id": "ch_d1", "state": "state at 300"}"#.to_owned()
+        ]
+    );
+}
+
+#[tokio::test]
+async fn a_worker_whose_sql_handler_does_not_prepare_processes_nothing() {
+    let broken = serde_json::json!([{
+        "event_types": ["*"],
+        "sql": [{"statement": "INSERT INTO no_such_table (a) VALUES ($1)",
+                 "params": [{"event": "id"}]}]
+    }]);
+    let app = deferred_app_with(broken).await;
+    // The receiver refuses too: nothing is accepted.
+    let reply = app
+        .receive("payd", &standard("msg_w", &refund("ch_w", 1), NOW))
+        .await;
+    assert_eq!(reply.status, 500, "{reply:?}");
+    let worker = worker_for(&app);
+    let error = worker.worker.drain(soon, plenty).await.unwrap_err();
+    assert!(
+        shared::error_chain::error_chain(&error).contains("no_such_table"),
+        "{error:?}"
+    );
 }
