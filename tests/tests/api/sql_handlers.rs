@@ -518,3 +518,35 @@ async fn a_worker_whose_sql_handler_does_not_prepare_processes_nothing() {
         "{error:?}"
     );
 }
+
+#[tokio::test]
+async fn a_when_that_fails_to_evaluate_kills_the_event_naming_the_expression() {
+    let failing = serde_json::json!({
+        "event_types": ["charge.*"],
+        // `length` of a number: a JMESPath type error, for this event only.
+        "when": "length(body.data.object.amount_refunded) > `0`",
+        "sql": [{"statement": "INSERT INTO big_refunds (charge_id) VALUES ($1)",
+                 "params": [{"path": "/data/object/id", "type": "text"}]}]
+    });
+    let app = app_with(serde_json::json!([failing])).await;
+    let reply = app
+        .receive("pay", &standard("msg_when", &refund("ch_when", 7), NOW))
+        .await;
+    assert_eq!(
+        (reply.status, reply.outcome),
+        (200, Outcome::Dead),
+        "{reply:?}"
+    );
+    let (_, _, last_error) = row(&app, "msg_when").await;
+    let last_error = last_error.unwrap();
+    assert!(
+        last_error.contains("when:")
+            && last_error.contains("length(body.data.object.amount_refunded)"),
+        "{last_error}"
+    );
+    assert!(
+        !last_error.contains(PAYLOAD_MARKER) && !last_error.contains("ch_when"),
+        "{last_error}"
+    );
+    assert_eq!(app.count("SELECT count(*) FROM big_refunds").await, 0);
+}
