@@ -56,7 +56,7 @@ fn is_refusal(error: &tokio_postgres::Error) -> bool {
     if crate::db::is_unavailable(error) {
         return false;
     }
-    let class = &db.code().code()[..2];
+    let class = db.code().code().get(..2).unwrap_or_default();
     // 08 connection, 40 rollback (serialization, deadlock), 53 resources, 55 lock not
     // available, 57 operator intervention (statement timeout, shutdown), 58 system error.
     !matches!(class, "08" | "40" | "53" | "55" | "57" | "58")
