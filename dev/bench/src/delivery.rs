@@ -5,15 +5,19 @@
 pub type Delivery = (http::HeaderMap, Vec<u8>);
 
 /// The in-process receive path over `database` with the sources `sources_json` (a JSON array,
-/// as `HOOKLEDGER_SOURCES`), running the user's handlers (`handlers::registry`), and the
-/// configuration of its source `source` (to sign deliveries with).
+/// as `HOOKLEDGER_SOURCES`), running the example Rust handlers on its Stripe sources when
+/// `examples` (`handlers::examples::registry`) and every source's SQL handlers (its
+/// `"handlers"`), as the functions join them (`App::handlers`); and the configuration of its
+/// source `source` (to sign deliveries with).
 ///
 /// # Errors
-/// When the sources do not parse, the pool cannot be built, or `source` is not among them.
+/// When the sources do not parse, a SQL handler is refused, the pool cannot be built, or
+/// `source` is not among them.
 pub fn in_process_receiver(
     database: shared::config::DatabaseSettings,
     sources_json: &str,
     source: &str,
+    examples: bool,
 ) -> anyhow::Result<(
     std::sync::Arc<shared::Receiver>,
     std::sync::Arc<shared::SourceConfig>,
@@ -29,11 +33,13 @@ pub fn in_process_receiver(
         audit: Default::default(),
     };
     let pool = shared::db::pool(&settings.database)?;
-    let receiver = std::sync::Arc::new(shared::Receiver::new(
-        &settings,
-        pool,
-        handlers::examples::registry(&settings.sources),
-    ));
+    let rust = if examples {
+        handlers::examples::registry(&settings.sources)
+    } else {
+        shared::handler::Registry::new()
+    };
+    let registry = shared::sql_handler::with_sql_handlers(rust, &settings.sources)?;
+    let receiver = std::sync::Arc::new(shared::Receiver::new(&settings, pool, registry));
     let config = settings
         .sources
         .get(source)

@@ -156,6 +156,27 @@ fn main() -> Result<()> {
             "",
         ),
         ratio_row(
+            "SQL handler new event: statements",
+            "1",
+            num(limit_v, &["sql_handler", "new", "statements"]),
+            |v| v <= 1.0,
+            "",
+        ),
+        ratio_row(
+            "SQL handler new event: round trips",
+            "1",
+            num(limit_v, &["sql_handler", "new", "round_trips"]),
+            |v| v <= 1.0,
+            "",
+        ),
+        ratio_row(
+            "new events C=32 in-process: SQL handler ÷ Rust handler throughput",
+            "≥ 0.9x",
+            num(limit_v, &["sql_handler", "throughput", "sql_over_rust"]),
+            |v| v >= 0.9,
+            "x",
+        ),
+        ratio_row(
             "new event: WAL bytes, receiver ÷ (c)",
             "≤ 1.2x",
             div(

@@ -13,6 +13,32 @@ const SOURCES_JSON: &str = r#"[
   {"name": "stripe", "scheme": "stripe", "secrets": ["whsec_bench_limit_placeholder"], "mode": "inline"}
 ]"#;
 
+/// The same source with the example Rust handler's effect declared as a SQL handler instead:
+/// the same `INSERT` into `orders`, its parameters taken from the same fields
+/// (`handlers/src/examples/stripe_orders.rs`), so the two differ only in who decides the write.
+const SQL_SOURCES_JSON: &str = r#"[
+  {"name": "stripe", "scheme": "stripe", "secrets": ["whsec_bench_limit_placeholder"], "mode": "inline",
+   "handlers": [
+     {"event_types": ["payment_intent.succeeded"],
+      "sql": [
+        {"statement": "INSERT INTO orders (order_id, total_minor, currency, source, event_id) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (order_id) DO NOTHING",
+         "params": [{"path": "/data/object/metadata/order_id", "type": "text"},
+                    {"path": "/data/object/amount_received", "type": "bigint"},
+                    {"path": "/data/object/currency", "type": "text"},
+                    {"event": "source"},
+                    {"event": "id"}]}],
+      "response": {"status": 200, "body": {"status": "recorded"}}}]}
+]"#;
+
+/// Which handler decides a new event's effect.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Handler {
+    /// The example Rust handler (plain SQL).
+    Rust,
+    /// The same effect as a SQL handler in the sources JSON.
+    Sql,
+}
+
 /// The in-process receiver and its Stripe source (to sign deliveries with).
 pub struct Bench {
     /// `shared::Receiver` over its own pool.
@@ -27,11 +53,22 @@ pub struct Bench {
 /// # Errors
 /// When the sources do not parse or the pool cannot be built.
 pub fn receiver(url: &str, pool_size: usize) -> Result<Bench> {
+    receiver_with(url, pool_size, Handler::Rust)
+}
+
+/// As [`receiver`], with `handler` deciding the `payment_intent.succeeded` effect.
+///
+/// # Errors
+/// When the sources do not parse or the pool cannot be built.
+pub fn receiver_with(url: &str, pool_size: usize, handler: Handler) -> Result<Bench> {
     let mut database = DatabaseSettings::with_url(url.to_owned());
     database.pool_size = pool_size;
     // As template.yaml configures the receiver: the limits live on its login (`migrate`).
     database.transaction_limits = false;
-    let (receiver, stripe) = bench::in_process_receiver(database, SOURCES_JSON, "stripe")?;
+    let (receiver, stripe) = match handler {
+        Handler::Rust => bench::in_process_receiver(database, SOURCES_JSON, "stripe", true)?,
+        Handler::Sql => bench::in_process_receiver(database, SQL_SOURCES_JSON, "stripe", false)?,
+    };
     Ok(Bench { receiver, stripe })
 }
 

@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 use crate::database::{admin, migrate};
 use bench::{order_event_body, round3, signed_deliveries, unix_now, Delivery};
 
-use crate::deliveries::{deliver, receiver};
+use crate::deliveries::{deliver, receiver, receiver_with, Handler};
 use crate::machine::{machine_md, show};
 use crate::pgbench::{pgbench, PgbenchRun, SCRIPTS};
 use crate::turns::{self, proxied};
@@ -99,6 +99,28 @@ pub async fn limit(
     )
     .await?;
     eprintln!("receiver: new {new_ok}/{events} answered 200, duplicates {dup_ok}/{events}");
+    // A SQL handler's new event: the same effect declared in the sources JSON.
+    let bench = receiver_with(&proxy_url, 1, Handler::Sql)?;
+    let warm3 = signed_deliveries(&bench.stripe, &format!("{tag}_warm3"), 20, now);
+    let (_, warm3_ok) = deliver(bench.receiver.clone(), warm3.clone(), 1, now).await?;
+    anyhow::ensure!(
+        warm3_ok == 20,
+        "SQL handler warm-up deliveries were not all answered 200 ({warm3_ok}/20)"
+    );
+    settle(&bench, &warm3, now).await?;
+    let sql_events = signed_deliveries(&bench.stripe, &format!("{tag}_sql"), events as usize, now);
+    let (sql_new, (_, sql_ok)) = measure(
+        &admin,
+        &proxy,
+        events,
+        deliver(bench.receiver.clone(), sql_events, 1, now),
+        bench,
+    )
+    .await?;
+    eprintln!(
+        "SQL handler: new {sql_ok}/{events} answered 200, {:.2} statements, {:.2} round trips per event",
+        sql_new.statements, sql_new.round_trips
+    );
 
     let mut script_work = Vec::new();
     for (name, path) in &scripts {
@@ -130,6 +152,7 @@ pub async fn limit(
         )
         .await?;
     let per_event_secs = t0.elapsed().as_secs_f64();
+    let handlers = handler_throughput(url, &tag).await?;
 
     // ---- Throughput: for each client count, (a), (b), (c) in turn, directly.
     let t1 = Instant::now();
@@ -177,6 +200,14 @@ pub async fn limit(
             "c": work_json(&c_work),
             "a": work_json(&a_work),
             "b": work_json(&b_work),
+        }),
+    );
+    out.insert(
+        "sql_handler".into(),
+        json!({
+            "new": work_json(&sql_new),
+            "answered": sql_ok,
+            "throughput": handlers.json(),
         }),
     );
     out.insert("a_matches_receiver".into(), json!(matches));
@@ -289,12 +320,123 @@ pub async fn limit(
         c_work.statements,
         receiver_new.round_trips
     );
+    handlers.md(&sql_new, sql_ok, events, &mut md);
     work_md("receiver, new event", &receiver_new, &mut md);
     work_md("receiver, duplicate", &receiver_dup, &mut md);
+    work_md("receiver, new event, SQL handler", &sql_new, &mut md);
     for (name, w, _) in &script_work {
         work_md(&format!("({name})"), w, &mut md);
     }
     std::fs::write(format!("{out_dir}/limit.md"), md)?;
     eprintln!("wrote {out_dir}/limit.json and {out_dir}/limit.md");
     Ok(())
+}
+
+/// Concurrent deliveries in each throughput round of [`handler_throughput`], and the pool's
+/// connections (one per delivery in flight, as one per Lambda execution environment).
+const HANDLER_CLIENTS: usize = 32;
+
+/// New events per round of [`handler_throughput`].
+const HANDLER_EVENTS: usize = 3_000;
+
+/// Rounds of [`handler_throughput`], each Rust then SQL.
+const HANDLER_ROUNDS: usize = 3;
+
+/// In-process throughput of new events, the Rust handler's and the SQL handler's, alternating.
+struct HandlerThroughput {
+    rust_rps: Vec<f64>,
+    sql_rps: Vec<f64>,
+}
+
+impl HandlerThroughput {
+    fn median(values: &[f64]) -> f64 {
+        let mut sorted = values.to_vec();
+        sorted.sort_by(f64::total_cmp);
+        sorted.get(sorted.len() / 2).copied().unwrap_or(0.0)
+    }
+
+    fn ratio(&self) -> f64 {
+        let rust = Self::median(&self.rust_rps);
+        if rust > 0.0 {
+            Self::median(&self.sql_rps) / rust
+        } else {
+            0.0
+        }
+    }
+
+    fn json(&self) -> Value {
+        json!({
+            "clients": HANDLER_CLIENTS,
+            "events_per_round": HANDLER_EVENTS,
+            "rust_rps": self.rust_rps.iter().map(|v| round3(*v)).collect::<Vec<_>>(),
+            "sql_rps": self.sql_rps.iter().map(|v| round3(*v)).collect::<Vec<_>>(),
+            "rust_rps_median": round3(Self::median(&self.rust_rps)),
+            "sql_rps_median": round3(Self::median(&self.sql_rps)),
+            "sql_over_rust": round3(self.ratio()),
+        })
+    }
+
+    fn md(&self, sql_new: &crate::pgstat::Work, sql_ok: usize, events: u64, md: &mut String) {
+        let _ = writeln!(md, "\n### A SQL handler beside the Rust handler\n");
+        let _ = writeln!(
+            md,
+            "The example Rust handler's effect (`payment_intent.succeeded`: one `INSERT` into `orders`) declared as a SQL handler in the sources JSON \
+             (`dev/bench/src/bin/limit/deliveries.rs`, `SQL_SOURCES_JSON`). Per new event, measured as above ({events} events, one connection, {sql_ok} answered 200): \
+             **{:.2} statements, {:.2} round trips**, {:.0} WAL bytes. Throughput of new events in-process (`shared::Receiver::receive`, {HANDLER_CLIENTS} concurrent deliveries, \
+             a pool of {HANDLER_CLIENTS} connections, {HANDLER_EVENTS} events per round, {HANDLER_ROUNDS} rounds alternating Rust then SQL, each on a new pool warmed first):\n",
+            sql_new.statements, sql_new.round_trips, sql_new.wal_bytes
+        );
+        let _ = writeln!(
+            md,
+            "| handler | rounds (events/s) | median events/s |\n|---|---|---:|"
+        );
+        for (label, values) in [
+            ("Rust (example)", &self.rust_rps),
+            ("SQL (sources JSON)", &self.sql_rps),
+        ] {
+            let rounds: Vec<String> = values.iter().map(|v| format!("{v:.0}")).collect();
+            let _ = writeln!(
+                md,
+                "| {label} | {} | {:.0} |",
+                rounds.join(", "),
+                Self::median(values)
+            );
+        }
+        let _ = writeln!(md, "\nSQL ÷ Rust, medians: **{:.2}x**.\n", self.ratio());
+    }
+}
+
+/// Measures [`HandlerThroughput`] on `url` directly (no proxy): see its constants.
+async fn handler_throughput(url: &str, tag: &str) -> Result<HandlerThroughput> {
+    let mut result = HandlerThroughput {
+        rust_rps: Vec::new(),
+        sql_rps: Vec::new(),
+    };
+    for round in 0..HANDLER_ROUNDS {
+        for handler in [Handler::Rust, Handler::Sql] {
+            // Signed now: the per-event part before took longer than the tolerance allows.
+            let now = unix_now();
+            let bench = receiver_with(url, HANDLER_CLIENTS, handler)?;
+            let tag = format!("{tag}_tput{round}_{handler:?}");
+            let warm =
+                signed_deliveries(&bench.stripe, &format!("{tag}_w"), HANDLER_CLIENTS * 4, now);
+            deliver(bench.receiver.clone(), warm, HANDLER_CLIENTS, now).await?;
+            let list = signed_deliveries(&bench.stripe, &tag, HANDLER_EVENTS, now);
+            let start = Instant::now();
+            let (_, ok) = deliver(bench.receiver.clone(), list, HANDLER_CLIENTS, now).await?;
+            let rps = ok as f64 / start.elapsed().as_secs_f64();
+            anyhow::ensure!(
+                ok == HANDLER_EVENTS,
+                "{handler:?} handler round {round}: {ok}/{HANDLER_EVENTS} answered 200"
+            );
+            eprintln!(
+                "{handler:?} handler round {round}: {rps:.0} new events/s at C={HANDLER_CLIENTS}"
+            );
+            match handler {
+                Handler::Rust => result.rust_rps.push(rps),
+                Handler::Sql => result.sql_rps.push(rps),
+            }
+        }
+    }
+    Ok(result)
 }
