@@ -179,6 +179,7 @@ mod tests {
             target: "bus".into(),
             payload: payload.to_vec(),
             content_type: "application/json".into(),
+            verified_body: true,
             attempts: 0,
             created_at: SystemTime::UNIX_EPOCH,
         }

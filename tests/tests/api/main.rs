@@ -40,6 +40,7 @@ mod security;
 mod shadow;
 mod source_changes;
 mod sweep;
+mod target_expressions;
 mod targets;
 mod template;
 mod template_iam_mutations;
