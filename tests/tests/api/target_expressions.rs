@@ -48,6 +48,7 @@ async fn each_event_goes_only_to_the_targets_whose_filter_holds() {
         json!({"type": "eventbridge", "name": "bus", "event_types": ["payment_intent.*"]}),
     ]))
     .await;
+    let (logs, _guard) = capture_logs();
     for (id, amount) in [("evt_f_1", 9000), ("evt_f_2", 2000), ("evt_f_3", 500)] {
         let reply = app
             .receive(
@@ -78,6 +79,40 @@ async fn each_event_goes_only_to_the_targets_whose_filter_holds() {
         3
     );
     assert_eq!(app.count("SELECT count(*) FROM orders").await, 3);
+    // Visible: a warning per event naming the target and the expression's failing position,
+    // and the metric, never a value of the event.
+    let text = logs.text();
+    let warnings: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains("a target's filter failed for this event"))
+        .collect();
+    assert_eq!(warnings.len(), 3, "{text}");
+    for (line, id) in warnings.iter().zip(["evt_f_1", "evt_f_2", "evt_f_3"]) {
+        // `target` as the functions' subscriber prints it (without tracing's own target, which
+        // this test subscriber adds after it).
+        assert!(line.contains(r#""target":"broken""#), "{line}");
+        let line: Value = serde_json::from_str(line).unwrap();
+        assert_eq!(line["level"], "WARN");
+        assert_eq!(line["source"], "stripe");
+        assert_eq!(line["event_id"], id);
+        let error = line["error"].as_str().unwrap();
+        assert!(
+            error.contains("length(body.data.object.amount)") && error.contains("column"),
+            "{error}"
+        );
+    }
+    assert_eq!(
+        text.matches("\"emf_metric\":\"target_filter_failed\"")
+            .count(),
+        3,
+        "{text}"
+    );
+    for value in ["9000", "2000", hookledger_tests::PAYLOAD_MARKER] {
+        assert!(
+            !text.contains(value),
+            "a value of the event in the log: {value}"
+        );
+    }
 }
 
 #[tokio::test]
@@ -207,5 +242,130 @@ async fn a_failing_transform_makes_its_message_dead_while_the_event_completes_an
         sent,
         json!({"event": "evt_t_1", "kind": "payment_intent.succeeded", "order": "ord_t_1",
                "amount": 4242})
+    );
+}
+
+/// A handler that adds a message of its own to the `service` target.
+struct Notes;
+
+#[async_trait::async_trait]
+impl shared::handler::Handler for Notes {
+    async fn handle(
+        &self,
+        tx: &mut shared::ledger::Tx<'_>,
+        event: &shared::effect::Event<'_>,
+    ) -> Result<shared::effect::Effect, shared::effect::HandlerError> {
+        tx.outbox(
+            "service",
+            &json!({"note": "from the handler", "event": event.event_id}),
+        )?;
+        Ok(shared::effect::Effect::ok(json!({"noted": true})))
+    }
+}
+
+#[tokio::test]
+async fn a_handlers_own_message_is_never_transformed_and_a_fixed_transform_applies_on_redrive() {
+    const BROKEN: &str = "body.data.object.metadata.nope";
+    const FIXED: &str = "{event: id, amount: body.data.object.amount}";
+    let record = scratch("transform-redrive");
+    let server = forward_server(&record);
+    let (mut app, sources_json) = spawn_app_with_sources(json!([{
+        "name": "relay", "scheme": "stripe", "secrets": [STRIPE_SECRET],
+        "targets": [{"name": "service", "type": "forward",
+                     "url": format!("http://127.0.0.1:{}/hooks", server.port),
+                     "secret": SECRET, "transform": BROKEN}],
+    }]))
+    .await;
+    app.state.receiver.handlers.register(
+        "relay",
+        "payment_intent.succeeded",
+        std::sync::Arc::new(Notes) as std::sync::Arc<dyn shared::handler::Handler>,
+    );
+    let reply = app
+        .receive("relay", &stripe_payment("evt_r_1", "ord_r_1", 4242, NOW))
+        .await;
+    assert_eq!(reply.status, 200, "{reply:?}");
+    let at = SystemTime::now() + Duration::from_secs(1);
+    let summary = worker_for(&app)
+        .worker
+        .drain(move || at, plenty)
+        .await
+        .unwrap();
+    assert_eq!(
+        (summary.outbox.delivered, summary.outbox.dead),
+        (1, 1),
+        "{summary:?}"
+    );
+    assert_eq!(
+        app.texts(
+            "SELECT n || ' ' || verified_body || ' ' || status || ' ' || coalesce(last_error, '-') \
+             FROM outbox ORDER BY n"
+        )
+        .await,
+        [
+            format!(
+                "1 true dead fatal: transform: expression {BROKEN:?} gave null (a path that \
+                 matched nothing?)"
+            ),
+            "2 false delivered -".to_owned(),
+        ]
+    );
+
+    // The transform fixed in the configuration, the dead message re-driven: it goes out
+    // transformed with the new expression, under the same key.
+    let mut fixed = app.settings.clone();
+    fixed.sources =
+        shared::config::Sources::from_json(&sources_json.replace(BROKEN, FIXED)).unwrap();
+    let report = shared::redrive::run(
+        &app.receiver().pool,
+        &fixed.sources,
+        &app.state.receiver.handlers,
+        &shared::doorbell::Doorbell::off(),
+        "relay",
+        &shared::redrive::Selection::OutboxIds(vec!["evt_r_1".to_owned()]),
+        false,
+        plenty,
+        |_| {},
+    )
+    .await
+    .unwrap();
+    assert_eq!(report.redriven, 1, "{report:?}");
+    let worker = worker::handler::AppState::new(
+        &fixed,
+        app.receiver().pool.clone(),
+        handlers::examples::registry(&fixed.sources),
+    );
+    let at = SystemTime::now() + Duration::from_secs(2);
+    let summary = worker.worker.drain(move || at, plenty).await.unwrap();
+    assert_eq!(summary.outbox.delivered, 1, "{summary:?}");
+    drop(server);
+
+    let requests = recorded(&record);
+    let bodies: Vec<(String, Value)> = requests
+        .iter()
+        .map(|request| {
+            assert_eq!(request["verified"], true, "{}", request["error"]);
+            assert_eq!(request["headers"]["content-type"], "application/json");
+            let body = base64::engine::general_purpose::STANDARD
+                .decode(request["body_b64"].as_str().unwrap())
+                .unwrap();
+            (
+                request["webhook_id"].as_str().unwrap().to_owned(),
+                serde_json::from_slice(&body).unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        bodies,
+        [
+            (
+                "relay:evt_r_1:2".to_owned(),
+                json!({"note": "from the handler", "event": "evt_r_1"})
+            ),
+            (
+                "relay:evt_r_1:1".to_owned(),
+                json!({"event": "evt_r_1", "amount": 4242})
+            ),
+        ]
     );
 }
