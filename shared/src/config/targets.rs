@@ -297,8 +297,10 @@ pub enum TargetError {
         /// The target's name.
         name: String,
     },
-    /// The `filter` is not a valid JMESPath expression (or too long).
-    #[error("target {name:?}: bad filter")]
+    /// The `filter` is not a valid JMESPath expression (or too long, or nests too deep). The
+    /// message carries the expression's problem and column (an expression holds no secret),
+    /// since the start-up line prints a source's error without its causes.
+    #[error("target {name:?}: filter: {source}")]
     Filter {
         /// The target's name.
         name: String,
@@ -306,8 +308,9 @@ pub enum TargetError {
         #[source]
         source: ExpressionError,
     },
-    /// The `transform` is not a valid JMESPath expression (or too long).
-    #[error("target {name:?}: bad transform")]
+    /// The `transform` is not a valid JMESPath expression (or too long, or nests too deep), its
+    /// problem and column in the message as for [`TargetError::Filter`].
+    #[error("target {name:?}: transform: {source}")]
     Transform {
         /// The target's name.
         name: String,
@@ -580,22 +583,29 @@ mod tests {
                                    "{field}": "{text}"}}]}}]"#
             );
             let error = crate::config::Sources::from_json(&json).unwrap_err();
-            let message = crate::error_chain::error_chain(&error);
+            // What the functions' start-up line and `hookledger check-config` print.
+            let message = crate::startup::config_failure(&error);
             assert!(
-                message.starts_with("source \"stripe\": target \"bus\": bad "),
+                message.starts_with(&format!(
+                    "source \"stripe\": target \"bus\": {field}: expression {text:?} is \
+                     invalid: "
+                )),
                 "{message}"
             );
-            assert!(
-                message.contains(field) && message.contains(text) && message.contains("column"),
-                "{message}"
-            );
+            assert!(message.contains("(column "), "{message}");
+            // The chain names the problem once.
+            assert_eq!(crate::error_chain::error_chain(&error), message);
         }
         let too_long = "a.".repeat(crate::expression::MAX_EXPRESSION_CHARS);
         let error = target(&format!(
             r#"{{"type":"sqs","name":"q","queue_url":"https://q.example/q","filter":"{too_long}x"}}"#
         ))
         .unwrap_err();
-        assert_eq!(error, "target \"q\": bad filter");
+        assert!(
+            error.starts_with("target \"q\": filter: expression \"a.a.")
+                && error.ends_with("is invalid: it is longer than 2000 characters"),
+            "{error}"
+        );
     }
 
     #[test]
