@@ -30,7 +30,7 @@ VERIFY = {
 TARGETS = [
     "verify_stripe", "verify_github", "verify_standard_webhooks", "verify_shopify",
     "verify_slack", "verify_paddle", "verify_generic_hmac", "extract", "sources_config",
-    "settings_env", "lambda_event",
+    "settings_env", "lambda_event", "filter", "transform",
 ]
 
 
@@ -112,6 +112,44 @@ def main():
           b"DATABASE_URL=postgres://h@127.0.0.1/h\nHOOKLEDGER_SOURCES=[]\n"
           b"HOOKLEDGER_STATEMENT_TIMEOUT_MS=18446744073709551615\n"
           b"HOOKLEDGER_LEASE_SECS=18446744073709551615\nHOOKLEDGER_WORKER_BATCH=-1\n")
+
+    # Target filters and transforms: the expression, a newline, the event's body
+    # (dev/fuzz-entry/src/expression.rs).
+    def expression(target, name, text, body: bytes):
+        write(target, name, text.encode() + b"\n" + body)
+
+    stripe = json.dumps({"id": "evt_1", "object": "event", "type": "charge.refunded",
+                         "livemode": True,
+                         "data": {"object": {"id": "ch_1", "amount_refunded": 5000,
+                                             "currency": "usd", "metadata": {"order_id": "ord_1"},
+                                             "refunds": {"data": [{"id": "re_1", "amount": 5000}]}}}},
+                        separators=(",", ":")).encode()
+    expression("filter", "stripe-refund-amount",
+               "type == 'charge.refunded' && body.data.object.amount_refunded > `1000`", stripe)
+    expression("filter", "stripe-livemode-prefix",
+               "body.livemode && starts_with(type, 'charge.')", stripe)
+    expression("filter", "stripe-refunds-filter-projection",
+               "length(body.data.object.refunds.data[?amount > `100`]) > `0`", stripe)
+    expression("filter", "runtime-error-length-of-number",
+               "length(body.data.object.amount_refunded)", stripe)
+    expression("filter", "twilio-form-fields", "body.CallStatus == 'completed'",
+               b"CallSid=CA1&CallStatus=completed")
+    expression("filter", "invalid-expression", "body.[?", b"{}")
+    expression("filter", "deep-negation-chain", "!" * 150 + "a", b'{"a":1}')
+    expression("transform", "stripe-multiselect-hash",
+               "{id: id, charge: body.data.object.id, amount: body.data.object.amount_refunded, "
+               "order: body.data.object.metadata.order_id}", stripe)
+    expression("transform", "stripe-projection-sort",
+               "body.data.object.refunds.data[*].{id: id, amount: amount} | sort_by(@, &amount)",
+               stripe)
+    expression("transform", "functions-list",
+               "[source, id, type, to_string(body.data.object.amount_refunded), "
+               "join(',', keys(body))]", stripe)
+    expression("transform", "null-value", "body.nope", stripe)
+    expression("transform", "merge", "merge(body.data.object.metadata, {source: source})", stripe)
+    expression("transform", "deep-object-projection-chain", "a" + ".*" * 199, b'{"a":{"a":1}}')
+    expression("transform", "nested-functions-at-the-depth-limit",
+               "abs(" * 63 + "`1`" + ")" * 63, b"{}")
 
 
 if __name__ == "__main__":
