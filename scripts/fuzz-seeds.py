@@ -30,7 +30,7 @@ VERIFY = {
 TARGETS = [
     "verify_stripe", "verify_github", "verify_standard_webhooks", "verify_shopify",
     "verify_slack", "verify_paddle", "verify_generic_hmac", "extract", "sources_config",
-    "settings_env", "lambda_event", "sql_params",
+    "settings_env", "lambda_event", "sql_params", "filter", "transform",
 ]
 
 
@@ -148,6 +148,44 @@ def main():
     ], b"user_id=U123&count=42&text=a%20secret%20value%20here")
     params("not-json", [{"path": "/a", "type": "text"}], b"{\"a\": ")
     params("bad-specs", [{"path": "a", "type": "text"}, {"form": "x"}], b"{}")
+
+    # Target filters and transforms: the expression, a newline, the event's body
+    # (dev/fuzz-entry/src/expression.rs).
+    def expression(target, name, text, body: bytes):
+        write(target, name, text.encode() + b"\n" + body)
+
+    stripe = json.dumps({"id": "evt_1", "object": "event", "type": "charge.refunded",
+                         "livemode": True,
+                         "data": {"object": {"id": "ch_1", "amount_refunded": 5000,
+                                             "currency": "usd", "metadata": {"order_id": "ord_1"},
+                                             "refunds": {"data": [{"id": "re_1", "amount": 5000}]}}}},
+                        separators=(",", ":")).encode()
+    expression("filter", "stripe-refund-amount",
+               "type == 'charge.refunded' && body.data.object.amount_refunded > `1000`", stripe)
+    expression("filter", "stripe-livemode-prefix",
+               "body.livemode && starts_with(type, 'charge.')", stripe)
+    expression("filter", "stripe-refunds-filter-projection",
+               "length(body.data.object.refunds.data[?amount > `100`]) > `0`", stripe)
+    expression("filter", "runtime-error-length-of-number",
+               "length(body.data.object.amount_refunded)", stripe)
+    expression("filter", "twilio-form-fields", "body.CallStatus == 'completed'",
+               b"CallSid=CA1&CallStatus=completed")
+    expression("filter", "invalid-expression", "body.[?", b"{}")
+    expression("filter", "deep-negation-chain", "!" * 150 + "a", b'{"a":1}')
+    expression("transform", "stripe-multiselect-hash",
+               "{id: id, charge: body.data.object.id, amount: body.data.object.amount_refunded, "
+               "order: body.data.object.metadata.order_id}", stripe)
+    expression("transform", "stripe-projection-sort",
+               "body.data.object.refunds.data[*].{id: id, amount: amount} | sort_by(@, &amount)",
+               stripe)
+    expression("transform", "functions-list",
+               "[source, id, type, to_string(body.data.object.amount_refunded), "
+               "join(',', keys(body))]", stripe)
+    expression("transform", "null-value", "body.nope", stripe)
+    expression("transform", "merge", "merge(body.data.object.metadata, {source: source})", stripe)
+    expression("transform", "deep-object-projection-chain", "a" + ".*" * 199, b'{"a":{"a":1}}')
+    expression("transform", "nested-functions-at-the-depth-limit",
+               "abs(" * 63 + "`1`" + ")" * 63, b"{}")
 
 
 if __name__ == "__main__":

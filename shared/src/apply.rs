@@ -4,6 +4,7 @@
 //! [`plan`] decides it before the claim for the one-statement shape. Errors are classified in
 //! [`ApplyError`]; an inline fatal error is answered [`FATAL_STATUS`].
 
+use crate::config::targets::Target;
 use crate::config::SourceConfig;
 use crate::effect::{Effect, Event, HandlerError};
 use crate::handler::Registry;
@@ -115,7 +116,8 @@ pub struct Applied {
 /// Decides `event`'s effect before any claim, for the one-statement shape
 /// (`crate::ledger::one_statement`): the plan, or `None` when the event must take the
 /// transaction shape ([`apply`]): a built-in target of the source takes the event (an outbox
-/// message), its handler is not [`Handler::plain_sql`], or the handler ran a statement,
+/// message: its `event_types` match and its filter holds, see [`takers`]; or a filter failed
+/// for it), its handler is not [`Handler::plain_sql`], or the handler ran a statement,
 /// queued an outbox message or failed (the transaction shape runs it again and deals with the
 /// failure as always). An event type without a handler plans the recorded no-op.
 ///
@@ -126,11 +128,10 @@ pub async fn plan(
     conn: &crate::ledger::Connection,
     event: &Event<'_>,
 ) -> Option<(crate::ledger::one_statement::Plan, Outcome)> {
-    if source
-        .targets
-        .iter()
-        .any(|t| t.event_types.matches(event.event_type))
-    {
+    // A filter that fails for this event also sends it to the transaction shape, where
+    // `apply` logs and counts the failure once.
+    let takers = takers(&source.targets, event);
+    if !takers.targets.is_empty() || !takers.failed.is_empty() {
         return None;
     }
     let mut tx = Tx::plan(conn).for_event(&source.targets, event.event_type);
@@ -159,6 +160,54 @@ pub async fn plan(
         .map(|plan| (plan, outcome))
 }
 
+/// Which built-in targets take an event automatically ([`takers`]).
+#[derive(Debug, Default)]
+pub struct Takers<'t> {
+    /// The targets whose `event_types` match and whose filter holds, in configuration order.
+    pub targets: Vec<&'t Target>,
+    /// The targets whose `event_types` match but whose filter failed to evaluate for the event
+    /// (a JMESPath runtime error), with the error (the expression and the position, no value).
+    pub failed: Vec<(&'t Target, crate::expression::ExpressionError)>,
+}
+
+/// Which of `targets` take `event` automatically: its `event_types` match the event's type and
+/// its `filter`, when it has one, holds for the event's envelope (`crate::expression`). The
+/// envelope (and so the parse of the body) is built once, and only when a target whose
+/// `event_types` match has a filter: sources without filters never parse the body here.
+///
+/// A filter that fails to evaluate for the event (a JMESPath runtime error, such as a function
+/// given the wrong type) does not take it: the target is listed in [`Takers::failed`] instead.
+/// A filter states who may receive an event; when it cannot say, sending nothing is the safe
+/// side (a filter often keeps test-mode or another tenant's events from a target), and the
+/// caller makes the failure visible.
+pub fn takers<'t>(targets: &'t [Target], event: &Event<'_>) -> Takers<'t> {
+    let mut takers = Takers::default();
+    let mut envelope: Option<serde_json::Value> = None;
+    for target in targets
+        .iter()
+        .filter(|t| t.event_types.matches(event.event_type))
+    {
+        let Some(filter) = &target.filter else {
+            takers.targets.push(target);
+            continue;
+        };
+        let envelope = envelope.get_or_insert_with(|| {
+            crate::expression::envelope(
+                event.source,
+                event.event_id,
+                event.event_type,
+                crate::expression::body_value(event.body, event.document),
+            )
+        });
+        match filter.matches(envelope) {
+            Ok(true) => takers.targets.push(target),
+            Ok(false) => {}
+            Err(error) => takers.failed.push((target, error)),
+        }
+    }
+    takers
+}
+
 /// The media type of a built-in target's message whose payload is a form body (GitHub's
 /// `payload=`, Slack interactivity and slash commands).
 pub const FORM: &str = "application/x-www-form-urlencoded";
@@ -167,8 +216,10 @@ pub const FORM: &str = "application/x-www-form-urlencoded";
 /// the one place where an effect is applied, for the receiver's inline mode, shadow mode and
 /// the worker. On any error the transaction is rolled back and nothing is written.
 ///
-/// Outbox messages come first from `source`'s built-in targets (`source.targets`) whose
-/// `event_types` match the event's type, in configuration order (messages 1, 2, ...), each
+/// Outbox messages come first from `source`'s built-in targets (`source.targets`) that take
+/// the event ([`takers`]: `event_types` match the event's type and the `filter`, if any,
+/// holds; a filter that fails to evaluate queues nothing for its target and logs a warning
+/// counted as `target_filter_failed`), in configuration order (messages 1, 2, ...), each
 /// with the raw body exactly as verified ([`Event::body`]) as its payload: media type
 /// `application/json` when the body is the JSON document itself, [`FORM`] when it is a form
 /// that carries it. They are queued for events without a handler too (the recorded no-op stays
@@ -189,12 +240,26 @@ pub async fn apply<'c>(
     } else {
         FORM
     };
-    for target in source
-        .targets
-        .iter()
-        .filter(|t| t.event_types.matches(event.event_type))
-    {
-        tx.queue(&target.name, event.body.to_vec(), content_type);
+    let takers = takers(&source.targets, event);
+    for (target, error) in &takers.failed {
+        // Not queued (see `takers`): visible here and in the metric, never with a value of the
+        // event (the error names the expression and the position only).
+        tracing::warn!(
+            source = event.source,
+            event_id = event.event_id,
+            event_type = event.event_type,
+            target = target.name.as_str(),
+            error = %error,
+            "a target's filter failed for this event: no message queued for that target"
+        );
+        crate::telemetry::count(
+            crate::telemetry::MetricName::TargetFilterFailed,
+            event.source,
+            1,
+        );
+    }
+    for target in takers.targets {
+        tx.queue_verified_body(&target.name, event.body.to_vec(), content_type);
     }
     let (effect, outcome) = match registry.get(event.source, event.event_type) {
         Some(handler) => match handler.handle(&mut tx, event).await {

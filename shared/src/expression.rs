@@ -25,7 +25,9 @@
 //! **Bounded cost, no I/O.** JMESPath has no loops, recursion, variables or functions with side
 //! effects: an expression walks the document it is given and nothing else, and its cost grows
 //! with the document's size (bounded by the source's `max_body_bytes`) and the expression's
-//! (bounded by [`MAX_EXPRESSION_CHARS`]). Only a flatten-and-pipe chain written to multiply
+//! (bounded by [`MAX_EXPRESSION_CHARS`], and its nesting by [`MAX_OPENING_CHARS`] and
+//! [`MAX_EXPRESSION_DEPTH`], so that neither the parser nor the evaluation can exhaust a
+//! thread's stack). Only a flatten-and-pipe chain written to multiply
 //! (`[@, @][] | [@, @][] | ...`) grows faster, and that is written by the operator in the
 //! configuration, never by a sender. Errors name the expression and the position of the
 //! failing part, never a value of the event.
@@ -36,6 +38,18 @@ use serde_json::Value;
 
 /// Longest expression accepted, in characters.
 pub const MAX_EXPRESSION_CHARS: usize = 2_000;
+
+/// Most opening characters (`(`, `[`, `{`, `!`, `&`, `*`) an expression may hold: each can
+/// open a level the parser recurses into (a group, a list, a hash, a filter, a negation, an
+/// expression reference, a projection), so this bounds the parser's stack (at most 200 levels
+/// deep). Counted anywhere in the text, literals included: a conservative bound that no
+/// expression written for a filter or transform comes near.
+pub const MAX_OPENING_CHARS: usize = 200;
+
+/// Deepest syntax tree accepted (a field, a function call, `!`, a projection, each `.` of a
+/// path: one level each): evaluating an expression, and dropping it, recurse once per level,
+/// so this bounds their stack. A path of 60 fields, or 30 nested functions, still fits.
+pub const MAX_EXPRESSION_DEPTH: usize = 64;
 
 /// Why an expression was refused or failed. Carries no value of the event.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -105,7 +119,21 @@ impl Expression {
                 "it is longer than {MAX_EXPRESSION_CHARS} characters"
             )));
         }
+        let opening = text
+            .bytes()
+            .filter(|b| matches!(b, b'(' | b'[' | b'{' | b'!' | b'&' | b'*'))
+            .count();
+        if opening > MAX_OPENING_CHARS {
+            return Err(invalid(format!(
+                "it holds more than {MAX_OPENING_CHARS} of ( [ {{ ! & *"
+            )));
+        }
         let compiled = jmespath::compile(text).map_err(|error| invalid(reason_of(&error)))?;
+        if depth(compiled.as_ast()) > MAX_EXPRESSION_DEPTH {
+            return Err(invalid(format!(
+                "it nests deeper than {MAX_EXPRESSION_DEPTH} levels"
+            )));
+        }
         Ok(Self { compiled })
     }
 
@@ -145,6 +173,48 @@ impl Expression {
             })?;
         Ok(result.is_truthy())
     }
+}
+
+/// The depth of `ast` (a leaf is 1), walked without recursion.
+fn depth(ast: &jmespath::ast::Ast) -> usize {
+    use jmespath::ast::Ast;
+    let mut deepest = 0;
+    let mut stack = vec![(ast, 1usize)];
+    while let Some((node, level)) = stack.pop() {
+        deepest = deepest.max(level);
+        let next = level + 1;
+        match node {
+            Ast::Comparison { lhs, rhs, .. }
+            | Ast::Projection { lhs, rhs, .. }
+            | Ast::And { lhs, rhs, .. }
+            | Ast::Or { lhs, rhs, .. }
+            | Ast::Subexpr { lhs, rhs, .. } => {
+                stack.push((lhs, next));
+                stack.push((rhs, next));
+            }
+            Ast::Condition {
+                predicate, then, ..
+            } => {
+                stack.push((predicate, next));
+                stack.push((then, next));
+            }
+            Ast::Expref { ast: node, .. }
+            | Ast::Flatten { node, .. }
+            | Ast::Not { node, .. }
+            | Ast::ObjectValues { node, .. } => stack.push((node, next)),
+            Ast::Function { args, .. } => stack.extend(args.iter().map(|a| (a, next))),
+            Ast::MultiList { elements, .. } => stack.extend(elements.iter().map(|a| (a, next))),
+            Ast::MultiHash { elements, .. } => {
+                stack.extend(elements.iter().map(|kv| (&kv.value, next)));
+            }
+            Ast::Identity { .. }
+            | Ast::Field { .. }
+            | Ast::Index { .. }
+            | Ast::Literal { .. }
+            | Ast::Slice { .. } => {}
+        }
+    }
+    deepest
 }
 
 /// The reason and column of a JMESPath error, without the expression text the crate's
@@ -309,6 +379,77 @@ mod tests {
             .to_string();
         assert!(e.contains("failed") && e.contains("column"), "{e}");
         assert!(!e.contains("424242"), "{e}");
+    }
+
+    /// Run on a thread with a 2 MiB stack (tokio's workers' and the test threads' default),
+    /// in a debug build: what start-up or an event's evaluation would run on.
+    fn on_a_small_stack(f: impl FnOnce() + Send + 'static) {
+        std::thread::Builder::new()
+            .stack_size(2 << 20)
+            .spawn(f)
+            .unwrap()
+            .join()
+            .expect("no stack overflow, no panic");
+    }
+
+    #[test]
+    fn deeply_nested_expressions_are_refused_before_they_can_exhaust_the_stack() {
+        on_a_small_stack(|| {
+            let event = json!({"a": {"a": 1}});
+            // Too many opening characters: refused before the parser runs.
+            for text in [
+                format!("{}a{}", "(".repeat(900), ")".repeat(900)),
+                format!("{}a", "!".repeat(1_000)),
+                format!("a{}", "[*]".repeat(600)),
+                format!("a{}", ".*".repeat(990)),
+            ] {
+                let e = Filter::compile(&text).unwrap_err().to_string();
+                assert!(e.contains("more than 200"), "{}", &e[e.len() - 60..]);
+            }
+            // Parsed, then refused for its depth (a path of 990 fields is 990 levels deep).
+            for text in [
+                format!("{}a", "!".repeat(150)),
+                format!("a{}", ".a".repeat(990)),
+                format!("a{}", "|a".repeat(990)),
+                format!("a{}", "||a".repeat(660)),
+                format!("a{}", "[0]".repeat(190)),
+                format!("a{}", ".*".repeat(199)),
+                format!("a{}", "[]".repeat(199)),
+                format!("{}a{}", "abs(".repeat(199), ")".repeat(199)),
+                format!("{}a{}", "{a:".repeat(199), "}".repeat(199)),
+                format!("a{}", "==a".repeat(660)),
+            ] {
+                let Err(e) = Transform::compile(&text) else {
+                    panic!("{} compiled", &text[..12]);
+                };
+                let e = e.to_string();
+                assert!(e.contains("deeper than 64"), "{}", &e[e.len() - 60..]);
+            }
+            // Parentheses add no level: 190 of them parse on this stack and evaluate.
+            let parens = format!("{}a{}", "(".repeat(190), ")".repeat(190));
+            assert!(Filter::compile(&parens).unwrap().matches(&event).unwrap());
+            // As deep as allowed: compiles and evaluates.
+            let not =
+                Filter::compile(&format!("{}a", "!".repeat(MAX_EXPRESSION_DEPTH - 1))).unwrap();
+            assert!(!not.matches(&event).unwrap());
+            let path =
+                Transform::compile(&format!("a{}", ".a".repeat(MAX_EXPRESSION_DEPTH - 2))).unwrap();
+            assert!(
+                path.apply(&event).is_err(),
+                "null: a path that matched nothing"
+            );
+            for text in [
+                format!("{}`1`{}", "abs(".repeat(63), ")".repeat(63)),
+                format!("{}a{}", "{a:".repeat(63), "}".repeat(63)),
+                format!("{}a{}", "[".repeat(63), "]".repeat(63)),
+                format!("a{}", "[*]".repeat(62)),
+                format!("a{}", ".*".repeat(62)),
+                format!("a{}", "[?a]".repeat(31)),
+            ] {
+                let t = Transform::compile(&text).unwrap_or_else(|e| panic!("{e}"));
+                let _ = t.apply(&event);
+            }
+        });
     }
 
     #[test]

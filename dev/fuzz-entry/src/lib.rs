@@ -23,9 +23,11 @@ use shared::config::Sources;
 use shared::SourceConfig;
 
 pub mod delivery;
+pub mod expression;
 pub mod sql_params;
 
 pub use delivery::{format_delivery, parse_delivery};
+pub use expression::{filter, transform};
 pub use sql_params::sql_params;
 
 /// The fixed clock of every target, unix seconds (2024-11-29T08:46:40Z): the `t=`/`ts=`/
@@ -105,6 +107,16 @@ pub const TARGETS: &[Target] = &[
         name: "settings_env",
         covers: "the settings read from the environment (`Settings::from_lookup`)",
         run: settings_env,
+    },
+    Target {
+        name: "filter",
+        covers: "a built-in target's JMESPath filter: compile, then truthiness over an event's envelope (first line: the expression; the rest: the body)",
+        run: filter,
+    },
+    Target {
+        name: "transform",
+        covers: "a built-in target's JMESPath transform: compile, then the reshaped JSON body of an event's envelope (first line: the expression; the rest: the body)",
+        run: transform,
     },
     Target {
         name: "lambda_event",

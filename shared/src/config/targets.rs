@@ -9,6 +9,8 @@ use serde::Deserialize;
 
 use hookledger_verify::{KeyError, Scheme, SigningKey};
 
+use crate::expression::{ExpressionError, Filter, Transform};
+
 /// Longest one `SendMessage` / `PutEvents` attempt may take (the SDK retries a timed-out
 /// attempt within [`AWS_OPERATION_TIMEOUT`]; its default has no limit).
 pub const AWS_ATTEMPT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -79,7 +81,8 @@ pub const MAX_FORWARD_TIMEOUT_MS: u64 = 60_000;
 ///   "secret": "whsec_...", "event_types": ["invoice.*"]},
 ///  {"name": "orders", "type": "sqs",
 ///   "queue_url": "https://sqs.eu-west-1.amazonaws.com/123456789012/orders.fifo"},
-///  {"name": "bus", "type": "eventbridge", "event_bus": "default"}]
+///  {"name": "bus", "type": "eventbridge", "event_bus": "default",
+///   "filter": "body.livemode", "transform": "{id: id, amount: body.data.object.amount}"}]
 /// ```
 #[derive(Debug, Deserialize)]
 #[serde(tag = "type", rename_all = "lowercase", deny_unknown_fields)]
@@ -100,6 +103,15 @@ pub enum TargetSpec {
         /// Which events go to it automatically; every event when absent.
         #[serde(default)]
         event_types: Option<Vec<String>>,
+        /// A JMESPath condition over the event's envelope (`crate::expression`): the target
+        /// receives an event automatically only when it holds too; none when absent.
+        #[serde(default)]
+        filter: Option<String>,
+        /// A JMESPath expression over the event's envelope whose JSON value is the message's
+        /// body instead of the provider's raw body, applied at dispatch; the raw body when
+        /// absent.
+        #[serde(default)]
+        transform: Option<String>,
     },
     /// An SQS queue (standard or FIFO).
     Sqs {
@@ -114,6 +126,15 @@ pub enum TargetSpec {
         /// Which events go to it automatically; every event when absent.
         #[serde(default)]
         event_types: Option<Vec<String>>,
+        /// A JMESPath condition over the event's envelope (`crate::expression`): the target
+        /// receives an event automatically only when it holds too; none when absent.
+        #[serde(default)]
+        filter: Option<String>,
+        /// A JMESPath expression over the event's envelope whose JSON value is the message's
+        /// body instead of the provider's raw body, applied at dispatch; the raw body when
+        /// absent.
+        #[serde(default)]
+        transform: Option<String>,
     },
     /// An EventBridge event bus.
     Eventbridge {
@@ -128,6 +149,15 @@ pub enum TargetSpec {
         /// Which events go to it automatically; every event when absent.
         #[serde(default)]
         event_types: Option<Vec<String>>,
+        /// A JMESPath condition over the event's envelope (`crate::expression`): the target
+        /// receives an event automatically only when it holds too; none when absent.
+        #[serde(default)]
+        filter: Option<String>,
+        /// A JMESPath expression over the event's envelope whose JSON value is the message's
+        /// body instead of the provider's raw body, applied at dispatch; the raw body when
+        /// absent.
+        #[serde(default)]
+        transform: Option<String>,
     },
 }
 
@@ -136,8 +166,14 @@ pub enum TargetSpec {
 pub struct Target {
     /// Its name, unique within the source.
     pub name: String,
-    /// Which events receive a message automatically.
+    /// Which events receive a message automatically (with [`Target::filter`]).
     pub event_types: EventTypes,
+    /// A condition over the event's envelope that must hold too (`None`: every event whose
+    /// type matches).
+    pub filter: Option<Filter>,
+    /// The message body's reshaping, applied at dispatch to the messages queued for the
+    /// target automatically (never to a handler's `tx.outbox`); `None`: the raw body.
+    pub transform: Option<Transform>,
     /// Where and how messages go.
     pub kind: TargetKind,
 }
@@ -279,6 +315,27 @@ pub enum TargetError {
         /// The target's name.
         name: String,
     },
+    /// The `filter` is not a valid JMESPath expression (or too long, or nests too deep). The
+    /// message carries the expression's problem and column (an expression holds no secret),
+    /// since the start-up line prints a source's error without its causes.
+    #[error("target {name:?}: filter: {source}")]
+    Filter {
+        /// The target's name.
+        name: String,
+        /// What is wrong with the expression and where.
+        #[source]
+        source: ExpressionError,
+    },
+    /// The `transform` is not a valid JMESPath expression (or too long, or nests too deep), its
+    /// problem and column in the message as for [`TargetError::Filter`].
+    #[error("target {name:?}: transform: {source}")]
+    Transform {
+        /// The target's name.
+        name: String,
+        /// What is wrong with the expression and where.
+        #[source]
+        source: ExpressionError,
+    },
     /// An `event_types` pattern is empty or has a `*` before its end.
     #[error(
         "target {name:?}: event type pattern {pattern:?} must be an exact type or a prefix \
@@ -297,15 +354,17 @@ impl Target {
     ///
     /// # Errors
     /// A [`TargetError`] (never the secret): a bad name, URL, secret, timeout, queue URL,
-    /// message group, detail source or pattern.
+    /// message group, detail source, pattern, filter or transform.
     pub fn from_spec(spec: TargetSpec) -> Result<Self, TargetError> {
-        let (name, event_types, kind) = match spec {
+        let (name, event_types, filter, transform, kind) = match spec {
             TargetSpec::Forward {
                 name,
                 url,
                 secret,
                 timeout_ms,
                 event_types,
+                filter,
+                transform,
             } => {
                 if !super::provider_api::url_may_carry_credentials(&url) {
                     return Err(TargetError::InsecureUrl { name });
@@ -329,6 +388,8 @@ impl Target {
                 (
                     name,
                     event_types,
+                    filter,
+                    transform,
                     TargetKind::Forward {
                         url: parsed,
                         key,
@@ -341,6 +402,8 @@ impl Target {
                 queue_url,
                 message_group_id,
                 event_types,
+                filter,
+                transform,
             } => {
                 let parsed = match url::Url::parse(&queue_url) {
                     Ok(parsed) => parsed,
@@ -358,6 +421,8 @@ impl Target {
                 (
                     name,
                     event_types,
+                    filter,
+                    transform,
                     TargetKind::Sqs {
                         queue_url,
                         fifo,
@@ -370,6 +435,8 @@ impl Target {
                 event_bus,
                 detail_source,
                 event_types,
+                filter,
+                transform,
             } => {
                 if detail_source
                     .as_deref()
@@ -380,6 +447,8 @@ impl Target {
                 (
                     name,
                     event_types,
+                    filter,
+                    transform,
                     TargetKind::EventBridge {
                         event_bus: event_bus.unwrap_or_else(|| "default".to_owned()),
                         detail_source,
@@ -410,9 +479,19 @@ impl Target {
                 EventTypes(patterns)
             }
         };
+        let filter = match filter.as_deref().map(Filter::compile).transpose() {
+            Ok(filter) => filter,
+            Err(source) => return Err(TargetError::Filter { name, source }),
+        };
+        let transform = match transform.as_deref().map(Transform::compile).transpose() {
+            Ok(transform) => transform,
+            Err(source) => return Err(TargetError::Transform { name, source }),
+        };
         Ok(Target {
             name,
             event_types,
+            filter,
+            transform,
             kind,
         })
     }
@@ -511,5 +590,60 @@ mod tests {
             .source()
             .and_then(|e| e.downcast_ref::<url::ParseError>());
         assert_eq!(parse, Some(&url::ParseError::RelativeUrlWithoutBase));
+    }
+
+    #[test]
+    fn a_filter_or_transform_that_does_not_compile_names_the_source_the_target_and_the_column() {
+        for (field, text) in [("filter", "body.[?"), ("transform", "{a: }")] {
+            let json = format!(
+                r#"[{{"name": "stripe", "scheme": "github", "secrets": ["x"],
+                     "targets": [{{"type": "eventbridge", "name": "bus",
+                                   "{field}": "{text}"}}]}}]"#
+            );
+            let error = crate::config::Sources::from_json(&json).unwrap_err();
+            // What the functions' start-up line and `hookledger check-config` print.
+            let message = crate::startup::config_failure(&error);
+            assert!(
+                message.starts_with(&format!(
+                    "source \"stripe\": target \"bus\": {field}: expression {text:?} is \
+                     invalid: "
+                )),
+                "{message}"
+            );
+            assert!(message.contains("(column "), "{message}");
+            // The chain names the problem once.
+            assert_eq!(crate::error_chain::error_chain(&error), message);
+        }
+        let too_long = "a.".repeat(crate::expression::MAX_EXPRESSION_CHARS);
+        let error = target(&format!(
+            r#"{{"type":"sqs","name":"q","queue_url":"https://q.example/q","filter":"{too_long}x"}}"#
+        ))
+        .unwrap_err();
+        assert!(
+            error.starts_with("target \"q\": filter: expression \"a.a.")
+                && error.ends_with("is invalid: it is longer than 2000 characters"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn every_kind_takes_a_filter_and_a_transform() {
+        for json in [
+            format!(
+                r#"{{"type":"forward","name":"b","url":"https://b.example/h","secret":"{SECRET}",
+                    "filter":"body.livemode","transform":"{{id: id}}"}}"#
+            ),
+            r#"{"type":"sqs","name":"q","queue_url":"https://q.example/q",
+                "filter":"body.livemode","transform":"{id: id}"}"#
+                .to_owned(),
+            r#"{"type":"eventbridge","name":"bus","filter":"body.livemode","transform":"{id: id}"}"#
+                .to_owned(),
+        ] {
+            let t = target(&json).expect(&json);
+            assert_eq!(t.filter.as_ref().map(|f| f.as_str()), Some("body.livemode"));
+            assert_eq!(t.transform.as_ref().map(|f| f.as_str()), Some("{id: id}"));
+        }
+        let plain = target(r#"{"type":"eventbridge","name":"bus"}"#).unwrap();
+        assert!(plain.filter.is_none() && plain.transform.is_none());
     }
 }

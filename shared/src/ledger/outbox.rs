@@ -82,20 +82,24 @@ existing AS (
       AND o.created_at >= life.started_at
 ),
 incoming AS (
-    SELECT m.ord, m.target, m.payload, m.content_type,
+    SELECT m.ord, m.target, m.payload, m.content_type, m.verified_body,
            row_number() OVER (PARTITION BY m.target ORDER BY m.ord) AS k
-    FROM unnest($4::text[], $5::bytea[], $6::text[]) WITH ORDINALITY
-        AS m (target, payload, content_type, ord)
+    FROM unnest($4::text[], $5::bytea[], $6::text[], $8::bool[]) WITH ORDINALITY
+        AS m (target, payload, content_type, verified_body, ord)
 ),
 fresh AS (
-    SELECT i.target, i.payload, i.content_type, row_number() OVER (ORDER BY i.ord) AS position
+    SELECT i.target, i.payload, i.content_type, i.verified_body,
+           row_number() OVER (ORDER BY i.ord) AS position
     FROM incoming i
     WHERE NOT EXISTS (SELECT 1 FROM existing e WHERE e.target = i.target AND e.k = i.k)
 )
 INSERT INTO outbox
-    (source, event_id, n, event_type, target, payload, content_type, next_attempt_at)
+    (source, event_id, n, event_type, target, payload, content_type, verified_body,
+     next_attempt_at)
 SELECT $1, $2, (SELECT last FROM numbered) + f.position, $3, f.target,
-       f.payload, f.content_type,
+       -- verified_body: a built-in target's message (the event's body as verified, which the
+       -- target's transform applies to at dispatch), not a handler's tx.outbox (V21).
+       f.payload, f.content_type, f.verified_body,
        -- Due at once: the worker passes its own clock (so its drain sees what it wrote), the
        -- receiver the transaction's.
        coalesce($7, now())
@@ -110,6 +114,7 @@ ON CONFLICT (source, event_id, n) DO NOTHING",
         Type::BYTEA_ARRAY,
         Type::TEXT_ARRAY,
         Type::TIMESTAMPTZ,
+        Type::BOOL_ARRAY,
     ],
 };
 
@@ -153,7 +158,7 @@ WHERE o.source = due.source
   AND o.event_id = due.event_id
   AND o.n = due.n
 RETURNING o.source, o.event_id, o.n, o.event_type, o.target, o.payload, o.content_type,
-          o.attempts, o.lease_token, o.created_at",
+          o.attempts, o.lease_token, o.created_at, o.verified_body",
     types: &[Type::TIMESTAMPTZ, Type::TIMESTAMPTZ, Type::INT8],
 };
 
@@ -184,6 +189,7 @@ pub async fn lease_due(
                     target: row.try_get(4)?,
                     payload: row.try_get(5)?,
                     content_type: row.try_get(6)?,
+                    verified_body: row.try_get(10)?,
                     attempts: attempt - 1,
                     created_at: row.try_get(9)?,
                 },

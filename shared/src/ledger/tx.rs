@@ -67,6 +67,9 @@ struct Queued {
     target: String,
     payload: Vec<u8>,
     content_type: &'static str,
+    /// The payload is the event's body as verified (a built-in target's message, which the
+    /// target's `transform` applies to), not a handler's own `tx.outbox` payload.
+    verified_body: bool,
 }
 
 /// The open (or, for a worker, not yet begun) transaction that owns an event. Dropping it
@@ -392,7 +395,7 @@ impl<'c> Tx<'c> {
             reason: "outbox payload".to_owned(),
             source: Some(Box::new(e)),
         })?;
-        self.queue(target, payload, crate::outbox::JSON);
+        self.queue(target, payload, crate::outbox::JSON, false);
         Ok(())
     }
 
@@ -411,13 +414,30 @@ impl<'c> Tx<'c> {
         self
     }
 
-    /// Queues a message without checking its target (a built-in target's, from the
-    /// configuration itself).
-    pub(crate) fn queue(&mut self, target: &str, payload: Vec<u8>, content_type: &'static str) {
+    /// Queues a built-in target's message, the event's body as verified, without checking its
+    /// target (from the configuration itself). Its row is marked `verified_body`, so the
+    /// target's `transform` applies to it at dispatch.
+    pub(crate) fn queue_verified_body(
+        &mut self,
+        target: &str,
+        payload: Vec<u8>,
+        content_type: &'static str,
+    ) {
+        self.queue(target, payload, content_type, true);
+    }
+
+    fn queue(
+        &mut self,
+        target: &str,
+        payload: Vec<u8>,
+        content_type: &'static str,
+        verified_body: bool,
+    ) {
         self.queued.push(Queued {
             target: target.to_owned(),
             payload,
             content_type,
+            verified_body,
         });
     }
 
@@ -499,7 +519,8 @@ impl<'c> Tx<'c> {
         let targets: Vec<&str> = queued.iter().map(|m| m.target.as_str()).collect();
         let payloads: Vec<&[u8]> = queued.iter().map(|m| m.payload.as_slice()).collect();
         let content_types: Vec<&str> = queued.iter().map(|m| m.content_type).collect();
-        let enqueue_params: [&(dyn ToSql + Sync); 7] = [
+        let verified_bodies: Vec<bool> = queued.iter().map(|m| m.verified_body).collect();
+        let enqueue_params: [&(dyn ToSql + Sync); 8] = [
             &key.0,
             &key.1,
             &self.event_type,
@@ -507,6 +528,7 @@ impl<'c> Tx<'c> {
             &payloads,
             &content_types,
             &self.due_at,
+            &verified_bodies,
         ];
         let mut statements = Vec::with_capacity(deferred.len());
         for write in &deferred {

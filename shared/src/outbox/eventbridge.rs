@@ -179,6 +179,7 @@ mod tests {
             target: "bus".into(),
             payload: payload.to_vec(),
             content_type: "application/json".into(),
+            verified_body: true,
             attempts: 0,
             created_at: SystemTime::UNIX_EPOCH,
         }
@@ -217,6 +218,32 @@ mod tests {
         let detail: Value = serde_json::from_str(&entry.detail).unwrap();
         assert_eq!(detail["payload"], json!("token=x&text=caf%C3%A9"));
         assert_eq!(detail["event_type"], "");
+    }
+
+    #[test]
+    fn a_transformed_form_body_travels_as_the_transforms_json() {
+        use crate::config::targets::{Target, TargetSpec};
+        let spec: TargetSpec = serde_json::from_value(json!({
+            "type": "eventbridge", "name": "bus", "transform": "{action: body.action, id: id}",
+        }))
+        .unwrap();
+        let target = Target::from_spec(spec).unwrap();
+        // GitHub's payload= form: without a transform the detail's payload is its text.
+        let form = Message {
+            content_type: crate::apply::FORM.into(),
+            ..message("issues", b"payload=%7B%22action%22%3A%22opened%22%7D")
+        };
+        let reshaped = super::super::dispatch::transformed(&target, &form)
+            .unwrap()
+            .unwrap();
+        let entry = Entry::new(&reshaped, None).unwrap();
+        let detail: Value = serde_json::from_str(&entry.detail).unwrap();
+        assert_eq!(
+            detail["payload"],
+            json!({"action": "opened", "id": "evt_1"})
+        );
+        assert_eq!(detail["idempotency_key"], "stripe:evt_1:2");
+        assert_eq!(entry.detail_type, "issues");
     }
 
     #[test]

@@ -260,6 +260,7 @@ mod tests {
             target: "billing".into(),
             payload: br#"{"id":"evt_1"}"#.to_vec(),
             content_type: "application/json; charset=utf-8".into(),
+            verified_body: true,
             attempts: 2,
             created_at: UNIX_EPOCH,
         }
@@ -350,6 +351,7 @@ mod tests {
         let key = SigningKey::new(Scheme::StandardWebhooks, SECRET).unwrap();
         let m = Message {
             content_type: "text/plain\n".into(),
+            verified_body: true,
             ..message()
         };
         assert!(matches!(

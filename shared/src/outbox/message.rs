@@ -29,6 +29,10 @@ pub struct Message {
     pub payload: Vec<u8>,
     /// The payload's media type, e.g. `application/json`.
     pub content_type: String,
+    /// Whether the payload is the event's body as verified, queued automatically for a
+    /// built-in target (the target's `transform` applies to it at dispatch), rather than a
+    /// handler's own `tx.outbox` payload (never transformed).
+    pub verified_body: bool,
     /// Dispatch attempts started before this one.
     pub attempts: i32,
     /// When the message was committed.

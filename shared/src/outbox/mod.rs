@@ -12,8 +12,10 @@
 //! promise across a network.
 //!
 //! Where messages come from, numbered in this order within one event:
-//! 1. the source's built-in targets (`"targets"` in its configuration, [`crate::config::targets::Target`]) whose
-//!    `event_types` match the event: the provider's body as it was verified;
+//! 1. the source's built-in targets (`"targets"` in its configuration, [`crate::config::targets::Target`]) that
+//!    take the event (`event_types` match and the `filter`, if any, holds:
+//!    `crate::apply::takers`): the provider's body as it was verified, marked
+//!    [`Message::verified_body`];
 //! 2. the handler's own, `tx.outbox(target, payload)`, in the order it added them.
 //!
 //! Built-in target kinds ([`crate::config::targets::TargetKind`]): `forward` (HTTP POST re-signed as a Standard Webhooks
@@ -34,7 +36,9 @@
 //!   copy, and a message already delivered stays delivered, whatever the targets' order now.
 //! - **Dispatching** (the worker, after commit): `crate::work::drain` leases a batch, dispatches it with
 //!   [`Dispatcher`], records the outcomes; see there for retries, `Retry-After`, dead letters and
-//!   the statements per message.
+//!   the statements per message. A target's `transform` reshapes its built-in messages there,
+//!   just before they are sent (so a transform fixed in the configuration applies to a
+//!   re-driven dead message); one that fails for an event makes that message dead.
 
 mod aws;
 mod dispatch;

@@ -196,6 +196,7 @@ mod tests {
             target: "orders".into(),
             payload: payload.to_vec(),
             content_type: "application/json".into(),
+            verified_body: true,
             attempts: 0,
             created_at: SystemTime::UNIX_EPOCH,
         }

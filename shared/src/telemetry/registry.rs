@@ -102,6 +102,8 @@ registry! {
         "a re-read of the sources after a failed verification; the dimension names the triggering source";
     Swept = "swept", Count, BY_SOURCE, "sweeper (crate::sweep)",
         "expired keys and messages one sweep deleted";
+    TargetFilterFailed = "target_filter_failed", Count, BY_SOURCE, "receiver, worker, replay (crate::apply)",
+        "a built-in target's filter failed to evaluate for an event (a JMESPath runtime error): no message was queued for that target; the `warn` line names the event, the target and the reason";
     OutboxDelivered = "outbox_delivered", Count, BY_SOURCE, "worker (crate::work::drain)",
         "outbox messages a target accepted, per dispatch step";
     OutboxRetried = "outbox_retried", Count, BY_SOURCE, "worker (crate::work::drain)",

@@ -58,3 +58,20 @@ fn a_source_whose_handlers_match_passes_strict_and_lists_them() {
         "configuration: sources stripe\nsource stripe: handlers for charge.refunded; no target\n"
     );
 }
+
+#[test]
+fn a_target_filter_that_does_not_compile_fails_with_the_source_the_target_and_the_column() {
+    let bad = r#"[{"name": "stripe", "scheme": "stripe", "secrets": ["whsec_x"],
+                   "targets": [{"name": "big-refunds", "type": "eventbridge",
+                                "filter": "body.amount > `1000"}]}]"#;
+    let output = check_config(bad, false);
+    assert!(!output.status.success(), "{output:?}");
+    let stderr = text(&output.stderr);
+    assert!(
+        stderr.contains(
+            "source \"stripe\": target \"big-refunds\": filter: expression \"body.amount > `1000\" \
+             is invalid: "
+        ) && stderr.contains("(column "),
+        "{stderr}"
+    );
+}

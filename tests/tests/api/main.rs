@@ -41,6 +41,7 @@ mod shadow;
 mod source_changes;
 mod sql_handlers;
 mod sweep;
+mod target_expressions;
 mod targets;
 mod template;
 mod template_iam_mutations;

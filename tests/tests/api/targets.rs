@@ -16,7 +16,7 @@ use serde_json::{json, Value};
 use shared::config::targets::{Target, TargetSpec};
 use shared::outbox::{DispatchError, Dispatcher, Message};
 
-const SECRET: &str = "whsec_aG9va2xlZGdlciBmb3J3YXJkIHRlc3Qga2V5IDAwMDE=";
+pub(crate) const SECRET: &str = "whsec_aG9va2xlZGdlciBmb3J3YXJkIHRlc3Qga2V5IDAwMDE=";
 const OTHER_SECRET: &str = "whsec_c29tZWJvZHkgZWxzZSdzIGZvcndhcmQga2V5IDAwMDI=";
 
 fn python() -> String {
@@ -30,9 +30,9 @@ fn interop_dir() -> PathBuf {
 }
 
 /// A child process killed (and reaped) when dropped.
-struct Server {
+pub(crate) struct Server {
     child: Child,
-    port: u16,
+    pub(crate) port: u16,
 }
 
 impl Drop for Server {
@@ -56,7 +56,7 @@ impl Server {
 }
 
 /// `tests/interop/forward_server.py`, recording every request to `record`.
-fn forward_server(record: &std::path::Path) -> Server {
+pub(crate) fn forward_server(record: &std::path::Path) -> Server {
     let mut child = Command::new(python())
         .arg(interop_dir().join("forward_server.py"))
         .args(["--quiet", "--record"])
@@ -130,13 +130,14 @@ fn message(source: &str, event_id: &str, event_type: &str, payload: &[u8]) -> Me
         target: "service".into(),
         payload: payload.to_vec(),
         content_type: "application/json".into(),
+        verified_body: false,
         attempts: 0,
         created_at: SystemTime::now(),
     }
 }
 
 /// The requests `forward_server.py` recorded.
-fn recorded(path: &std::path::Path) -> Vec<Value> {
+pub(crate) fn recorded(path: &std::path::Path) -> Vec<Value> {
     std::fs::read_to_string(path)
         .unwrap_or_default()
         .lines()
@@ -144,7 +145,7 @@ fn recorded(path: &std::path::Path) -> Vec<Value> {
         .collect()
 }
 
-fn scratch(name: &str) -> PathBuf {
+pub(crate) fn scratch(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!(
         "hookledger-targets-{}-{name}-{}",
         std::process::id(),
@@ -437,6 +438,25 @@ async fn drive_snippet(server: Server) -> String {
         let result = dispatcher.dispatch(&good, m, SystemTime::now()).await;
         assert_eq!(result.map(|d| d.status), Ok(Some(204)));
     }
+    // A built-in target's message reshaped by its transform: the receiver verifies the
+    // transformed bytes, which the forward signed.
+    let mut transformed = forward_target(server.port, "/", SECRET, 5_000);
+    transformed.transform = Some(
+        shared::expression::Transform::compile("{event: id, amount: body.data.amount}").unwrap(),
+    );
+    let reshaped = Message {
+        verified_body: true,
+        ..message(
+            "stripe",
+            "evt_4",
+            "charge.refunded",
+            br#"{"id":"evt_4","data":{"amount":1200}}"#,
+        )
+    };
+    let result = dispatcher
+        .dispatch(&transformed, &reshaped, SystemTime::now())
+        .await;
+    assert_eq!(result.map(|d| d.status), Ok(Some(204)));
     let forged = message("stripe", "evt_forged", "invoice.paid", b"{}");
     let result = dispatcher
         .dispatch(&wrong, &forged, SystemTime::now())
@@ -462,6 +482,7 @@ fn assert_snippet_output(output: &str) {
             "received stripe:evt_1:1 invoice.paid",
             "received stripe:evt_2:1 invoice.voided",
             "received slack:Ev3:1 slash_command",
+            "received stripe:evt_4:1 charge.refunded",
             "rejected stripe:evt_forged:1 No matching signature found",
         ],
         "{output}"

@@ -1,0 +1,13 @@
+-- Which outbox messages carry the event's body as verified: those a source's built-in target
+-- takes automatically (crate::apply::apply), as opposed to a handler's own tx.outbox message.
+-- A target's "transform" (issue 26) reshapes the former at dispatch, never the latter, and it
+-- is applied at dispatch rather than at enqueue so that a transform fixed in the configuration
+-- applies to a dead message re-driven afterwards.
+--
+-- Who sets it: the claim's transaction (ENQUEUE in shared::ledger::outbox), once; nothing
+-- changes it afterwards. Rows queued before this migration read false: they are sent as they
+-- were queued (the raw body), as they would have been.
+--
+-- A constant default: PostgreSQL adds the column without rewriting the table. The functions'
+-- privileges on outbox are table-wide (V14), so they cover the new column.
+ALTER TABLE outbox ADD COLUMN verified_body boolean NOT NULL DEFAULT false;
