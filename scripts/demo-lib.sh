@@ -102,11 +102,12 @@ demo_wait_started() {
 # Standard Webhooks library verifies every request; python3 must be the tools venv's, as under
 # make) on 127.0.0.1:PORT in its own process group, its output in LOG (one line per request:
 # "verified webhook-id=..." or "NOT VERIFIED webhook-id=..."), and prints its pid once it
-# listens. Fails when it does not start.
+# listens (a short JSON body, such as a transformed forward's, ends its line). Fails when it does
+# not start.
 demo_forward_endpoint() {
   local port=$1 secret=$2 log=$3 pid
   HOOKLEDGER_FORWARD_SECRET="$secret" setsid python3 tests/interop/forward_server.py \
-    --port "$port" >"$log" 2>&1 &
+    --port "$port" --show-json >"$log" 2>&1 &
   pid=$!
   if demo_wait_started "$pid" "$log" '"port"' >/dev/null; then
     echo "$pid"

@@ -3,9 +3,12 @@
 official Standard Webhooks library (`standardwebhooks` from PyPI, tests/interop/requirements.txt).
 
   HOOKLEDGER_FORWARD_SECRET=whsec_... forward_server.py [--port 0] [--record FILE] [--quiet]
+                                                        [--show-json]
 
 Prints `{"port": N}` on its first stdout line once it listens on 127.0.0.1:N, then one line per
-request: `verified webhook-id=<id> ...` or `NOT VERIFIED webhook-id=<id>: <why>`. With --record,
+request: `verified webhook-id=<id> ...` or `NOT VERIFIED webhook-id=<id>: <why>`; with
+--show-json, a verified JSON body of at most 256 bytes is printed at the end of its line (the
+demo shows a transformed forward that way). With --record,
 appends one JSON object per request to FILE (flushed at once):
 {"path", "webhook_id", "verified", "error", "headers": {lowercased}, "body_b64"}.
 
@@ -37,9 +40,18 @@ def main():
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--record")
     parser.add_argument("--quiet", action="store_true", help="no line per request")
+    parser.add_argument("--show-json", action="store_true",
+                        help="end a verified request's line with its JSON body (256 bytes at most)")
     args = parser.parse_args()
     webhook = Webhook(os.environ["HOOKLEDGER_FORWARD_SECRET"])
     record = open(args.record, "a", encoding="utf-8") if args.record else None
+
+    def shown(body, headers):
+        if not args.show_json or len(body) > 256:
+            return ""
+        if not headers.get("content-type", "").startswith("application/json"):
+            return ""
+        return ": " + body.decode("utf-8", "replace")
 
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -73,7 +85,8 @@ def main():
                     if verified:
                         print(f"verified webhook-id={webhook_id} "
                               f"event-type={headers.get('hookledger-event-type', '-')} "
-                              f"attempt={headers.get('hookledger-attempt')} {len(body)} bytes",
+                              f"attempt={headers.get('hookledger-attempt')} {len(body)} bytes"
+                              f"{shown(body, headers)}",
                               flush=True)
                     else:
                         print(f"NOT VERIFIED webhook-id={webhook_id}: {error}", flush=True)

@@ -282,6 +282,25 @@ async fn ledger(database_url: &str) -> Result<()> {
             row.get::<_, String>(3),
         );
     }
+    // The stripe source's SQL handler writes it (docs/guide/without-rust.md).
+    println!("refunds:");
+    for row in client
+        .query(
+            "SELECT charge_id, amount_minor, currency, refunded_at::text, event_id FROM refunds \
+             ORDER BY refunded_at, event_id",
+            &[],
+        )
+        .await?
+    {
+        println!(
+            "  {:<20} {:>8} {}  refunded {}  (from {})",
+            row.get::<_, String>(0),
+            row.get::<_, i64>(1),
+            row.get::<_, String>(2),
+            row.get::<_, String>(3),
+            row.get::<_, String>(4),
+        );
+    }
     Ok(())
 }
 

@@ -51,7 +51,8 @@ async fn with_the_examples_migrating_creates_their_tables_in_their_own_history()
         examples,
         [
             "examples/V1__create_orders",
-            "examples/V2__create_subscriptions"
+            "examples/V2__create_subscriptions",
+            "examples/V3__create_refunds"
         ]
     );
     let client = db.connect().await.unwrap();
@@ -65,7 +66,7 @@ async fn with_the_examples_migrating_creates_their_tables_in_their_own_history()
                 .get::<_, bool>(0)
         }
     };
-    for table in ["webhook_event", "orders", "subscriptions"] {
+    for table in ["webhook_event", "orders", "subscriptions", "refunds"] {
         assert!(exists(table).await, "{table} is missing");
     }
     // Each set records its own versions: both start at 1 and never collide.
@@ -81,7 +82,7 @@ async fn with_the_examples_migrating_creates_their_tables_in_their_own_history()
         .await
         .unwrap()
         .get(0);
-    assert_eq!(example_versions, [1, 2]);
+    assert_eq!(example_versions, [1, 2, 3]);
 
     // Up to date the second time.
     let again = shared::db::migrate_with(&db.settings(1), &handlers::examples::migrations())

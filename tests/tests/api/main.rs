@@ -45,5 +45,6 @@ mod target_expressions;
 mod targets;
 mod template;
 mod template_iam_mutations;
+mod without_rust;
 mod worker_drain;
 mod worker_leases;

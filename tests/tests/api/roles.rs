@@ -90,6 +90,7 @@ async fn each_role_has_exactly_its_privileges_on_every_table() {
             ["", "", "", "", "", ""],
         ),
         ("orders", handlers_table),
+        ("refunds", handlers_table),
         ("subscriptions", handlers_table),
     ]);
     let roles = migrate::schema::GROUP_ROLES;
@@ -523,7 +524,7 @@ async fn handlers_tables_created_before_v14_are_granted_to_the_handlers_role() {
                 .unwrap()
         }
     };
-    for table in ["orders", "subscriptions"] {
+    for table in ["orders", "refunds", "subscriptions"] {
         let row = privileges(table).await;
         assert_eq!(
             (

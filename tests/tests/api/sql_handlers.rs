@@ -11,7 +11,7 @@ use crate::helpers::*;
 
 /// The business tables the handlers below write.
 const SCHEMA: &str = "
-CREATE TABLE refunds (charge_id text PRIMARY KEY, amount_minor bigint NOT NULL,
+CREATE TABLE pay_refunds (charge_id text PRIMARY KEY, amount_minor bigint NOT NULL,
                       event_id text NOT NULL, refunded_at timestamptz, ratio numeric);
 CREATE TABLE big_refunds (charge_id text PRIMARY KEY);
 CREATE TABLE charges (id text PRIMARY KEY, state text NOT NULL, version bigint NOT NULL);";
@@ -22,7 +22,7 @@ fn refund_handler() -> serde_json::Value {
         "event_types": ["charge.refunded"],
         "when": "body.data.object.amount_refunded > `0`",
         "sql": [{
-            "statement": "INSERT INTO refunds (charge_id, amount_minor, event_id, refunded_at, ratio) \
+            "statement": "INSERT INTO pay_refunds (charge_id, amount_minor, event_id, refunded_at, ratio) \
                           VALUES ($1, $2, $3, $4, $5) ON CONFLICT (charge_id) DO NOTHING",
             "params": [
                 {"path": "/data/object/id", "type": "text"},
@@ -113,7 +113,7 @@ async fn fifty_concurrent_copies_of_one_event_apply_the_configured_sql_once() {
         }
     }
     assert!(answered >= 1);
-    assert_eq!(app.count("SELECT count(*) FROM refunds").await, 1);
+    assert_eq!(app.count("SELECT count(*) FROM pay_refunds").await, 1);
     assert_eq!(app.ledger_rows().await, 1);
     let after = app.receive("pay", &delivery).await;
     assert_eq!((after.status, after.body.as_str()), (200, expected));
@@ -121,7 +121,7 @@ async fn fifty_concurrent_copies_of_one_event_apply_the_configured_sql_once() {
     let row = client
         .query_one(
             "SELECT amount_minor, event_id, extract(epoch FROM refunded_at)::bigint, ratio::text \
-             FROM refunds",
+             FROM pay_refunds",
             &[],
         )
         .await
@@ -159,7 +159,7 @@ async fn a_plain_insert_sql_handler_is_sent_in_the_claims_one_statement() {
     );
     assert_eq!(ledger.get::<_, String>(1), "completed");
     let refund_xmin: String = client
-        .query_one("SELECT xmin::text FROM refunds", &[])
+        .query_one("SELECT xmin::text FROM pay_refunds", &[])
         .await
         .unwrap()
         .get(0);
@@ -254,7 +254,7 @@ async fn a_missing_path_kills_the_event_naming_the_path_and_no_payload_value() {
         "{last_error}"
     );
     assert!(!last_error.contains(PAYLOAD_MARKER), "{last_error}");
-    assert_eq!(app.count("SELECT count(*) FROM refunds").await, 0);
+    assert_eq!(app.count("SELECT count(*) FROM pay_refunds").await, 0);
     // A value that does not convert: the kind is named, never the value.
     let body = event(
         "charge.refunded",
@@ -296,7 +296,7 @@ async fn when_routes_to_the_first_handler_that_applies_or_to_the_recorded_no_op(
         vec!["ch_big".to_owned()]
     );
     assert_eq!(
-        app.texts("SELECT charge_id FROM refunds").await,
+        app.texts("SELECT charge_id FROM pay_refunds").await,
         vec!["ch_small".to_owned()]
     );
     // Matched by pattern, but no when holds: the recorded no-op.
@@ -313,7 +313,7 @@ async fn when_routes_to_the_first_handler_that_applies_or_to_the_recorded_no_op(
         body,
         serde_json::json!({"status": "ignored", "event_type": "charge.refunded"})
     );
-    assert_eq!(app.count("SELECT count(*) FROM refunds").await, 1);
+    assert_eq!(app.count("SELECT count(*) FROM pay_refunds").await, 1);
 }
 
 #[tokio::test]
@@ -321,7 +321,7 @@ async fn a_statement_the_schema_refuses_stops_the_function_naming_source_type_an
     let broken = serde_json::json!({
         "event_types": ["charge.refunded"],
         "sql": [
-            {"statement": "INSERT INTO refunds (charge_id, amount_minor, event_id) VALUES ($1, 1, 'x')",
+            {"statement": "INSERT INTO pay_refunds (charge_id, amount_minor, event_id) VALUES ($1, 1, 'x')",
              "params": [{"path": "/data/object/id", "type": "text"}]},
             {"statement": "INSERT INTO no_such_table (a) VALUES ($1)",
              "params": [{"path": "/data/object/id", "type": "text"}]}
@@ -376,7 +376,7 @@ async fn a_sql_handler_taking_a_rust_handlers_type_is_a_start_up_error_naming_bo
         if source["name"] == "stripe" {
             source["handlers"] = serde_json::json!([{
                 "event_types": ["payment_intent.*"],
-                "sql": [{"statement": "INSERT INTO refunds (charge_id) VALUES ($1)",
+                "sql": [{"statement": "INSERT INTO pay_refunds (charge_id) VALUES ($1)",
                          "params": [{"event": "id"}]}]
             }]);
         }
@@ -440,7 +440,7 @@ async fn behind_pgbouncer_the_statements_prepare_and_apply_with_and_without_the_
             );
         }
         assert_eq!(
-            app.count("SELECT count(*) FROM refunds").await,
+            app.count("SELECT count(*) FROM pay_refunds").await,
             4,
             "cache {statement_cache}"
         );
@@ -485,7 +485,7 @@ async fn the_worker_runs_a_deferred_sources_sql_handlers_once() {
     let summary = worker.worker.drain(soon, plenty).await.unwrap();
     assert_eq!((summary.leased, summary.completed), (2, 2), "{summary:?}");
     assert_eq!(
-        app.texts("SELECT charge_id FROM refunds").await,
+        app.texts("SELECT charge_id FROM pay_refunds").await,
         vec!["ch_d1".to_owned()]
     );
     assert_eq!(
