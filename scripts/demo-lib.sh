@@ -39,7 +39,8 @@ demo_sources_file() {
 # `cargo lambda watch --env-file OUT` (cargo lambda's --env-var splits on commas, so a
 # RUST_LOG=info,shared=debug or a multi-host DATABASE_URL would break there too).
 # Values are single-quoted, the format's only literal quoting; the format cannot carry a single
-# quote, a newline, a literal backslash-n or an empty value, so those are refused by name.
+# quote, a newline, a literal backslash-n or an empty value, so those are refused by name. A
+# pair written NAME?=VALUE is optional: left out when VALUE is empty.
 demo_env_file() {
   local out=$1 pair name value
   shift
@@ -48,6 +49,13 @@ demo_env_file() {
   for pair in "$@"; do
     name=${pair%%=*}
     value=${pair#*=}
+    case "$name" in
+      *\?)
+        # NAME?=VALUE: optional, left out when empty.
+        name=${name%\?}
+        [ -n "$value" ] || continue
+        ;;
+    esac
     if [ -z "$value" ]; then
       echo "$name is empty: the emulator's environment cannot pass an empty value" >&2
       return 1

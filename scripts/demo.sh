@@ -157,7 +157,7 @@ demo_env_file "$scratch/emulator.env" \
   "HOOKLEDGER_WORKER_FUNCTION=worker" "AWS_ENDPOINT_URL_LAMBDA=http://127.0.0.1:$port" \
   "AWS_REGION=us-east-1" "AWS_ACCESS_KEY_ID=local" "AWS_SECRET_ACCESS_KEY=local" \
   "AWS_EC2_METADATA_DISABLED=true" "RUST_LOG=$function_log" \
-  "HOOKLEDGER_EXAMPLES=$HOOKLEDGER_EXAMPLES"
+  "HOOKLEDGER_EXAMPLES?=$HOOKLEDGER_EXAMPLES"
 # RUST_LOG reaches the functions through the env file only: cargo lambda itself would turn
 # verbose with it and print the functions' environment (the database URL) and its metadata.
 setsid env -u RUST_LOG cargo lambda watch --quiet --ignore-changes -A 127.0.0.1 -P "$port" \

@@ -55,8 +55,9 @@ pub async fn run(app: App, args: Args) -> anyhow::Result<()> {
 /// `hookledger check-config` arguments.
 #[derive(Debug, clap::Args)]
 pub struct CheckArgs {
-    /// Fail (exit 1) when a handler is registered for a source that is not configured, or a
-    /// configured source has no handler and no built-in target (for CI).
+    /// Fail (exit 1) when a handler is registered for a source that is not configured, a
+    /// configured source has no handler and no built-in target, or SQL handlers' statements
+    /// could not be prepared because no database answered (for CI: give it one).
     #[arg(long)]
     pub strict: bool,
 }
@@ -71,7 +72,7 @@ pub struct CheckArgs {
 /// # Errors
 /// The start-up error the functions would stop with (a SQL handler's statement the database
 /// refuses included, naming source, handler, patterns and statement); with `--strict`, any
-/// gap.
+/// gap, and SQL handlers whose statements no database was there to prepare.
 pub async fn check_config(app: App, args: CheckArgs) -> anyhow::Result<()> {
     let settings = Settings::from_env().await.map_err(crate::config_error)?;
     let mut names: Vec<&str> = settings.sources.iter().map(|s| s.name.as_str()).collect();
@@ -81,36 +82,46 @@ pub async fn check_config(app: App, args: CheckArgs) -> anyhow::Result<()> {
     let coverage = Coverage::of(&handlers, &settings.sources);
     print!("{}", coverage.text());
     let sql = shared::sql_handler::build_all(&settings.sources)?;
-    if !sql.is_empty() {
-        prepare_sql_handlers(&settings, &sql).await?;
-    }
+    let prepared = sql.is_empty() || prepare_sql_handlers(&settings, &sql).await?;
     if args.strict && !coverage.gaps.is_empty() {
         anyhow::bail!(
             "--strict: {} warning(s) in the configuration (above)",
             coverage.gaps.len()
         );
     }
+    if args.strict && !prepared {
+        anyhow::bail!(
+            "--strict: the SQL handlers' statements were not checked against the schema: \
+             point DATABASE_URL at a database with your tables"
+        );
+    }
     Ok(())
 }
 
-/// Prepares the SQL handlers' statements against the configured database, if it answers.
+/// Prepares the SQL handlers' statements against the configured database, if it answers:
+/// whether they were prepared.
 ///
 /// # Errors
 /// The first statement the database refuses.
 async fn prepare_sql_handlers(
     settings: &Settings,
     handlers: &[std::sync::Arc<shared::sql_handler::SqlHandlers>],
-) -> anyhow::Result<()> {
+) -> anyhow::Result<bool> {
     use shared::sql_handler::{prepare::prepare_all, PrepareFailure};
     let not_prepared = |why: &str| println!("SQL handlers: statements not prepared ({why})");
     let Ok(client) = shared::db::connect(&settings.database).await else {
         not_prepared("no database reachable");
-        return Ok(());
+        return Ok(false);
     };
     match prepare_all(&client, "BEGIN", handlers).await {
-        Ok(n) => println!("SQL handlers: statements prepared against the database ({n})"),
+        Ok(n) => {
+            println!("SQL handlers: statements prepared against the database ({n})");
+            Ok(true)
+        }
         Err(PrepareFailure::Refused(error)) => anyhow::bail!("{error}"),
-        Err(PrepareFailure::Unchecked(_)) => not_prepared("the database did not answer"),
+        Err(PrepareFailure::Unchecked(_)) => {
+            not_prepared("the database did not answer");
+            Ok(false)
+        }
     }
-    Ok(())
 }

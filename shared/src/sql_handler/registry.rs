@@ -37,8 +37,8 @@ pub enum HandlersError {
     Invalid {
         /// The source's name.
         name: String,
-        /// What is wrong.
-        #[source]
+        /// What is wrong (in the message already, so not also its source: a reporter that
+        /// prints the chain would say it twice).
         error: SqlHandlerError,
     },
 }

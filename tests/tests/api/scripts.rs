@@ -235,6 +235,31 @@ fn the_demo_refuses_what_it_cannot_pass_on() {
     assert!(empty.contains("RUST_LOG is empty"), "{empty}");
 }
 
+#[test]
+fn an_optional_variable_left_empty_is_left_out_of_the_emulators_environment() {
+    // `HOOKLEDGER_SOURCES=... make run` (the README's way to run your own sources) failed at
+    // once: demo.sh passed HOOKLEDGER_EXAMPLES, empty with your own sources, and an empty value
+    // is refused ("HOOKLEDGER_EXAMPLES is empty: the emulator's environment cannot pass an
+    // empty value"). `NAME?=VALUE` is optional: left out when empty, written when not.
+    let scratch = Scratch::new("demo-env-optional");
+    let scratch_dir = scratch.0.to_str().unwrap();
+    let script = r#"
+        demo_env_file "$SCRATCH/empty.env" "RUST_LOG=info" "HOOKLEDGER_EXAMPLES?="
+        demo_env_file "$SCRATCH/set.env" "RUST_LOG=info" "HOOKLEDGER_EXAMPLES?=stripe"
+    "#;
+    stdout(&demo_lib(script, &[("SCRATCH", scratch_dir)], &[]));
+    let empty = std::fs::read_to_string(scratch.0.join("empty.env")).unwrap();
+    assert_eq!(empty, "RUST_LOG='info'\n");
+    let set = std::fs::read_to_string(scratch.0.join("set.env")).unwrap();
+    assert_eq!(set, "RUST_LOG='info'\nHOOKLEDGER_EXAMPLES='stripe'\n");
+    // And demo.sh passes the examples' sources that way: empty with your own sources.
+    let demo = std::fs::read_to_string(root().join("scripts/demo.sh")).unwrap();
+    assert!(
+        demo.contains("\"HOOKLEDGER_EXAMPLES?=$HOOKLEDGER_EXAMPLES\""),
+        "scripts/demo.sh must pass HOOKLEDGER_EXAMPLES as optional"
+    );
+}
+
 /// Runs `scripts/check-test-log.sh` on `log` with a minimum-file holding `minimum`.
 fn check_log(log: &str, minimum: &str) -> (bool, String) {
     let scratch = Scratch::new("test-log");

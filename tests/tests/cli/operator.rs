@@ -163,9 +163,10 @@ fn sql_source(statement: &str, path: &str) -> String {
 
 #[tokio::test]
 async fn hookledger_check_config_refuses_a_bad_sql_handler_with_and_without_a_database() {
-    let check = |url: &str, sources: &str| {
+    let check_with = |url: &str, sources: &str, strict: bool| {
         let output = std::process::Command::new(env!("CARGO_BIN_EXE_hookledger-examples"))
             .arg("check-config")
+            .args(strict.then_some("--strict"))
             .env_clear()
             .env("DATABASE_URL", url)
             .env("HOOKLEDGER_SOURCES", sources)
@@ -174,6 +175,7 @@ async fn hookledger_check_config_refuses_a_bad_sql_handler_with_and_without_a_da
         hookledger_tests::test_log::record("hookledger", &output);
         output
     };
+    let check = |url: &str, sources: &str| check_with(url, sources, false);
     let unused = "postgres://127.0.0.1:1/unused";
     // Refused while parsing: no database needed.
     let line = one_line_failure(&check(
@@ -186,6 +188,16 @@ async fn hookledger_check_config_refuses_a_bad_sql_handler_with_and_without_a_da
             && line.contains("JSON pointer"),
         "{line}"
     );
+    // A count that does not match: said once (the message carried its cause twice).
+    let line = one_line_failure(&check(
+        unused,
+        &sql_source("INSERT INTO pushes (id, at) VALUES ($1, $2)", "/after"),
+    ));
+    assert_eq!(
+        line.matches("params lists 1").count(),
+        1,
+        "the problem is said once: {line}"
+    );
     // Good, no database: said so, and the check passes (make check has no database).
     let good = sql_source("INSERT INTO pushes (id) VALUES ($1)", "/after");
     let offline = check(unused, &good);
@@ -197,6 +209,12 @@ async fn hookledger_check_config_refuses_a_bad_sql_handler_with_and_without_a_da
         "{}",
         stdout(&offline)
     );
+    // With --strict (CI), statements no database checked are a failure, not a pass.
+    let line = one_line_failure(&check_with(unused, &good, true));
+    assert!(
+        line.contains("--strict") && line.contains("not checked against the schema"),
+        "{line}"
+    );
     // With a database: prepared against its schema, and refused when it does not prepare.
     let db = hookledger_tests::test_db().await.unwrap();
     db.connect()
@@ -207,6 +225,8 @@ async fn hookledger_check_config_refuses_a_bad_sql_handler_with_and_without_a_da
         .unwrap();
     let online = check(&db.url, &good);
     assert!(online.status.success(), "{online:?}");
+    let strict = check_with(&db.url, &good, true);
+    assert!(strict.status.success(), "{strict:?}");
     assert!(
         stdout(&online).contains("SQL handlers: statements prepared against the database (1)"),
         "{}",
