@@ -550,3 +550,36 @@ async fn a_when_that_fails_to_evaluate_kills_the_event_naming_the_expression() {
     );
     assert_eq!(app.count("SELECT count(*) FROM big_refunds").await, 0);
 }
+
+/// PostgreSQL quotes the value in a data exception's message, not only in its DETAIL
+/// (`invalid input syntax for type bigint: "<value>"`): a cast in the statement (the reference
+/// advises `$2::int` for a narrower column) must not put the payload in `last_error`.
+#[tokio::test]
+async fn a_cast_the_database_refuses_kills_the_event_without_quoting_the_value() {
+    let handler = serde_json::json!({
+        "event_types": ["charge.refunded"],
+        "sql": [{
+            "statement": "INSERT INTO pay_refunds (charge_id, amount_minor, event_id) \
+                          VALUES ($1, $2::bigint, $3)",
+            "params": [
+                {"path": "/data/object/id", "type": "text"},
+                {"path": "/data/object/description", "type": "text"},
+                {"event": "id"}
+            ]
+        }]
+    });
+    let app = app_with(serde_json::json!([handler])).await;
+    let reply = app
+        .receive("pay", &standard("msg_cast", &refund("ch_cast", 5), NOW))
+        .await;
+    assert_eq!(reply.outcome, Outcome::Dead, "{reply:?}");
+    let (status, _, last_error) = row(&app, "msg_cast").await;
+    assert_eq!(status, "dead");
+    let last_error = last_error.unwrap();
+    assert!(
+        last_error.contains("22P02") && last_error.contains("bigint"),
+        "{last_error}"
+    );
+    assert!(!last_error.contains(PAYLOAD_MARKER), "{last_error}");
+    assert_eq!(app.count("SELECT count(*) FROM pay_refunds").await, 0);
+}
