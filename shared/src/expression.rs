@@ -51,6 +51,12 @@ pub const MAX_OPENING_CHARS: usize = 200;
 /// so this bounds their stack. A path of 60 fields, or 30 nested functions, still fits.
 pub const MAX_EXPRESSION_DEPTH: usize = 64;
 
+/// Largest array index, slice start, stop or step (in magnitude) an expression may hold: the
+/// `jmespath` crate steps a slice with `i += step` in `i32` and negates a negative index, so a
+/// step near `i32::MAX` overflows (a panic: in a release build an index out of bounds) and so
+/// does the index `i32::MIN`. No array an event holds comes near this bound.
+pub const MAX_INDEX: i32 = 1 << 24;
+
 /// Why an expression was refused or failed. Carries no value of the event.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ExpressionError {
@@ -129,9 +135,15 @@ impl Expression {
             )));
         }
         let compiled = jmespath::compile(text).map_err(|error| invalid(reason_of(&error)))?;
-        if depth(compiled.as_ast()) > MAX_EXPRESSION_DEPTH {
+        let (deepest, largest) = depth(compiled.as_ast());
+        if deepest > MAX_EXPRESSION_DEPTH {
             return Err(invalid(format!(
                 "it nests deeper than {MAX_EXPRESSION_DEPTH} levels"
+            )));
+        }
+        if largest > MAX_INDEX.unsigned_abs() {
+            return Err(invalid(format!(
+                "an index or slice number is larger than {MAX_INDEX} in magnitude"
             )));
         }
         Ok(Self { compiled })
@@ -175,10 +187,12 @@ impl Expression {
     }
 }
 
-/// The depth of `ast` (a leaf is 1), walked without recursion.
-fn depth(ast: &jmespath::ast::Ast) -> usize {
+/// The depth of `ast` (a leaf is 1) and the largest magnitude of its array indices and slice
+/// numbers, walked without recursion.
+fn depth(ast: &jmespath::ast::Ast) -> (usize, u32) {
     use jmespath::ast::Ast;
     let mut deepest = 0;
+    let mut largest = 0u32;
     let mut stack = vec![(ast, 1usize)];
     while let Some((node, level)) = stack.pop() {
         deepest = deepest.max(level);
@@ -207,14 +221,18 @@ fn depth(ast: &jmespath::ast::Ast) -> usize {
             Ast::MultiHash { elements, .. } => {
                 stack.extend(elements.iter().map(|kv| (&kv.value, next)));
             }
-            Ast::Identity { .. }
-            | Ast::Field { .. }
-            | Ast::Index { .. }
-            | Ast::Literal { .. }
-            | Ast::Slice { .. } => {}
+            Ast::Index { idx, .. } => largest = largest.max(idx.unsigned_abs()),
+            Ast::Slice {
+                start, stop, step, ..
+            } => {
+                for n in [*start, *stop, Some(*step)].into_iter().flatten() {
+                    largest = largest.max(n.unsigned_abs());
+                }
+            }
+            Ast::Identity { .. } | Ast::Field { .. } | Ast::Literal { .. } => {}
         }
     }
-    deepest
+    (deepest, largest)
 }
 
 /// The reason and column of a JMESPath error, without the expression text the crate's
@@ -450,6 +468,31 @@ mod tests {
                 let _ = t.apply(&event);
             }
         });
+    }
+
+    /// jmespath 0.5 steps a slice with `i += step` in `i32` and negates an index with `-idx`:
+    /// a step near `i32::MAX` overflows (a panic in a debug build, an out-of-bounds index and
+    /// so a panic in a release build), as does the index `i32::MIN`. A panic in the receiver
+    /// fails every delivery of the event (the provider retries it forever).
+    #[test]
+    fn huge_slice_steps_and_indices_are_refused_or_evaluate_without_a_panic() {
+        let event = json!({"a": [1, 2, 3]});
+        for text in [
+            "a[1::2147483647]",
+            "a[::2147483647]",
+            "a[-2147483648]",
+            "a[2147483647]",
+            "a[-2147483648:2147483647:2147483647]",
+        ] {
+            let outcome = std::panic::catch_unwind(|| {
+                let _ = Filter::compile(text).map(|f| f.matches(&event));
+                let _ = Transform::compile(text).map(|t| t.apply(&event));
+            });
+            assert!(outcome.is_ok(), "{text} panicked");
+        }
+        // Ordinary slices and indices still work.
+        let t = Transform::compile("[a[-1], a[::-2]]").unwrap();
+        assert_eq!(t.apply(&event).unwrap(), b"[3,[3,1]]");
     }
 
     #[test]

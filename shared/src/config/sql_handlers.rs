@@ -206,7 +206,8 @@ impl SqlHandlerConfig {
     /// [`SqlHandlerError`] for no or a bad event type pattern, a `when` that does not compile,
     /// no statements, an empty statement, a parameter that is not exactly one of
     /// `path`/`form`/`event`, a bad JSON pointer, a missing type, a bad `order`, a status
-    /// other than 200/201/202, or a `returning` that names no statement.
+    /// other than 200/201/202, a `returning` that names no statement, or a body that is the
+    /// recorded no-op's.
     pub fn from_spec(number: usize, spec: SqlHandlerSpec) -> Result<Self, SqlHandlerError> {
         let patterns = quoted(&spec.event_types);
         let error = |statement: Option<usize>, problem: String| SqlHandlerError {
@@ -300,6 +301,16 @@ impl SqlHandlerConfig {
                 ));
             }
         }
+        let body = response.body.unwrap_or_else(default_body);
+        if is_the_recorded_no_op(&body) {
+            return Err(error(
+                None,
+                "response.body is the recorded no-op's ({\"status\": \"ignored\", \"event_type\": \
+                 ...}): the ledger would read the event as ignored, and `hookledger redrive \
+                 --ignored` would run the handler again"
+                    .to_owned(),
+            ));
+        }
         Ok(Self {
             number,
             event_types,
@@ -308,11 +319,22 @@ impl SqlHandlerConfig {
             order,
             response: ResponseConfig {
                 status,
-                body: response.body.unwrap_or_else(default_body),
+                body,
                 returning: response.returning,
             },
         })
     }
+}
+
+/// Whether `body` has the shape of the recorded no-op (`crate::apply::ignored_effect`:
+/// exactly `{"status": "ignored", "event_type": <a string>}`), which the ledger reads as "no
+/// handler ran".
+fn is_the_recorded_no_op(body: &Value) -> bool {
+    body.as_object().is_some_and(|o| {
+        o.len() == 2
+            && o.get("status") == Some(&Value::String("ignored".to_owned()))
+            && o.get("event_type").is_some_and(Value::is_string)
+    })
 }
 
 /// `event_types "a", "b.*"`.

@@ -12,7 +12,8 @@ use std::error::Error as StdError;
 use std::fmt;
 
 /// A PostgreSQL client error as a cause: its `Display` is [`describe`]'s text for a report of
-/// the server (SQLSTATE, message, constraint or table; never the DETAIL), else the client's own
+/// the server (SQLSTATE, message, constraint or table; never the DETAIL, nor the value a data
+/// exception's message quotes), else the client's own
 /// kind ("error connecting to server", ...) with its causes as `source`. Retryable when
 /// [`PgError::is_unavailable`] says so; otherwise the caller decides (a constraint violation is
 /// fatal to a handler, see `HandlerError::from`).
@@ -117,13 +118,35 @@ fn pg_source(error: &tokio_postgres::Error) -> Option<&(dyn StdError + 'static)>
 
 /// The server's report: SQLSTATE, message, and the constraint or table it names.
 fn describe_db(db: &tokio_postgres::error::DbError) -> String {
-    let mut text = format!("{} {}", db.code().code(), db.message());
+    let code = db.code().code();
+    let mut text = format!("{code} {}", message_without_value(code, db.message()));
     if let Some(constraint) = db.constraint() {
         text.push_str(&format!(" (constraint {constraint})"));
     } else if let Some(table) = db.table() {
         text.push_str(&format!(" (table {table})"));
     }
     text
+}
+
+/// `message` without the value a data exception (SQLSTATE class 22) quotes: PostgreSQL words
+/// many of them with the input itself, `invalid input syntax for type bigint: "<value>"`,
+/// `value "<value>" is out of range for type integer`, `date/time field value out of range:
+/// "<value>"`, the value being a parameter's (payload content). Everything from the first `"`
+/// to the last is replaced (a value may hold a `"` itself); the messages of other classes
+/// quote names (constraint, column, relation) and are kept.
+fn message_without_value<'m>(code: &str, message: &'m str) -> std::borrow::Cow<'m, str> {
+    if !code.starts_with("22") {
+        return message.into();
+    }
+    match (message.find('"'), message.rfind('"')) {
+        (Some(first), Some(last)) if first < last => format!(
+            "{}\"(value not shown)\"{}",
+            &message[..first],
+            &message[last + 1..]
+        )
+        .into(),
+        _ => message.into(),
+    }
 }
 
 /// SQLSTATE classes that mean "our side of the database is unavailable" (retryable, 503):
@@ -193,6 +216,37 @@ mod tests {
 
     use super::*;
     use crate::error_chain::error_chain;
+
+    /// The e2e test `a_cast_the_database_refuses_kills_the_event_without_quoting_the_value`
+    /// shows the message as PostgreSQL sends it; these are its other wordings.
+    #[test]
+    fn a_data_exceptions_message_keeps_no_quoted_value() {
+        for (code, message, kept) in [
+            (
+                "22P02",
+                "invalid input syntax for type bigint: \"s\"e\"cret\"",
+                "invalid input syntax for type bigint: \"(value not shown)\"",
+            ),
+            (
+                "22003",
+                "value \"secret\" is out of range for type integer",
+                "value \"(value not shown)\" is out of range for type integer",
+            ),
+            (
+                "22008",
+                "date/time field value out of range: \"secret\"",
+                "date/time field value out of range: \"(value not shown)\"",
+            ),
+            ("22003", "integer out of range", "integer out of range"),
+            (
+                "23505",
+                "duplicate key value violates unique constraint \"t_pkey\"",
+                "duplicate key value violates unique constraint \"t_pkey\"",
+            ),
+        ] {
+            assert_eq!(message_without_value(code, message), kept);
+        }
+    }
 
     /// Each error of the chain, outermost first (no de-duplication: a repeat shows).
     fn segments(error: &(dyn StdError + 'static)) -> Vec<String> {

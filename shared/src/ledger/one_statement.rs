@@ -218,7 +218,9 @@ fn compose(writes: &[&'static Sql]) -> Option<&'static Sql> {
 /// too (check [`LedgerError::is_unavailable`]), including a `lock_timeout` on anything but the
 /// ledger key. A data exception or integrity violation (SQLSTATE classes 22 and 23: a write or
 /// the response body the database refuses) or a cardinality violation (class 21: two writes of
-/// one plan upserting the same row, which one statement cannot do) is [`Decided::Undecided`],
+/// one plan upserting the same row, which one statement cannot do) or a feature the composed
+/// statement cannot use (class 0A: a write to a table with a `DO ALSO` or conditional rule,
+/// which PostgreSQL refuses inside `WITH`) is [`Decided::Undecided`],
 /// so the transaction shape runs the handler again and classifies the failure as it always
 /// does.
 pub async fn claim_and_complete(
@@ -271,9 +273,11 @@ pub async fn claim_and_complete(
             };
         }
         Err(error)
-            if error
-                .code()
-                .is_some_and(|c| ["21", "22", "23"].iter().any(|k| c.code().starts_with(k))) =>
+            if error.code().is_some_and(|c| {
+                ["0A", "21", "22", "23"]
+                    .iter()
+                    .any(|k| c.code().starts_with(k))
+            }) =>
         {
             return Ok(Decided::Undecided)
         }

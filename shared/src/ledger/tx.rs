@@ -143,7 +143,7 @@ const REFUSED_FUNCTIONS: [&str; 5] = [
 
 /// The first keyword of `sql` (after whitespace, `--` and `/* */` comments, nested as
 /// PostgreSQL nests them) and the word after it, as written (compare case-insensitively).
-fn leading_words(sql: &str) -> (&str, &str) {
+pub(crate) fn leading_words(sql: &str) -> (&str, &str) {
     let mut rest = sql;
     loop {
         rest = rest.trim_start();

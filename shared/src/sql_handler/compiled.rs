@@ -94,6 +94,17 @@ impl SqlHandler {
                     }
                 })
             })?;
+            // A Rust handler may run SET LOCAL; a SQL handler runs reads and writes only.
+            if crate::ledger::tx::leading_words(sql.text)
+                .0
+                .eq_ignore_ascii_case("SET")
+            {
+                return Err(refused(
+                    "a SQL handler may not run SET statements (SET LOCAL included): only reads \
+                     and writes"
+                        .to_owned(),
+                ));
+            }
             statements.push(Statement {
                 number: statement.number,
                 sql,
@@ -230,6 +241,15 @@ mod tests {
         );
         let e = built(&one("COMMIT", "[]", "")).unwrap_err();
         assert!(e.contains("statement 1") && e.contains("COMMIT"), "{e}");
+        // The reference refuses SET: SET LOCAL too (it would lift the event transaction's own
+        // limits, statement_timeout and lock_timeout, for the ledger's completion after it).
+        for set in [
+            "SET LOCAL statement_timeout = 0",
+            "/* x */ set local lock_timeout TO 0",
+        ] {
+            let e = built(&one(set, "[]", "")).unwrap_err();
+            assert!(e.contains("statement 1") && e.contains("SET"), "{e}");
+        }
         let e = built(&one("INSERT INTO t (a) VALUES ('x)", "[]", "")).unwrap_err();
         assert!(e.contains("does not scan"), "{e}");
         let e = built(&one("SELECT '$1', $2", r#"[{"event": "id"}]"#, "")).unwrap_err();

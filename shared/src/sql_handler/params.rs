@@ -35,6 +35,9 @@ pub struct Input<'a> {
     pub document: Result<Value, String>,
     /// The raw body (read as a form by `form` parameters).
     pub body: &'a [u8],
+    /// The body is the JSON document itself: no form, so `form` parameters find no field
+    /// (read as a form, a string inside the JSON could supply one: `"hi&user_id=U_ADMIN"`).
+    pub body_is_json: bool,
     /// The event's id.
     pub event_id: &'a str,
     /// The event's type.
@@ -52,6 +55,7 @@ impl<'a> Input<'a> {
         body: &'a [u8],
         document: &[u8],
     ) -> Self {
+        let same_bytes = body == document;
         let document = serde_json::from_slice::<Value>(document).map_err(|error| {
             format!(
                 "the event's document is not JSON (line {}, column {})",
@@ -59,9 +63,11 @@ impl<'a> Input<'a> {
                 error.column()
             )
         });
+        let body_is_json = same_bytes && document.is_ok();
         Self {
             document,
             body,
+            body_is_json,
             event_id,
             event_type,
             source,
@@ -189,13 +195,22 @@ impl Param {
                 }
             }
             Origin::Form(field) => {
-                let found = form_urlencoded::parse(input.body)
-                    .filter(|(k, _)| k == field.as_str())
-                    .last()
-                    .map(|(_, v)| v.into_owned());
+                let found = (!input.body_is_json)
+                    .then(|| {
+                        form_urlencoded::parse(input.body)
+                            .filter(|(k, _)| k == field.as_str())
+                            .last()
+                            .map(|(_, v)| v.into_owned())
+                    })
+                    .flatten();
                 match found {
                     Some(text) => Raw::Text(text),
                     None if self.optional => return Ok(null(self.ty)),
+                    None if input.body_is_json => {
+                        return Err(error(
+                            "is missing: the event's body is JSON, not a form".into(),
+                        ))
+                    }
                     None => return Err(error("is missing from the form body".into())),
                 }
             }

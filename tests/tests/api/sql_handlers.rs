@@ -550,3 +550,73 @@ async fn a_when_that_fails_to_evaluate_kills_the_event_naming_the_expression() {
     );
     assert_eq!(app.count("SELECT count(*) FROM big_refunds").await, 0);
 }
+
+/// PostgreSQL quotes the value in a data exception's message, not only in its DETAIL
+/// (`invalid input syntax for type bigint: "<value>"`): a cast in the statement (the reference
+/// advises `$2::int` for a narrower column) must not put the payload in `last_error`.
+#[tokio::test]
+async fn a_cast_the_database_refuses_kills_the_event_without_quoting_the_value() {
+    let handler = serde_json::json!({
+        "event_types": ["charge.refunded"],
+        "sql": [{
+            "statement": "INSERT INTO pay_refunds (charge_id, amount_minor, event_id) \
+                          VALUES ($1, $2::bigint, $3)",
+            "params": [
+                {"path": "/data/object/id", "type": "text"},
+                {"path": "/data/object/description", "type": "text"},
+                {"event": "id"}
+            ]
+        }]
+    });
+    let app = app_with(serde_json::json!([handler])).await;
+    let reply = app
+        .receive("pay", &standard("msg_cast", &refund("ch_cast", 5), NOW))
+        .await;
+    assert_eq!(reply.outcome, Outcome::Dead, "{reply:?}");
+    let (status, _, last_error) = row(&app, "msg_cast").await;
+    assert_eq!(status, "dead");
+    let last_error = last_error.unwrap();
+    assert!(
+        last_error.contains("22P02") && last_error.contains("bigint"),
+        "{last_error}"
+    );
+    assert!(!last_error.contains(PAYLOAD_MARKER), "{last_error}");
+    assert_eq!(app.count("SELECT count(*) FROM pay_refunds").await, 0);
+}
+
+/// A table with a `DO ALSO` rule takes a plain INSERT, and the statement prepares at start-up,
+/// but not inside a `WITH` (PostgreSQL: "DO ALSO rules are not supported for data-modifying
+/// statements in WITH", SQLSTATE 0A000): the one-statement shape must leave the event to the
+/// transaction shape, not fail every delivery of the source.
+#[tokio::test]
+async fn a_plain_insert_into_a_table_with_a_rule_falls_back_to_the_transaction_shape() {
+    let handler = serde_json::json!({
+        "event_types": ["charge.refunded"],
+        "sql": [{
+            "statement": "INSERT INTO big_refunds (charge_id) VALUES ($1)",
+            "params": [{"path": "/data/object/id", "type": "text"}]
+        }]
+    });
+    let app = app_with(serde_json::json!([handler])).await;
+    app.db
+        .connect()
+        .await
+        .unwrap()
+        .batch_execute(
+            "CREATE TABLE refund_audit (charge_id text);
+             CREATE RULE big_refunds_audit AS ON INSERT TO big_refunds
+                 DO ALSO INSERT INTO refund_audit VALUES (NEW.charge_id);",
+        )
+        .await
+        .unwrap();
+    let reply = app
+        .receive("pay", &standard("msg_rule", &refund("ch_rule", 5), NOW))
+        .await;
+    assert_eq!(
+        (reply.status, reply.outcome),
+        (200, Outcome::Processed),
+        "{reply:?}"
+    );
+    assert_eq!(app.count("SELECT count(*) FROM big_refunds").await, 1);
+    assert_eq!(app.count("SELECT count(*) FROM refund_audit").await, 1);
+}

@@ -105,6 +105,21 @@ fn static_configuration_errors_name_source_patterns_and_statement() {
         r#", "response": {"status": 204}"#,
     ));
     assert!(e.contains("response.status 204"), "{e}");
+    // The recorded no-op's exact body: the ledger would read the event as ignored, and
+    // `hookledger redrive --ignored` would run the handler again.
+    let e = refused(&one(
+        "INSERT INTO t (a) VALUES (1)",
+        "[]",
+        r#", "response": {"body": {"event_type": "t", "status": "ignored"}}"#,
+    ));
+    assert!(e.contains("response.body") && e.contains("no-op"), "{e}");
+    // Any other body that says ignored is the handler's own.
+    Sources::from_json(&source(&one(
+        "INSERT INTO t (a) VALUES (1)",
+        "[]",
+        r#", "response": {"body": {"status": "ignored"}}"#,
+    )))
+    .unwrap();
     let e = refused(&one(
         "INSERT INTO t (a) VALUES (1)",
         "[]",

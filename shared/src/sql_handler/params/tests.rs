@@ -241,6 +241,36 @@ fn form_fields_and_event_fields_are_read() {
     assert_eq!(encoded(&value, &Type::TEXT), Some(b"evt_9".to_vec()));
 }
 
+/// A JSON body is no form: read as one, a string inside it (text a sender typed, such as a
+/// chat message) would supply form fields (`"hi&user_id=U_ADMIN&x="`).
+#[test]
+fn a_json_body_has_no_form_fields() {
+    let body = r#"{"type": "message", "text": "hi&user_id=U_ADMIN&x=", "n": 1}"#;
+    let input = input(body);
+    let form = |optional: bool| Param {
+        origin: Origin::Form("user_id".to_owned()),
+        ty: ParamType::Text,
+        optional,
+    };
+    let value = form(true).value(1, &input).unwrap();
+    assert_eq!(encoded(&value, &Type::TEXT), None, "optional: NULL");
+    let e = form(false)
+        .value(1, &input)
+        .map(|_| ())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("form field \"user_id\"") && !e.contains("U_ADMIN"),
+        "{e}"
+    );
+    // The JSON a form carries (GitHub's payload=, Slack interactivity) is the document; the
+    // form's own fields are still read.
+    let form_body = "payload=%7B%22a%22%3A1%7D&user_id=U1";
+    let carried = Input::new("src", "evt_1", "t", form_body.as_bytes(), br#"{"a":1}"#);
+    let value = form(false).value(1, &carried).unwrap();
+    assert_eq!(encoded(&value, &Type::TEXT), Some(b"U1".to_vec()));
+}
+
 #[test]
 fn json_pointers_follow_rfc_6901() {
     for good in ["", "/", "/a", "/a/0", "/a~0b", "/a~1b", "/~01"] {
