@@ -77,14 +77,8 @@ impl Handler for SqlHandlers {
                 continue;
             }
             if let Some(when) = &handler.when {
-                let envelope = envelope.get_or_insert_with(|| {
-                    crate::expression::envelope(
-                        event.source,
-                        event.event_id,
-                        event.event_type,
-                        crate::expression::body_value(event.body, event.document),
-                    )
-                });
+                let envelope =
+                    envelope.get_or_insert_with(|| crate::expression::event_envelope(event));
                 // The error names the expression and the failing part's position, no value.
                 match when.matches(envelope) {
                     Ok(true) => {}
