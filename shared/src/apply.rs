@@ -191,7 +191,14 @@ pub fn takers<'t>(targets: &'t [Target], event: &Event<'_>) -> Takers<'t> {
             takers.targets.push(target);
             continue;
         };
-        let envelope = envelope.get_or_insert_with(|| crate::expression::event_envelope(event));
+        let envelope = envelope.get_or_insert_with(|| {
+            crate::expression::envelope(
+                event.source,
+                event.event_id,
+                event.event_type,
+                crate::expression::body_value(event.body, event.document),
+            )
+        });
         match filter.matches(envelope) {
             Ok(true) => takers.targets.push(target),
             Ok(false) => {}

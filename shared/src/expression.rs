@@ -254,17 +254,6 @@ pub fn envelope(source: &str, event_id: &str, event_type: &str, body: Value) -> 
     })
 }
 
-/// The envelope of a verified `event` ([`envelope`] over its [`body_value`]): what filters on
-/// targets and SQL handlers' `when` evaluate.
-pub fn event_envelope(event: &crate::effect::Event<'_>) -> Value {
-    envelope(
-        event.source,
-        event.event_id,
-        event.event_type,
-        body_value(event.body, event.document),
-    )
-}
-
 /// The `body` of the envelope for an event with raw body `body` and JSON document `document`
 /// (the body itself, or the JSON a form carries): the document parsed; for a form body whose
 /// document is not JSON, its fields as an object of strings (a repeated field keeps its last

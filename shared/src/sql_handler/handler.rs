@@ -77,8 +77,14 @@ impl Handler for SqlHandlers {
                 continue;
             }
             if let Some(when) = &handler.when {
-                let envelope =
-                    envelope.get_or_insert_with(|| crate::expression::event_envelope(event));
+                let envelope = envelope.get_or_insert_with(|| {
+                    crate::expression::envelope(
+                        event.source,
+                        event.event_id,
+                        event.event_type,
+                        crate::expression::body_value(event.body, event.document),
+                    )
+                });
                 // The error names the expression and the failing part's position, no value.
                 match when.matches(envelope) {
                     Ok(true) => {}
