@@ -268,11 +268,61 @@ impl Browser {
         }
     }
 
-    /// Clicks `element` (a link or a submit button: the driver waits for the navigation).
+    /// Clicks `element`, a link or a submit button, and waits up to [`WAIT`] for the page it
+    /// opens to be loaded.
+    ///
+    /// chromedriver waits for a navigation only when it has started by the time the click
+    /// returns; on a busy machine it may not have, and the next `find` would read the old page
+    /// (whose tables carry the same ids). So the current document is marked before the click,
+    /// and the wait ends when a document without the mark is `complete`.
+    ///
+    /// # Errors
+    /// The click refused, or no new page loaded within [`WAIT`].
     pub async fn click(&self, element: &Element) -> Result<()> {
+        self.post(
+            "/execute/sync",
+            json!({ "script": "window.__hookledgerBeforeClick = true;", "args": [] }),
+        )
+        .await?;
+        self.press(element).await?;
+        let started = Instant::now();
+        loop {
+            let loaded = self
+                .post(
+                    "/execute/sync",
+                    json!({
+                        "script": "return !window.__hookledgerBeforeClick \
+                                   && document.readyState === 'complete';",
+                        "args": [],
+                    }),
+                )
+                .await;
+            // An error here is the page between documents: try again.
+            if matches!(loaded, Ok(Value::Bool(true))) {
+                return Ok(());
+            }
+            if started.elapsed() > WAIT {
+                bail!(
+                    "no new page loaded within {WAIT:?} of a click, still on {}",
+                    self.here().await
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// Clicks `element` without waiting for a navigation (an `<option>`, a checkbox).
+    pub async fn press(&self, element: &Element) -> Result<()> {
         self.post(&format!("/element/{}/click", element.0), json!({}))
             .await
             .map(drop)
+    }
+
+    /// Waits for the first element matching `selector` ([`Browser::wait_for`]) and clicks it
+    /// without waiting for a navigation ([`Browser::press`]).
+    pub async fn press_on(&self, selector: &str) -> Result<()> {
+        let element = self.wait_for(selector).await?;
+        self.press(&element).await
     }
 
     /// Clicks the first link whose text is exactly `text`.
@@ -281,7 +331,8 @@ impl Browser {
         self.click(&link).await
     }
 
-    /// Waits for the first element matching `selector` ([`Browser::wait_for`]) and clicks it.
+    /// Waits for the first element matching `selector` ([`Browser::wait_for`]), clicks it and
+    /// waits for the page it opens ([`Browser::click`]).
     pub async fn click_on(&self, selector: &str) -> Result<()> {
         let element = self.wait_for(selector).await?;
         self.click(&element).await

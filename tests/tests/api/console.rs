@@ -118,7 +118,7 @@ async fn an_operator_clicks_from_the_overview_to_a_dead_event_redrives_it_and_th
 
     // Only the ignored events: choose the outcome in the filter's select, submit.
     browser
-        .click_on("select[name=\"outcome\"] option[value=\"ignored\"]")
+        .press_on("select[name=\"outcome\"] option[value=\"ignored\"]")
         .await?;
     let outcome = browser.find("select[name=\"outcome\"]").await?;
     assert_eq!(
