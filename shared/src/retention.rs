@@ -51,6 +51,8 @@ pub fn builtin_retry_horizon(scheme: Scheme) -> Option<Duration> {
         Scheme::Shopify => 4,
         Scheme::Slack => 1,
         Scheme::GenericHmac => return None,
+        // The presets: their files give the hours and the provider's source.
+        preset => hookledger_verify::presets::preset(preset)?.retry_horizon_hours,
     };
     Some(Duration::from_secs(hours * 60 * 60))
 }

@@ -49,7 +49,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use arc_swap::ArcSwap;
-use http::HeaderMap;
 use secrecy::{ExposeSecret, SecretString};
 use sha2::{Digest, Sha256};
 
@@ -524,8 +523,7 @@ impl LiveSources {
         source: &str,
         stale: &Arc<SourceConfig>,
         error: &VerifyError,
-        headers: &HeaderMap,
-        body: &[u8],
+        request: &hookledger_verify::Request<'_>,
         now: i64,
     ) -> Option<(Arc<SourceConfig>, Verified)> {
         if self.refresher.is_none() || !matches!(error, VerifyError::NoSignatureMatched) {
@@ -536,7 +534,7 @@ impl LiveSources {
         if Arc::ptr_eq(&fresh, stale) {
             return None;
         }
-        let verified = fresh.verifier.verify(headers, body, now).ok()?;
+        let verified = fresh.verifier.verify_request(request, now).ok()?;
         Some((fresh, verified))
     }
 }
@@ -589,10 +587,10 @@ mod tests {
         }
     }
 
-    fn github_delivery(secret: &str, body: &[u8]) -> HeaderMap {
+    fn github_delivery(secret: &str, body: &[u8]) -> http::HeaderMap {
         let key =
             hookledger_verify::SigningKey::new(hookledger_verify::Scheme::Github, secret).unwrap();
-        let mut headers = HeaderMap::new();
+        let mut headers = http::HeaderMap::new();
         for (name, value) in
             hookledger_verify::sign(hookledger_verify::Scheme::Github, &key, "", 0, body)
         {
@@ -684,7 +682,13 @@ mod tests {
         assert_eq!(error, VerifyError::NoSignatureMatched);
         assert!(f
             .live
-            .reverify("gh", &stale, &error, &headers, body, 0)
+            .reverify(
+                "gh",
+                &stale,
+                &error,
+                &hookledger_verify::Request::post(&headers, body),
+                0
+            )
             .await
             .is_none());
         f.write(NEW);
@@ -692,13 +696,25 @@ mod tests {
         let missing = VerifyError::MissingHeader("x-hub-signature-256".into());
         assert!(f
             .live
-            .reverify("gh", &stale, &missing, &headers, body, 0)
+            .reverify(
+                "gh",
+                &stale,
+                &missing,
+                &hookledger_verify::Request::post(&headers, body),
+                0
+            )
             .await
             .is_none());
         assert_eq!(f.reads(), 1, "a missing header does not re-read");
         let (fresh, verified) = f
             .live
-            .reverify("gh", &stale, &error, &headers, body, 0)
+            .reverify(
+                "gh",
+                &stale,
+                &error,
+                &hookledger_verify::Request::post(&headers, body),
+                0,
+            )
             .await
             .unwrap();
         assert_eq!(verified.key_index, 0);

@@ -45,6 +45,8 @@ pub fn verify(
         Scheme::Slack => slack::verify(keys, headers, body, now, tolerance_secs),
         Scheme::Paddle => paddle::verify(keys, headers, body, now, tolerance_secs),
         Scheme::GenericHmac => Err(VerifyError::MissingConfig),
+        // A preset of the model: through a Verifier, which holds the preset's model.
+        _ => Err(VerifyError::MissingConfig),
     }
 }
 
@@ -72,6 +74,8 @@ pub fn sign(
         Scheme::Slack => slack::sign(key, timestamp, body),
         Scheme::Paddle => paddle::sign(key, timestamp, body),
         Scheme::GenericHmac => Vec::new(),
+        // A preset of the model: through a Verifier (`Verifier::sign`).
+        _ => Vec::new(),
     }
 }
 
@@ -88,6 +92,10 @@ impl Scheme {
         match self {
             Self::Stripe | Self::StandardWebhooks | Self::Slack | Self::Paddle => true,
             Self::Github | Self::Shopify | Self::GenericHmac => false,
+            preset => crate::presets::preset(preset)
+                .and_then(|preset| preset.model)
+                .and_then(|model| model.parse().ok())
+                .is_some_and(|parsed| parsed.timestamp.is_some()),
         }
     }
 
@@ -108,6 +116,16 @@ impl Scheme {
             Self::Slack => slack::SIGNATURE_HEADER,
             Self::Paddle => paddle::SIGNATURE_HEADER,
             Self::GenericHmac => generic::CONFIGURED_HEADER,
+            // The presets' names, as their files configure them (a test checks they agree).
+            Self::Twilio => "x-twilio-signature",
+            Self::Square => "x-square-hmacsha256-signature",
+            Self::Intercom => "x-hub-signature",
+            Self::Linear => "linear-signature",
+            Self::Zoom => "x-zm-signature",
+            Self::Discord => "x-signature-ed25519",
+            Self::Twitch => "twitch-eventsub-message-signature",
+            Self::Mailgun => "body /signature/signature",
+            Self::StandardWebhooksV1a => "webhook-signature",
         }
     }
 }

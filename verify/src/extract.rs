@@ -27,6 +27,8 @@ use serde::Deserialize;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
+use crate::generic::{value_text, BodyFormat, Segment};
+use crate::presets::Handshake;
 use crate::{GenericHmac, Scheme};
 
 mod well_formed;
@@ -50,6 +52,8 @@ pub const SHOPIFY_WEBHOOK_ID_HEADER: &str = "x-shopify-webhook-id";
 pub const SHOPIFY_TOPIC_HEADER: &str = "x-shopify-topic";
 /// Standard Webhooks: the message id, also part of the signed content.
 pub const WEBHOOK_ID_HEADER: &str = "webhook-id";
+/// Twitch EventSub: `notification`, `webhook_callback_verification` or `revocation`.
+pub const TWITCH_MESSAGE_TYPE_HEADER: &str = "twitch-eventsub-message-type";
 /// Svix's name for [`WEBHOOK_ID_HEADER`].
 pub const SVIX_ID_HEADER: &str = "svix-id";
 
@@ -72,6 +76,15 @@ pub enum Extracted<'a> {
     Event(EventMeta<'a>),
     /// Slack's `url_verification` handshake: answer 200 with this challenge, claim nothing.
     Challenge(String),
+    /// A preset's handshake ([`Handshake`]): answer it
+    /// ([`Handshake::answer`](crate::presets::Handshake::answer)), claim nothing.
+    Handshake {
+        /// Which handshake.
+        handshake: Handshake,
+        /// What the answer is made of: Zoom's `plainToken`, Twitch's `challenge`; empty for
+        /// Discord's PING.
+        token: String,
+    },
 }
 
 /// Why a verified delivery could not be identified: the receiver answers 400 with
@@ -158,6 +171,9 @@ struct SlackPayload<'a> {
     trigger_id: Option<Cow<'a, str>>,
 }
 
+/// A form body's fields, in order, decoded.
+type FormFields = Vec<(String, String)>;
+
 /// What a scheme found: the event id, the event type and the document.
 type Parts<'a> = (Option<Cow<'a, str>>, Option<Cow<'a, str>>, Cow<'a, [u8]>);
 
@@ -238,25 +254,8 @@ pub fn extract<'a>(
                 Cow::Borrowed(body),
             )
         }
-        Scheme::GenericHmac => {
-            let rule = generic.ok_or(ExtractError::NoRule)?;
-            let value = object(body)?;
-            let id = match (&rule.event_id_header, &rule.event_id_pointer) {
-                (Some(name), _) => header_named(headers, name)?.map(Cow::Borrowed),
-                (None, Some(pointer)) => {
-                    string_at(&value, pointer, ExtractError::BadEventId)?.map(Cow::Owned)
-                }
-                (None, None) => return Err(ExtractError::NoRule),
-            };
-            let event_type = match (&rule.event_type_header, &rule.event_type_pointer) {
-                (Some(name), _) => header_named(headers, name)?.map(Cow::Borrowed),
-                (None, Some(pointer)) => {
-                    string_at(&value, pointer, ExtractError::BadEventType)?.map(Cow::Owned)
-                }
-                (None, None) => None,
-            };
-            (id, event_type, Cow::Borrowed(body))
-        }
+        // The scheme model: a preset, or generic-hmac as configured.
+        _ => return model(scheme, generic.ok_or(ExtractError::NoRule)?, headers, body),
     };
     finish(event_id, event_type, document)
 }
@@ -282,8 +281,132 @@ pub fn id_and_type_signed(scheme: Scheme, generic: Option<&GenericHmac>) -> bool
     match scheme {
         Scheme::Stripe | Scheme::Slack | Scheme::Paddle | Scheme::StandardWebhooks => true,
         Scheme::Github | Scheme::Shopify => false,
-        Scheme::GenericHmac => generic.is_some_and(GenericHmac::signs_id_and_type),
+        _ => generic.is_some_and(GenericHmac::signs_id_and_type),
     }
+}
+
+/// A delivery of a model source (`rule` is its [`GenericHmac`]): its handshake, or its event
+/// named by the rule's templates. A form body's document is its fields as a JSON object of
+/// strings; a JSON body must be an object.
+fn model<'a>(
+    scheme: Scheme,
+    rule: &GenericHmac,
+    headers: &'a HeaderMap,
+    body: &'a [u8],
+) -> Result<Extracted<'a>, ExtractError> {
+    let parsed = rule.parse().map_err(|_| ExtractError::NoRule)?;
+    let (document, json, form): (Cow<'a, [u8]>, Option<Value>, FormFields) = match rule.body {
+        BodyFormat::Json => (Cow::Borrowed(body), Some(object(body)?), Vec::new()),
+        BodyFormat::Form => {
+            let fields: Vec<(String, String)> = form_urlencoded::parse(body)
+                .map(|(k, v)| (k.into_owned(), v.into_owned()))
+                .collect();
+            let map: serde_json::Map<String, Value> = fields
+                .iter()
+                .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+                .collect();
+            let document = serde_json::to_vec(&Value::Object(map))
+                .map_err(|e| ExtractError::NotJson(json_error(&e)))?;
+            (Cow::Owned(document), None, fields)
+        }
+    };
+    if let Some(handshake) = crate::presets::preset(scheme).and_then(|p| p.handshake) {
+        if let Some(found) = handshake_of(handshake, headers, json.as_ref())? {
+            return Ok(found);
+        }
+    }
+    let id = name_of(
+        &parsed.id,
+        headers,
+        json.as_ref(),
+        &form,
+        ExtractError::BadEventId,
+    )?;
+    let event_type = match &parsed.event_type {
+        Some(rule) => name_of(
+            rule,
+            headers,
+            json.as_ref(),
+            &form,
+            ExtractError::BadEventType,
+        )?,
+        None => None,
+    };
+    finish(id.map(Cow::Owned), event_type.map(Cow::Owned), document)
+}
+
+/// Whether a verified delivery is `handshake`'s request: `Some` with what answering it needs.
+fn handshake_of<'a>(
+    handshake: Handshake,
+    headers: &HeaderMap,
+    json: Option<&Value>,
+) -> Result<Option<Extracted<'a>>, ExtractError> {
+    let text = |pointer: &str| {
+        json.and_then(|v| v.pointer(pointer))
+            .and_then(Value::as_str)
+    };
+    let found = match handshake {
+        Handshake::ZoomUrlValidation if text("/event") == Some("endpoint.url_validation") => {
+            let token =
+                text("/payload/plainToken").ok_or(ExtractError::MissingFormField("plainToken"))?;
+            Some(token)
+        }
+        Handshake::DiscordPing
+            if json
+                .and_then(|v| v.pointer("/type"))
+                .and_then(Value::as_u64)
+                == Some(1) =>
+        {
+            Some("")
+        }
+        Handshake::TwitchCallbackVerification
+            if header(headers, TWITCH_MESSAGE_TYPE_HEADER)?
+                == Some("webhook_callback_verification") =>
+        {
+            Some(text("/challenge").ok_or(ExtractError::MissingFormField("challenge"))?)
+        }
+        _ => None,
+    };
+    Ok(found.map(|token| Extracted::Handshake {
+        handshake,
+        token: token.to_owned(),
+    }))
+}
+
+/// An event id or type from its rule's segments: `None` when a header, field or form field it
+/// reads is absent; `bad` when one is present but not text.
+fn name_of(
+    rule: &[Segment],
+    headers: &HeaderMap,
+    json: Option<&Value>,
+    form: &[(String, String)],
+    bad: ExtractError,
+) -> Result<Option<String>, ExtractError> {
+    let mut out = String::new();
+    for segment in rule {
+        match segment {
+            Segment::Literal(text) => out.push_str(text),
+            Segment::Header(name) => match header_named(headers, name.as_str())? {
+                Some(value) => out.push_str(value),
+                None => return Ok(None),
+            },
+            Segment::Field(pointer) => match json.and_then(|v| v.pointer(pointer)) {
+                None | Some(Value::Null) => return Ok(None),
+                Some(value) => out.push_str(&value_text(value).ok_or(bad.clone())?),
+            },
+            Segment::FormField(names) => {
+                let value = names
+                    .iter()
+                    .find_map(|name| form.iter().find(|(k, _)| k == name).map(|(_, v)| v));
+                match value {
+                    Some(value) => out.push_str(value),
+                    None => return Ok(None),
+                }
+            }
+            _ => return Err(ExtractError::NoRule),
+        }
+    }
+    Ok(Some(out))
 }
 
 fn finish<'a>(
@@ -675,6 +798,8 @@ mod tests {
     fn generic_sources_use_their_configured_header_or_pointer() {
         let rule: GenericHmac = serde_json::from_value(serde_json::json!({
             "signature_header": "X-Signature",
+            "timestamp_header": "X-Timestamp",
+            "signed_payload": "{timestamp}.{body}",
             "event_id_pointer": "/meta/id",
             "event_type_header": "X-Kind"
         }))

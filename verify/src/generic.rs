@@ -1,29 +1,40 @@
-//! A configurable HMAC scheme for providers without a dedicated module: the [`GenericHmac`]
-//! configuration, its validation, the prepared form a [`crate::Verifier`] holds, verify and sign.
+//! The scheme model: every scheme as data ([`GenericHmac`]), its validation, the prepared form a
+//! [`crate::Verifier`] holds, verify and sign. A `generic-hmac` source configures it in the
+//! sources JSON; the presets ([`crate::presets`]) fill it for the providers we know.
 //!
-//! What can be configured covers the common shapes of HMAC webhooks (GitHub-, Shopify- and
-//! Slack-like signatures can all be written as a [`GenericHmac`]):
+//! What the model expresses:
 //!
-//! - one signature header, one signature per delivery (no list, no version entries);
-//! - HMAC-SHA256 or HMAC-SHA512 ([`Algorithm`]), keyed with the secret's UTF-8 bytes;
-//! - the digest in hex or base64 ([`Encoding`]), optionally after a fixed prefix (`sha256=`);
-//! - optionally a timestamp header (unix seconds), signed through the `signed_payload`
-//!   template and checked against the tolerance in both directions;
-//! - where the event id and type are found (carried for the extraction module, validated here).
-//!
-//! A source with anything else (several signatures, a version list, an asymmetric signature)
-//! gets its own module.
+//! - where the signature is: a header, or a JSON body field; its format: one value after an
+//!   optional prefix, `key=value` pairs (with the timestamp among them), or a version list
+//!   ([`SignatureFormat`]);
+//! - the algorithm ([`Algorithm`]): HMAC over SHA-1, SHA-256 or SHA-512, Ed25519, ECDSA P-256
+//!   over SHA-256, RSA PKCS#1 v1.5 over SHA-256; the encoding: hex, base64 or base64url
+//!   ([`Encoding`]); how secrets are written ([`SecretEncoding`], an optional key prefix);
+//! - what is signed: a template over the body, the timestamp, the URL, the method, headers,
+//!   body fields and the sorted form fields ([`template`]);
+//! - where the timestamp is (header, body field, signature entry) and its unit
+//!   ([`TimestampUnit`]), checked against the tolerance before any cryptography;
+//! - where the event id and type are (header, body pointer, or a template of those and form
+//!   fields), and whether the signature covers them.
 //!
 //! By concept: `config` (the configuration, its validation, the prepared form), `template`
-//! (the `signed_payload` template) and `verify` (verify and sign one delivery).
+//! (the templates), `timestamp` (units) and `verify` (verify and sign one delivery).
 
 mod config;
-mod template;
+pub mod template;
 #[cfg(test)]
 mod tests;
+mod timestamp;
 mod verify;
 
+#[allow(unused_imports)]
+pub(crate) use config::Parsed;
 pub(crate) use config::Prepared;
-pub use config::{Algorithm, Encoding, GenericHmac, CONFIGURED_HEADER};
+pub use config::{
+    Algorithm, BodyFormat, Encoding, GenericHmac, SecretEncoding, SignatureFormat, TimestampUnit,
+    CONFIGURED_HEADER,
+};
+pub(crate) use template::{value_text, Segment};
 pub use template::{BODY_PLACEHOLDER, DEFAULT_SIGNED_PAYLOAD, TIMESTAMP_PLACEHOLDER};
-pub(crate) use verify::{sign, verify};
+pub(crate) use verify::verify;
+pub use verify::{sign, Signer};

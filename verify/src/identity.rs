@@ -86,6 +86,10 @@ pub enum IdentityRule {
 /// | Shopify | full body | nothing in the body |
 /// | Slack | full body | nothing in the body (retry headers only) |
 /// | Standard Webhooks / Svix | full body | nothing in the body (attempt timestamp is a header) |
+/// | Linear | members except `webhookTimestamp` | `webhookTimestamp` |
+/// | Mailgun | members except `signature` | `signature` (timestamp, token) |
+/// | Intercom | members except `delivery_attempts`, `delivery_status`, `delivered_at` | those |
+/// | Twilio, Square, Zoom, Discord, Twitch, Standard Webhooks v1a | full body | nothing in the body |
 /// | generic HMAC | full body | unknown provider: nothing may vary |
 #[must_use]
 pub const fn rule(scheme: Scheme) -> IdentityRule {
@@ -147,6 +151,30 @@ pub const fn rule(scheme: Scheme) -> IdentityRule {
         // A configured HMAC source can be any provider: nothing is known to vary, so nothing
         // is left out (the strictest rule).
         Scheme::GenericHmac => IdentityRule::FullBody,
+        // Linear stamps each attempt: `webhookTimestamp` is "the time the payload was sent"
+        // (linear.app/developers/webhooks); the rest is the event.
+        Scheme::Linear => IdentityRule::TopLevelMembersExcept(&["webhookTimestamp"]),
+        // Mailgun signs each attempt anew: the `signature` object (timestamp, token,
+        // signature) is per attempt; `event-data` is the event (documentation.mailgun.com,
+        // "Securing webhooks").
+        Scheme::Mailgun => IdentityRule::TopLevelMembersExcept(&["signature"]),
+        // Intercom's notification counts its attempts: `delivery_attempts`, `delivery_status`
+        // and `delivered_at` change between them, the rest is the notification
+        // (developers.intercom.com, "Webhook models: notification").
+        Scheme::Intercom => IdentityRule::TopLevelMembersExcept(&[
+            "delivery_attempts",
+            "delivery_status",
+            "delivered_at",
+        ]),
+        // Twilio resends the same parameters (only a connection override retries), Square,
+        // Zoom and Twitch the same body (their per-attempt values are headers), Discord never
+        // retries, and Standard Webhooks v1a is Standard Webhooks: nothing is left out.
+        Scheme::Twilio
+        | Scheme::Square
+        | Scheme::Zoom
+        | Scheme::Discord
+        | Scheme::Twitch
+        | Scheme::StandardWebhooksV1a => IdentityRule::FullBody,
     }
 }
 

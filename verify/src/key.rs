@@ -1,6 +1,6 @@
-//! [`SigningKey`]: one configured secret, prepared as a keyed HMAC of an [`Algorithm`]
-//! ([`KeyError`] when it cannot be), and the constant-time match of a delivery's candidate
-//! signatures against a source's keys.
+//! [`SigningKey`]: one configured key, prepared for its [`Algorithm`] (a keyed HMAC for a shared
+//! secret, a parsed public key otherwise; [`KeyError`] when it cannot be), and the match of a
+//! delivery's candidate signatures against a source's keys (constant-time for MACs).
 
 use std::fmt;
 
@@ -9,31 +9,60 @@ use base64::engine::general_purpose::GeneralPurpose;
 use base64::engine::{DecodePaddingMode, GeneralPurposeConfig};
 use base64::Engine as _;
 use hmac::{Hmac, KeyInit, Mac};
+use sha1::Sha1;
 use sha2::{Sha256, Sha512};
 
 use subtle::{Choice, ConstantTimeEq};
 
+pub use crate::algorithm::Algorithm;
+use crate::asymmetric::{PublicKey, PublicKeyError};
 use crate::outcome::{Verified, VerifyError};
 use crate::scheme::Scheme;
-use crate::tag::{AnyTag, TAG512_LEN, TAG_LEN};
+use crate::tag::AnyTag;
 
-/// One secret, prepared for a scheme: the keyed HMAC state (SHA-256, or SHA-512 for a generic
-/// source configured so), computed once at start-up and cloned per verification.
+/// One configured key, prepared for a scheme: the keyed HMAC state (computed once at start-up
+/// and cloned per verification) for a shared secret, or the parsed public key.
 ///
 /// The raw secret is not kept. `Debug` prints `SigningKey([redacted])`.
 #[derive(Clone)]
 pub struct SigningKey {
-    /// The keyed HMAC, never updated: cloned for each MAC.
-    mac: KeyedMac,
+    /// The keyed HMAC, never updated (cloned for each MAC), or the public key.
+    kind: KeyKind,
 }
 
-/// A keyed HMAC of either algorithm.
+/// What a [`SigningKey`] holds.
+#[derive(Clone)]
+enum KeyKind {
+    /// A shared secret, keyed.
+    Mac(KeyedMac),
+    /// A provider's public key.
+    Public(PublicKey),
+}
+
+/// A keyed HMAC of one hash function.
 #[derive(Clone)]
 pub(crate) enum KeyedMac {
-    /// HMAC-SHA256: every scheme but a generic source configured with `sha512`.
+    /// HMAC-SHA1: a model source configured with `sha1` (Twilio, Intercom).
+    Sha1(Hmac<Sha1>),
+    /// HMAC-SHA256: every fixed scheme, and the model's default.
     Sha256(Hmac<Sha256>),
-    /// HMAC-SHA512: a generic source configured with `algorithm: "sha512"`.
+    /// HMAC-SHA512: a model source configured with `sha512`.
     Sha512(Hmac<Sha512>),
+}
+
+/// How a model source's shared secrets are written in its configuration. Configuration names:
+/// `"utf8"` (the default: the string's bytes, as most providers key), `"base64"` (Standard
+/// Webhooks' `whsec_...` after the prefix), `"hex"` (Adyen's HMAC key).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SecretEncoding {
+    /// The secret's UTF-8 bytes, verbatim.
+    #[default]
+    Utf8,
+    /// Standard base64 of the key bytes (padding optional).
+    Base64,
+    /// Hex digits of the key bytes (either case).
+    Hex,
 }
 
 /// Base64 engine for Standard Webhooks secrets: standard alphabet; padding optional (full,
@@ -62,8 +91,9 @@ impl SigningKey {
     ///   Slack");
     /// - Paddle: the notification destination's secret key *including* its `pdl_ntfset_`
     ///   prefix, UTF-8 bytes (Paddle's SDKs key the HMAC with the whole string);
-    /// - generic: the secret's UTF-8 bytes, for HMAC-SHA256. A generic source configured with
-    ///   `sha512` must be built through [`Verifier::new`](crate::Verifier::new), which keys HMAC-SHA512.
+    /// - a source of the scheme model (a preset, or generic-hmac): the secret's UTF-8 bytes, for
+    ///   HMAC-SHA256. Such sources are built through [`Verifier::new`](crate::Verifier::new),
+    ///   which keys them as configured ([`SigningKey::for_algorithm`]).
     ///
     /// # Errors
     ///
@@ -75,12 +105,6 @@ impl SigningKey {
             return Err(KeyError::Empty);
         }
         let mac = match scheme {
-            Scheme::Stripe
-            | Scheme::Github
-            | Scheme::Shopify
-            | Scheme::Slack
-            | Scheme::Paddle
-            | Scheme::GenericHmac => KeyedMac::Sha256(mac_from(secret.as_bytes())),
             Scheme::StandardWebhooks => {
                 let encoded = secret
                     .strip_prefix(STANDARD_WEBHOOKS_SECRET_PREFIX)
@@ -96,37 +120,109 @@ impl SigningKey {
                 }
                 KeyedMac::Sha256(mac_from(&key))
             }
+            // Stripe, GitHub, Shopify, Slack, Paddle: the string's bytes. A source of the
+            // model (a preset, generic-hmac) is keyed through its configuration instead
+            // (`SigningKey::for_algorithm`, called by `Verifier::new`).
+            _ => KeyedMac::Sha256(mac_from(secret.as_bytes())),
         };
-        Ok(SigningKey { mac })
+        Ok(SigningKey {
+            kind: KeyKind::Mac(mac),
+        })
     }
 
-    /// Prepare `secret` (UTF-8 bytes, verbatim) for a generic source using `algorithm`.
+    /// Prepare one key of a model source (a preset or `generic-hmac`) for `algorithm`.
+    ///
+    /// `prefix`, when the key starts with it, is stripped first (Standard Webhooks' `whsec_` /
+    /// `whpk_`). For an HMAC the rest is decoded as `encoding` (the key bytes); for a
+    /// public-key algorithm it is the provider's public key, in any form
+    /// [`crate::asymmetric`] reads (PEM, hex for Ed25519, base64 of the raw key or its DER).
     ///
     /// # Errors
     ///
-    /// [`KeyError::Empty`] if the secret is empty.
-    pub(crate) fn for_algorithm(
+    /// [`KeyError::Empty`] if nothing is left; [`KeyError::NotBase64`] / [`KeyError::NotHex`]
+    /// for a secret that does not decode; [`KeyError::PublicKey`] for a public key that does not
+    /// parse. None carries the key.
+    pub fn for_algorithm(
         algorithm: Algorithm,
         secret: &str,
+        encoding: SecretEncoding,
+        prefix: Option<&str>,
     ) -> Result<SigningKey, KeyError> {
+        let secret = prefix
+            .and_then(|prefix| secret.strip_prefix(prefix))
+            .unwrap_or(secret);
         if secret.is_empty() {
             return Err(KeyError::Empty);
         }
-        let mac = match algorithm {
-            Algorithm::Sha256 => KeyedMac::Sha256(mac_from(secret.as_bytes())),
-            Algorithm::Sha512 => KeyedMac::Sha512(mac_from(secret.as_bytes())),
+        if !algorithm.is_hmac() {
+            return PublicKey::parse(algorithm, secret)
+                .map(|key| SigningKey {
+                    kind: KeyKind::Public(key),
+                })
+                .map_err(KeyError::PublicKey);
+        }
+        let bytes: std::borrow::Cow<'_, [u8]> = match encoding {
+            SecretEncoding::Utf8 => secret.as_bytes().into(),
+            SecretEncoding::Base64 => SECRET_BASE64
+                .decode(secret)
+                .map_err(|_| KeyError::NotBase64)?
+                .into(),
+            SecretEncoding::Hex => hex::decode(secret).map_err(|_| KeyError::NotHex)?.into(),
         };
-        Ok(SigningKey { mac })
+        if bytes.is_empty() {
+            return Err(KeyError::Empty);
+        }
+        let mac = match algorithm {
+            Algorithm::Sha1 => KeyedMac::Sha1(mac_from(&bytes)),
+            Algorithm::Sha512 => KeyedMac::Sha512(mac_from(&bytes)),
+            _ => KeyedMac::Sha256(mac_from(&bytes)),
+        };
+        Ok(SigningKey {
+            kind: KeyKind::Mac(mac),
+        })
     }
 
-    /// The HMAC of the concatenation of `parts` (fed in order, nothing copied): 32 bytes for a
-    /// SHA-256 key, 64 for a SHA-512 key.
+    /// Whether this key is a shared secret (so we can sign with it).
+    #[must_use]
+    pub fn is_secret(&self) -> bool {
+        matches!(self.kind, KeyKind::Mac(_))
+    }
+
+    /// The HMAC of the concatenation of `parts` (fed in order, nothing copied): 20, 32 or 64
+    /// bytes. A public key has no MAC: [`AnyTag::None`], which matches nothing.
     pub(crate) fn tag(&self, parts: &[&[u8]]) -> AnyTag {
         #[cfg(test)]
         crate::test_support::MACS.with(|macs| macs.set(macs.get() + 1));
-        match &self.mac {
-            KeyedMac::Sha256(mac) => AnyTag::Sha256(finish(mac.clone(), parts).into()),
-            KeyedMac::Sha512(mac) => AnyTag::Sha512(finish(mac.clone(), parts).into()),
+        match &self.kind {
+            KeyKind::Mac(KeyedMac::Sha1(mac)) => AnyTag::Sha1(finish(mac.clone(), parts).into()),
+            KeyKind::Mac(KeyedMac::Sha256(mac)) => {
+                AnyTag::Sha256(finish(mac.clone(), parts).into())
+            }
+            KeyKind::Mac(KeyedMac::Sha512(mac)) => {
+                AnyTag::Sha512(finish(mac.clone(), parts).into())
+            }
+            KeyKind::Public(_) => AnyTag::None,
+        }
+    }
+
+    /// Whether any of `candidates` is this key's signature (or MAC) of the concatenation of
+    /// `parts`: a MAC compared in constant time with every candidate, a public key verifying
+    /// each candidate in turn.
+    fn matches<C: AsRef<[u8]>>(&self, parts: &[&[u8]], candidates: &[C]) -> bool {
+        match &self.kind {
+            KeyKind::Mac(_) => {
+                let expected = self.tag(parts);
+                let hit = candidates.iter().fold(Choice::from(0), |acc, candidate| {
+                    acc | expected.as_ref().ct_eq(candidate.as_ref())
+                });
+                bool::from(hit)
+            }
+            KeyKind::Public(key) => {
+                let message = parts.concat();
+                candidates
+                    .iter()
+                    .any(|candidate| key.verifies(&message, candidate.as_ref()))
+            }
         }
     }
 }
@@ -160,6 +256,12 @@ pub enum KeyError {
     /// A Standard Webhooks secret is not base64 (standard alphabet) after the `whsec_` prefix.
     #[error("signing secret is not base64 (standard-webhooks secrets are whsec_<base64>)")]
     NotBase64,
+    /// A model source's secret configured as hex does not decode.
+    #[error("signing secret is not hex")]
+    NotHex,
+    /// A public key does not parse for the algorithm.
+    #[error("public key: {0}")]
+    PublicKey(PublicKeyError),
 }
 
 /// Compute each key's MAC over the concatenation of `parts`, in key order, and compare it in
@@ -188,11 +290,7 @@ pub(crate) fn first_matching_key<C: AsRef<[u8]>>(
         return Err(VerifyError::NoKeys);
     }
     for (key_index, key) in keys.iter().enumerate() {
-        let expected = key.tag(parts);
-        let hit = candidates.iter().fold(Choice::from(0), |acc, candidate| {
-            acc | expected.as_ref().ct_eq(candidate.as_ref())
-        });
-        if bool::from(hit) {
+        if key.matches(parts, candidates) {
             return Ok(Verified { key_index });
         }
     }
@@ -201,26 +299,3 @@ pub(crate) fn first_matching_key<C: AsRef<[u8]>>(
 
 /// Prefix of Standard Webhooks secrets (`whsec_<base64>`), stripped before decoding when present.
 pub const STANDARD_WEBHOOKS_SECRET_PREFIX: &str = "whsec_";
-
-/// The HMAC hash function of a generic source. Configuration names: `"sha256"` (the default),
-/// `"sha512"`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Algorithm {
-    /// HMAC-SHA256: a 32-byte digest (64 hex digits, 44 base64 characters).
-    #[default]
-    Sha256,
-    /// HMAC-SHA512: a 64-byte digest (128 hex digits, 88 base64 characters).
-    Sha512,
-}
-
-impl Algorithm {
-    /// Length of the digest in bytes: 32 or 64.
-    #[must_use]
-    pub fn digest_len(self) -> usize {
-        match self {
-            Self::Sha256 => TAG_LEN,
-            Self::Sha512 => TAG512_LEN,
-        }
-    }
-}

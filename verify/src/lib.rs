@@ -32,6 +32,8 @@
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
 
+mod algorithm;
+pub mod asymmetric;
 mod dispatch;
 pub mod extract;
 pub mod generic;
@@ -42,6 +44,8 @@ mod key;
 mod limits;
 mod outcome;
 pub mod paddle;
+pub mod presets;
+mod request;
 mod scheme;
 pub mod shopify;
 pub mod slack;
@@ -54,10 +58,13 @@ mod test_support;
 mod tests;
 mod verifier;
 
+pub use algorithm::Algorithm;
+pub use asymmetric::{PrivateKey, PublicKeyError};
 pub use dispatch::{sign, verify};
-pub use generic::{Encoding, GenericHmac};
-pub use key::{Algorithm, KeyError, SigningKey};
+pub use generic::{Encoding, GenericHmac, Signer};
+pub use key::{KeyError, SecretEncoding, SigningKey};
 pub use limits::{DEFAULT_TOLERANCE_SECS, MAX_HEADER_LEN, MAX_SIGNATURES};
 pub use outcome::{Verified, VerifyError};
+pub use request::Request;
 pub use scheme::Scheme;
 pub use verifier::{Verifier, VerifierError};

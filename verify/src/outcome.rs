@@ -29,6 +29,9 @@ pub enum VerifyError {
     /// expected version was present).
     #[error("no signature matched any key")]
     NoSignatureMatched,
+    /// A header or body field the signed content names is absent (the name, never a value).
+    #[error("missing signed field {0}")]
+    MissingSignedField(String),
     /// The keys slice is empty. A configuration bug (configuration fails closed at start-up),
     /// answered like a mismatch.
     #[error("no signing keys configured for this source")]
@@ -50,6 +53,7 @@ impl VerifyError {
         match self {
             Self::MissingHeader(_) => "missing signature header",
             Self::MalformedHeader(_) => "malformed signature header",
+            Self::MissingSignedField(_) => "missing signed field",
             Self::TimestampOutsideTolerance => "timestamp outside tolerance",
             Self::NoSignatureMatched | Self::NoKeys | Self::MissingConfig => "signature mismatch",
         }

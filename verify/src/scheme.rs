@@ -2,9 +2,10 @@
 
 /// Which signing scheme a source uses.
 ///
-/// In configuration (serde) the names are `"stripe"`, `"github"`, `"standard-webhooks"`,
-/// `"shopify"`, `"slack"`, `"paddle"` and `"generic-hmac"`. Svix signs with Standard Webhooks
-/// (its `svix-*` header names are accepted too).
+/// In configuration (serde) the names are those of [`Scheme::name`]: the six fixed schemes
+/// (`"stripe"`, `"github"`, `"standard-webhooks"`, `"shopify"`, `"slack"`, `"paddle"`), the
+/// presets of the scheme model ([`crate::presets`]) and `"generic-hmac"` (the model configured
+/// per source). Svix signs with Standard Webhooks (its `svix-*` header names are accepted too).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Scheme {
@@ -14,6 +15,16 @@ pub enum Scheme {
     Github,
     /// Standard Webhooks (and Svix): `webhook-id`, `webhook-timestamp` and
     /// `webhook-signature: v1,<base64> ...`, see [`standard_webhooks`](crate::standard_webhooks).
+    /// The senders that use it can be named: `"svix"`, `"clerk"`, `"resend"`, `"openai"`,
+    /// `"liveblocks"`, `"brex"` are aliases.
+    #[serde(
+        alias = "svix",
+        alias = "clerk",
+        alias = "resend",
+        alias = "openai",
+        alias = "liveblocks",
+        alias = "brex"
+    )]
     StandardWebhooks,
     /// Shopify: `X-Shopify-Hmac-Sha256: <base64>`, see [`shopify`](crate::shopify).
     Shopify,
@@ -25,4 +36,85 @@ pub enum Scheme {
     /// timestamp, signed-payload template), see [`generic`](crate::generic). Verified only through a
     /// [`Verifier`](crate::Verifier), which holds the configuration.
     GenericHmac,
+    /// Twilio: HMAC-SHA1 of the URL and the sorted form fields, see
+    /// [`presets`](crate::presets) (twilio.rs).
+    Twilio,
+    /// Square: HMAC-SHA256 of the notification URL and the body.
+    Square,
+    /// Intercom: HMAC-SHA1 of the body, `X-Hub-Signature: sha1=...`.
+    Intercom,
+    /// Linear: HMAC-SHA256 of the body, `webhookTimestamp` in the body.
+    Linear,
+    /// Zoom: HMAC-SHA256 of `v0:{ts}:{body}`, plus the URL validation handshake.
+    Zoom,
+    /// Discord interactions: Ed25519 of `{ts}{body}`, plus the PING handshake.
+    Discord,
+    /// Twitch EventSub: HMAC-SHA256 of id + timestamp + body, plus the callback verification.
+    Twitch,
+    /// Mailgun: HMAC-SHA256 of the body's `signature.timestamp` and `signature.token`.
+    Mailgun,
+    /// Standard Webhooks `v1a`: Ed25519 of `{id}.{ts}.{body}` (configuration name
+    /// `"standard-webhooks-v1a"`).
+    #[serde(rename = "standard-webhooks-v1a")]
+    StandardWebhooksV1a,
+}
+
+impl Scheme {
+    /// Every scheme, in the providers table's order.
+    pub const ALL: [Scheme; 16] = [
+        Scheme::Stripe,
+        Scheme::Github,
+        Scheme::StandardWebhooks,
+        Scheme::Shopify,
+        Scheme::Slack,
+        Scheme::Paddle,
+        Scheme::Twilio,
+        Scheme::Square,
+        Scheme::Intercom,
+        Scheme::Linear,
+        Scheme::Zoom,
+        Scheme::Discord,
+        Scheme::Twitch,
+        Scheme::Mailgun,
+        Scheme::StandardWebhooksV1a,
+        Scheme::GenericHmac,
+    ];
+
+    /// Whether the scheme is verified by the scheme model ([`crate::GenericHmac`]): a preset,
+    /// or `generic-hmac` configured per source. The six fixed schemes have their own modules.
+    #[must_use]
+    pub fn is_model(self) -> bool {
+        !matches!(
+            self,
+            Self::Stripe
+                | Self::Github
+                | Self::StandardWebhooks
+                | Self::Shopify
+                | Self::Slack
+                | Self::Paddle
+        )
+    }
+
+    /// The configuration name, as in the sources JSON: `"stripe"`, `"standard-webhooks-v1a"`...
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Stripe => "stripe",
+            Self::Github => "github",
+            Self::StandardWebhooks => "standard-webhooks",
+            Self::Shopify => "shopify",
+            Self::Slack => "slack",
+            Self::Paddle => "paddle",
+            Self::GenericHmac => "generic-hmac",
+            Self::Twilio => "twilio",
+            Self::Square => "square",
+            Self::Intercom => "intercom",
+            Self::Linear => "linear",
+            Self::Zoom => "zoom",
+            Self::Discord => "discord",
+            Self::Twitch => "twitch",
+            Self::Mailgun => "mailgun",
+            Self::StandardWebhooksV1a => "standard-webhooks-v1a",
+        }
+    }
 }

@@ -20,6 +20,10 @@ pub(crate) const TAG_BASE64_LEN: usize = TAG_LEN.div_ceil(3) * 4;
 /// never match.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum AnyTag {
+    /// No MAC: what a public key "computes". Empty, so it matches no decoded signature.
+    None,
+    /// HMAC-SHA1: 20 bytes.
+    Sha1([u8; 20]),
     /// HMAC-SHA256: 32 bytes.
     Sha256(Tag),
     /// HMAC-SHA512: 64 bytes.
@@ -29,6 +33,8 @@ pub(crate) enum AnyTag {
 impl AsRef<[u8]> for AnyTag {
     fn as_ref(&self) -> &[u8] {
         match self {
+            Self::None => &[],
+            Self::Sha1(tag) => tag,
             Self::Sha256(tag) => tag,
             Self::Sha512(tag) => tag,
         }

@@ -33,7 +33,7 @@ fn secret(scheme: Scheme) -> &'static str {
         Scheme::Shopify => SHOPIFY_SECRET,
         Scheme::Slack => SLACK_SECRET,
         Scheme::Paddle => PADDLE_SECRET,
-        Scheme::GenericHmac => GENERIC_SECRET,
+        _ => GENERIC_SECRET,
     }
 }
 
@@ -64,16 +64,14 @@ const ALL: [Scheme; 7] = [
 /// A generic configuration that signs a timestamp, with a prefix, SHA-512 and base64.
 fn generic_with_timestamp() -> GenericHmac {
     GenericHmac {
-        signature_header: "X-Signature".to_owned(),
+        signature_header: Some("X-Signature".to_owned()),
         algorithm: Algorithm::Sha512,
         encoding: Encoding::Base64,
         prefix: Some("sha512=".to_owned()),
         timestamp_header: Some("X-Timestamp".to_owned()),
         signed_payload: Some("{timestamp}.{body}".to_owned()),
-        event_id_header: None,
         event_id_pointer: Some("/id".to_owned()),
-        event_type_header: None,
-        event_type_pointer: None,
+        ..GenericHmac::default()
     }
 }
 
@@ -102,7 +100,19 @@ fn scheme_names_in_config_are_kebab_case() {
         assert_eq!(serde_json::to_string(&scheme).unwrap(), name);
         assert_eq!(serde_json::from_str::<Scheme>(name).unwrap(), scheme);
     }
-    for unknown in ["\"svix\"", "\"generic\"", "\"generic_hmac\"", "\"Shopify\""] {
+    // The senders that sign with Standard Webhooks are aliases of it.
+    for alias in ["svix", "clerk", "resend", "openai", "liveblocks", "brex"] {
+        assert_eq!(
+            serde_json::from_str::<Scheme>(&format!("\"{alias}\"")).unwrap(),
+            Scheme::StandardWebhooks
+        );
+    }
+    for scheme in Scheme::ALL {
+        let name = format!("\"{}\"", scheme.name());
+        assert_eq!(serde_json::to_string(&scheme).unwrap(), name);
+        assert_eq!(serde_json::from_str::<Scheme>(&name).unwrap(), scheme);
+    }
+    for unknown in ["\"generic\"", "\"generic_hmac\"", "\"Shopify\"", "\"v1a\""] {
         assert!(
             serde_json::from_str::<Scheme>(unknown).is_err(),
             "{unknown}"
@@ -221,7 +231,7 @@ fn an_empty_secret_is_an_error_for_every_scheme() {
     }
     for algorithm in [Algorithm::Sha256, Algorithm::Sha512] {
         assert_eq!(
-            SigningKey::for_algorithm(algorithm, "").unwrap_err(),
+            SigningKey::for_algorithm(algorithm, "", SecretEncoding::Utf8, None).unwrap_err(),
             KeyError::Empty
         );
     }
@@ -234,7 +244,13 @@ fn signing_key_debug_does_not_contain_the_secret() {
         assert_eq!(printed, "SigningKey([redacted])");
         assert!(!printed.contains("secret") && !printed.contains("MfKQ"));
     }
-    let sha512 = SigningKey::for_algorithm(Algorithm::Sha512, GENERIC_SECRET).unwrap();
+    let sha512 = SigningKey::for_algorithm(
+        Algorithm::Sha512,
+        GENERIC_SECRET,
+        SecretEncoding::Utf8,
+        None,
+    )
+    .unwrap();
     assert_eq!(format!("{sha512:?}"), "SigningKey([redacted])");
 }
 
@@ -443,7 +459,7 @@ fn verification_stops_at_the_first_matching_key_and_tries_every_key_otherwise() 
 fn parts_are_macd_as_their_concatenation() {
     let k = key(Scheme::Github);
     assert_eq!(k.tag(&[b"ab", b"", b"c"]), k.tag(&[b"abc"]));
-    let k = SigningKey::for_algorithm(Algorithm::Sha512, "k").unwrap();
+    let k = SigningKey::for_algorithm(Algorithm::Sha512, "k", SecretEncoding::Utf8, None).unwrap();
     assert_eq!(k.tag(&[b"ab", b"", b"c"]), k.tag(&[b"abc"]));
 }
 
@@ -451,12 +467,14 @@ fn parts_are_macd_as_their_concatenation() {
 #[test]
 fn keys_compute_the_rfc_4231_hmac_sha256_and_hmac_sha512_values() {
     let data: &[&[u8]] = &[b"what do ya want ", b"for nothing?"];
-    let sha256 = SigningKey::for_algorithm(Algorithm::Sha256, "Jefe").unwrap();
+    let sha256 =
+        SigningKey::for_algorithm(Algorithm::Sha256, "Jefe", SecretEncoding::Utf8, None).unwrap();
     assert_eq!(
         hex::encode(sha256.tag(data)),
         "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
     );
-    let sha512 = SigningKey::for_algorithm(Algorithm::Sha512, "Jefe").unwrap();
+    let sha512 =
+        SigningKey::for_algorithm(Algorithm::Sha512, "Jefe", SecretEncoding::Utf8, None).unwrap();
     assert_eq!(
         hex::encode(sha512.tag(data)),
         "164b7a7bfcf819e2e395fbe73b56e0a387bd64222e831fd610270cd7ea250554\
@@ -472,8 +490,10 @@ fn keys_compute_the_rfc_4231_hmac_sha256_and_hmac_sha512_values() {
 
 #[test]
 fn a_tag_of_another_length_never_matches() {
-    let sha256 = SigningKey::for_algorithm(Algorithm::Sha256, "k").unwrap();
-    let sha512 = SigningKey::for_algorithm(Algorithm::Sha512, "k").unwrap();
+    let sha256 =
+        SigningKey::for_algorithm(Algorithm::Sha256, "k", SecretEncoding::Utf8, None).unwrap();
+    let sha512 =
+        SigningKey::for_algorithm(Algorithm::Sha512, "k", SecretEncoding::Utf8, None).unwrap();
     let parts: &[&[u8]] = &[b"body"];
     let AnyTag::Sha512(long) = sha512.tag(parts) else {
         panic!("a SHA-512 key computes 64 bytes")
@@ -649,7 +669,7 @@ fn a_generic_configuration_is_required_for_generic_hmac_and_refused_for_the_othe
 #[test]
 fn an_invalid_generic_configuration_is_refused_with_its_reason() {
     let mut config = generic_with_timestamp();
-    config.signature_header = "not a header".to_owned();
+    config.signature_header = Some("not a header".to_owned());
     let error = Verifier::new(Scheme::GenericHmac, &["a"], 300, Some(config.clone())).unwrap_err();
     assert_eq!(
         error,

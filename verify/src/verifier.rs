@@ -5,9 +5,10 @@ use http::HeaderMap;
 
 use crate::dispatch::{sign, verify};
 
-use crate::generic::{self, GenericHmac};
+use crate::generic::{self, GenericHmac, Signer};
 use crate::key::{KeyError, SigningKey};
 use crate::outcome::{Verified, VerifyError};
+use crate::request::Request;
 use crate::scheme::Scheme;
 
 /// A source's verification, prepared once at start-up and used for every delivery: the scheme,
@@ -24,7 +25,8 @@ pub struct Verifier {
     keys: Vec<SigningKey>,
     /// Timestamp tolerance in seconds, both directions, where a timestamp is signed.
     tolerance_secs: u64,
-    /// The validated generic configuration (header names parsed, template split).
+    /// The validated model (header names parsed, templates split): the source's
+    /// `generic-hmac` configuration, or the scheme's preset; `None` for a fixed scheme.
     generic: Option<generic::Prepared>,
 }
 
@@ -57,7 +59,12 @@ impl Verifier {
             }
             (Scheme::GenericHmac, None) => return Err(VerifierError::MissingGeneric),
             (_, Some(_)) => return Err(VerifierError::UnexpectedGeneric(scheme)),
-            (_, None) => None,
+            (_, None) => match crate::presets::preset(scheme).and_then(|preset| preset.model) {
+                Some(model) => Some(generic::Prepared::new(model).map_err(|error| {
+                    VerifierError::Generic(format!("preset {}: {error}", scheme.name()))
+                })?),
+                None => None,
+            },
         };
         if secrets.is_empty() {
             return Err(VerifierError::NoSecrets);
@@ -67,7 +74,15 @@ impl Verifier {
             .enumerate()
             .map(|(index, secret)| {
                 match &generic {
-                    Some(prepared) => SigningKey::for_algorithm(prepared.algorithm(), secret),
+                    Some(prepared) => {
+                        let config = prepared.config();
+                        SigningKey::for_algorithm(
+                            config.algorithm,
+                            secret,
+                            config.secret_encoding,
+                            config.key_prefix.as_deref(),
+                        )
+                    }
                     None => SigningKey::new(scheme, secret),
                 }
                 .map_err(|error| VerifierError::Key { index, error })
@@ -87,7 +102,8 @@ impl Verifier {
         self.scheme
     }
 
-    /// The generic configuration, for [`Scheme::GenericHmac`] (validated); `None` otherwise.
+    /// The model, for [`Scheme::GenericHmac`] (as configured, validated) and every preset
+    /// (its [`crate::presets::Preset::model`]); `None` for a fixed scheme.
     #[must_use]
     pub fn generic(&self) -> Option<&GenericHmac> {
         self.generic.as_ref().map(generic::Prepared::config)
@@ -144,24 +160,39 @@ impl Verifier {
         body: &[u8],
         now: i64,
     ) -> Result<Verified, VerifyError> {
+        self.verify_request(&Request::post(headers, body), now)
+    }
+
+    /// [`Verifier::verify`] with the whole request: a scheme that signs the URL or the method
+    /// (Twilio, Square) needs them. The rules of the model's sources are on
+    /// [`GenericHmac`] and [`crate::presets`].
+    ///
+    /// # Errors
+    ///
+    /// As [`Verifier::verify`], and for a model source [`VerifyError::MissingSignedField`] (a
+    /// signed header or body field is absent) or [`VerifyError::MissingConfig`] (the URL is
+    /// signed and `request.url` is empty).
+    pub fn verify_request(&self, request: &Request<'_>, now: i64) -> Result<Verified, VerifyError> {
         match &self.generic {
-            Some(prepared) => generic::verify(
-                prepared,
-                &self.keys,
-                headers,
-                body,
-                now,
-                self.tolerance_secs,
-            ),
+            Some(prepared) => {
+                generic::verify(prepared, &self.keys, request, now, self.tolerance_secs)
+            }
             None => verify(
                 self.scheme,
                 &self.keys,
-                headers,
-                body,
+                request.headers,
+                request.body,
                 now,
                 self.tolerance_secs,
             ),
         }
+    }
+
+    /// The key `key_index` (0-based, configuration order), for a handshake that answers with a
+    /// MAC (Zoom); `None` past the end.
+    #[must_use]
+    pub fn key(&self, key_index: usize) -> Option<&SigningKey> {
+        self.keys.get(key_index)
     }
 
     /// Sign `body` as the provider would, with key `key_index` (0-based, configuration order),
@@ -185,7 +216,39 @@ impl Verifier {
     ) -> Vec<(String, String)> {
         let key = &self.keys[key_index];
         match &self.generic {
-            Some(prepared) => generic::sign(prepared, key, timestamp, body),
+            Some(prepared) => {
+                let config = prepared.config();
+                // The headers the model signs or names the event by carry `msg_id`.
+                let mut headers = HeaderMap::new();
+                let mut named = Vec::new();
+                for segment in &prepared.parsed.template {
+                    if let generic::Segment::Header(name) = segment {
+                        named.push(name.clone());
+                    }
+                }
+                if let Some(name) = config
+                    .event_id_header
+                    .as_deref()
+                    .and_then(|name| http::HeaderName::from_bytes(name.as_bytes()).ok())
+                {
+                    named.push(name);
+                }
+                let mut out = Vec::new();
+                for name in named {
+                    if let Ok(value) = http::HeaderValue::from_str(msg_id) {
+                        if !headers.contains_key(&name) {
+                            out.push((name.as_str().to_owned(), msg_id.to_owned()));
+                        }
+                        headers.insert(name, value);
+                    }
+                }
+                let request = Request::post(&headers, body);
+                match generic::sign(config, Signer::Secret(key), &request, timestamp) {
+                    Ok(signed) => out.extend(signed),
+                    Err(_) => return Vec::new(),
+                }
+                out
+            }
             None => sign(self.scheme, key, msg_id, timestamp, body)
                 .into_iter()
                 .map(|(name, value)| (name.to_owned(), value))
@@ -213,7 +276,7 @@ pub enum VerifierError {
     #[error("generic-hmac configuration: {0}")]
     Generic(String),
     /// A [`GenericHmac`] configuration was given for a scheme that is not
-    /// [`Scheme::GenericHmac`].
+    /// [`Scheme::GenericHmac`] (a preset has its own).
     #[error("a generic-hmac configuration was given for scheme {0:?}")]
     UnexpectedGeneric(Scheme),
     /// [`Scheme::GenericHmac`] was given without its configuration.

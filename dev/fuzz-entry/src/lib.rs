@@ -217,7 +217,7 @@ fn identify(config: &SourceConfig, headers: &HeaderMap, body: &[u8]) {
             assert!(!meta.event_type.contains('\0'));
             let _ = hookledger_verify::identity::payload_hashes(config.scheme, body);
         }
-        Ok(Extracted::Challenge(_)) => {}
+        Ok(Extracted::Challenge(_) | Extracted::Handshake { .. }) => {}
         Err(error) => assert!(!error.reason().is_empty()),
     }
 }

@@ -121,11 +121,38 @@ pub async fn handle_at(
             .await;
         return Ok(reply(&outcome)?);
     }
+    let url = request_url(&request);
     let outcome = state
         .receiver
-        .receive(&source, request.headers(), request.body().as_ref(), now)
+        .receive_at(
+            &source,
+            &url,
+            request.headers(),
+            request.body().as_ref(),
+            now,
+        )
         .await;
     Ok(reply(&outcome)?)
+}
+
+/// The URL the provider requested, as a scheme that signs it (Twilio, Square) sees it:
+/// `X-Forwarded-Proto` (else `https`: API Gateway and Function URLs are HTTPS) `://`, the
+/// `Host` header (else the URI's authority), the path and the query. A source's `public_url`
+/// replaces all but the query when the provider calls another address (a custom domain).
+pub fn request_url(request: &Request) -> String {
+    let header = |name: &str| {
+        request
+            .headers()
+            .get(name)
+            .and_then(|value| value.to_str().ok())
+    };
+    let scheme = header("x-forwarded-proto").unwrap_or("https");
+    let host = header("host")
+        .map(str::to_owned)
+        .or_else(|| request.uri().authority().map(|a| a.as_str().to_owned()))
+        .unwrap_or_default();
+    let path_and_query = request.uri().path_and_query().map_or("/", |p| p.as_str());
+    format!("{scheme}://{host}{path_and_query}")
 }
 
 /// The `{source}` of a path ending in `/webhooks/{source}` (a trailing slash is tolerated).
@@ -141,7 +168,7 @@ pub fn source_from_path(path: &str) -> Option<&str> {
 fn reply(reply: &Reply) -> Result<Response<Body>, lambda_http::http::Error> {
     let mut builder = Response::builder()
         .status(StatusCode::from_u16(reply.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR))
-        .header(header::CONTENT_TYPE, "application/json");
+        .header(header::CONTENT_TYPE, reply.content_type);
     if reply.replayed {
         builder = builder.header("idempotent-replayed", "true");
     }

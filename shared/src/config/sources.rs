@@ -119,6 +119,12 @@ pub struct SourceSpec {
     /// [`GenericHmac`]).
     #[serde(default)]
     pub generic: Option<GenericHmac>,
+    /// The URL the provider is configured to call, for a scheme that signs the URL (Twilio,
+    /// Square): `https://host/path`, without query or fragment (the request's query is
+    /// appended). When absent the receiver rebuilds it from the request (`X-Forwarded-Proto`,
+    /// `Host`, path, query), which is right unless a proxy or custom domain rewrites them.
+    #[serde(default)]
+    pub public_url: Option<String>,
     /// Built-in outbox targets: `forward`, `sqs`, `eventbridge` (see
     /// [`TargetSpec`](targets::TargetSpec)). Each matching event gets one message per target,
     /// committed with its claim and dispatched by the worker. None when absent.
@@ -162,6 +168,8 @@ pub struct SourceConfig {
     /// The source's SQL handlers (`"handlers"`), checked, in order (empty: none). They join
     /// the application's registry through `crate::App::handlers`.
     pub sql_handlers: Vec<super::sql_handlers::SqlHandlerConfig>,
+    /// The URL the provider calls, when configured (`SourceSpec::public_url`).
+    pub public_url: Option<String>,
 }
 
 impl SourceConfig {
@@ -299,6 +307,14 @@ impl SourceConfig {
             }
             targets.push(target);
         }
+        if let Some(url) = &spec.public_url {
+            let scheme_ok = url.starts_with("https://") || url.starts_with("http://");
+            if !scheme_ok || url.contains(['?', '#']) || url.chars().any(char::is_whitespace) {
+                return Err(problem(
+                    "public_url must be an http(s):// URL without query, fragment or spaces",
+                ));
+            }
+        }
         let mut sql_handlers = Vec::new();
         for (at, handler) in spec.handlers.unwrap_or_default().into_iter().enumerate() {
             sql_handlers.push(
@@ -313,6 +329,7 @@ impl SourceConfig {
         Ok(Self {
             targets,
             sql_handlers,
+            public_url: spec.public_url,
             scheme: spec.scheme,
             verifier,
             mode,

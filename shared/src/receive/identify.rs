@@ -30,8 +30,24 @@ pub(super) fn identify<'b>(
         Ok(Extracted::Challenge(challenge)) => {
             // Slack's url_verification handshake: signed, answered, not an event.
             return Err(Reply {
+                content_type: "application/json",
                 status: 200,
                 body: serde_json::json!({ "challenge": challenge }).to_string(),
+                replayed: false,
+                retry_after: None,
+                outcome: Outcome::Challenge,
+            });
+        }
+        Ok(Extracted::Handshake { handshake, token }) => {
+            // A preset's handshake (Zoom, Discord, Twitch): signed, answered, not an event.
+            let Some(key) = config.verifier.key(trace.key_index.unwrap_or(0)) else {
+                return Err(Reply::error(500, Outcome::InternalError, "internal error"));
+            };
+            let answer = handshake.answer(&token, key);
+            return Err(Reply {
+                status: 200,
+                content_type: answer.content_type,
+                body: answer.body,
                 replayed: false,
                 retry_after: None,
                 outcome: Outcome::Challenge,

@@ -75,6 +75,7 @@ impl Receiver {
             // schedule tick.
             Ok(applied) => Ok((
                 Reply {
+                    content_type: "application/json",
                     status: applied.response.status,
                     body: applied.response.body,
                     replayed: false,
@@ -113,6 +114,7 @@ impl Receiver {
         let body = fatal_body();
         match ledger::record_dead(conn, new_event, &chain, FATAL_STATUS, &body, expiry).await? {
             Some(stored) => Ok(Reply {
+                content_type: "application/json",
                 status: stored.status,
                 body: stored.body,
                 replayed: false,

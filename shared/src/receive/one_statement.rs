@@ -30,6 +30,7 @@ impl Receiver {
         Ok(
             match ledger::one_statement::claim_and_complete(conn, new_event, &plan, expiry).await? {
                 Decided::Won(response) => Some(Ok(Reply {
+                    content_type: "application/json",
                     status: response.status,
                     body: response.body,
                     replayed: false,

@@ -20,6 +20,18 @@ use crate::ledger::{self, Expiry, NewEvent};
 use crate::sources_refresh::LiveSources;
 use crate::telemetry::MetricName;
 
+/// The URL a provider signed: `public_url` (the source's configured URL) followed by the query
+/// of the request's `url`, or the request's `url` itself when none is configured.
+pub fn signed_url(public_url: Option<&str>, url: &str) -> String {
+    match public_url {
+        None => url.to_owned(),
+        Some(public) => match url.split_once('?') {
+            Some((_, query)) => format!("{public}?{query}"),
+            None => public.to_owned(),
+        },
+    }
+}
+
 /// Everything the receive path needs, built once per execution environment.
 #[derive(Debug, Clone)]
 pub struct Receiver {
@@ -63,6 +75,21 @@ impl Receiver {
     /// delivery (401, 404, 409 digest mismatch, 413, 400) is then counted in
     /// `rejected_delivery` ([`crate::rejected`]); any other pays nothing for it.
     pub async fn receive(&self, source: &str, headers: &HeaderMap, body: &[u8], now: i64) -> Reply {
+        self.receive_at(source, "", headers, body, now).await
+    }
+
+    /// [`Self::receive`] for a request whose URL is known: `url` is the request URL as it
+    /// arrived (scheme, host, path and query; `""` when unknown). A scheme that signs the URL
+    /// (Twilio, Square) verifies against it, or against the source's `public_url` with the
+    /// request's query when one is configured ([`signed_url`]).
+    pub async fn receive_at(
+        &self,
+        source: &str,
+        url: &str,
+        headers: &HeaderMap,
+        body: &[u8],
+        now: i64,
+    ) -> Reply {
         let started = Instant::now();
         let mut trace = Trace {
             source,
@@ -71,7 +98,9 @@ impl Receiver {
             key_index: None,
             detail: None,
         };
-        let reply = self.decide(&mut trace, source, headers, body, now).await;
+        let reply = self
+            .decide(&mut trace, source, url, headers, body, now)
+            .await;
         log::delivery(&self.sources, &trace, &reply, started.elapsed());
         self.count_rejection(source, reply.outcome).await;
         reply
@@ -132,6 +161,7 @@ impl Receiver {
         &self,
         trace: &mut Trace<'_>,
         source: &str,
+        url: &str,
         headers: &HeaderMap,
         body: &[u8],
         now: i64,
@@ -152,12 +182,19 @@ impl Receiver {
             return Reply::error(413, Outcome::TooLarge, "body too large");
         }
         // The signature is checked before the body is parsed at all.
-        let verified = match config.verifier.verify(headers, body, now) {
+        let url = signed_url(config.public_url.as_deref(), url);
+        let request = hookledger_verify::Request {
+            method: "POST",
+            url: &url,
+            headers,
+            body,
+        };
+        let verified = match config.verifier.verify_request(&request, now) {
             // A secret rotated since the sources were read: re-read them (rate-limited) and
             // verify once more.
             Err(error) => match self
                 .sources
-                .reverify(source, &config, &error, headers, body, now)
+                .reverify(source, &config, &error, &request, now)
                 .await
             {
                 Some((fresh, verified)) => {

@@ -13,8 +13,10 @@ pub const RETRY_AFTER_SECS: u32 = 5;
 pub struct Reply {
     /// HTTP status.
     pub status: u16,
-    /// JSON body text.
+    /// Body text: JSON, except a handshake answered otherwise (Twitch's `text/plain`).
     pub body: String,
+    /// The body's `Content-Type`: `application/json` but for such a handshake.
+    pub content_type: &'static str,
     /// Set on a replayed (cached) response: send `Idempotent-Replayed: true`.
     pub replayed: bool,
     /// Seconds for a `Retry-After` header, when set.
@@ -27,6 +29,7 @@ impl Reply {
     pub(super) fn error(status: u16, outcome: Outcome, reason: &str) -> Self {
         Self {
             status,
+            content_type: "application/json",
             body: serde_json::json!({ "error": reason }).to_string(),
             replayed: false,
             retry_after: None,
@@ -38,6 +41,7 @@ impl Reply {
 /// A stored response sent again, with `Idempotent-Replayed: true`.
 pub(super) fn replayed(stored: ledger::StoredResponse, outcome: Outcome) -> Reply {
     Reply {
+        content_type: "application/json",
         status: stored.status,
         body: stored.body,
         replayed: true,
@@ -53,6 +57,7 @@ pub(super) fn body_replayed(original: ledger::Original) -> Reply {
     match original.response {
         Some(stored) => replayed(stored, Outcome::BodyReplayed),
         None => Reply {
+            content_type: "application/json",
             outcome: Outcome::BodyReplayed,
             ..in_flight()
         },
@@ -73,6 +78,7 @@ pub(super) fn in_flight() -> Reply {
 /// Deferred mode's acknowledgement: `202 {"accepted": true, "duplicate": ..}`.
 pub(super) fn accepted_reply(duplicate: bool, outcome: Outcome) -> Reply {
     Reply {
+        content_type: "application/json",
         status: 202,
         body: serde_json::json!({ "accepted": true, "duplicate": duplicate }).to_string(),
         replayed: duplicate,
@@ -85,6 +91,7 @@ pub(super) fn accepted_reply(duplicate: bool, outcome: Outcome) -> Reply {
 /// outcome `new` (a dry run's absent key) or `duplicate`.
 pub(super) fn dry_run_reply(outcome: Outcome) -> Reply {
     Reply {
+        content_type: "application/json",
         status: 200,
         body: serde_json::json!({ "duplicate": outcome == Outcome::Duplicate }).to_string(),
         replayed: false,

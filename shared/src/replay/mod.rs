@@ -376,19 +376,6 @@ pub(crate) fn json_problem(error: &serde_json::Error) -> &'static str {
     }
 }
 
-/// The scheme's name as written in the sources JSON.
-fn scheme_name(scheme: Scheme) -> &'static str {
-    match scheme {
-        Scheme::Stripe => "stripe",
-        Scheme::Github => "github",
-        Scheme::StandardWebhooks => "standard-webhooks",
-        Scheme::Shopify => "shopify",
-        Scheme::Slack => "slack",
-        Scheme::Paddle => "paddle",
-        Scheme::GenericHmac => "generic-hmac",
-    }
-}
-
 /// Replays windows of events; built once per execution environment (one HTTP client, its
 /// connections reused across runs).
 #[derive(Debug, Clone)]
@@ -536,7 +523,7 @@ impl Run<'_> {
         ) {
             return Err(ReplayErrorKind::Unsupported {
                 name: config.name.clone(),
-                scheme: scheme_name(config.scheme),
+                scheme: config.scheme.name(),
             });
         }
         if self.request.delivery_success.is_some() && config.scheme != Scheme::Stripe {

@@ -1,95 +1,226 @@
-//! The generic scheme's configuration: [`GenericHmac`] as a source configures it, the digest
-//! [`Encoding`], the validation run once at start-up, and the [`Prepared`] form a
-//! [`crate::Verifier`] holds.
+//! The scheme model's configuration: [`GenericHmac`] as a source configures it (or a preset
+//! fills it), the signature [`Encoding`] and [`SignatureFormat`], the [`TimestampUnit`], the
+//! validation run once at start-up, and the [`Prepared`] form a [`crate::Verifier`] holds.
 
 use http::HeaderName;
 
-use super::template::{parse_template, Segment, DEFAULT_SIGNED_PAYLOAD};
-pub use crate::key::Algorithm;
+use super::template::{json_pointer, parse_template, Segment, Use, DEFAULT_SIGNED_PAYLOAD};
+pub use crate::algorithm::Algorithm;
+pub use crate::key::SecretEncoding;
 
 /// What [`crate::Scheme::signature_header`] returns for [`crate::Scheme::GenericHmac`]: a
 /// placeholder for logs, deliberately not a valid header name.
 pub const CONFIGURED_HEADER: &str = "(configured per source)";
 
-/// How a generic source writes the digest in its header. Configuration names: `"hex"` (the
-/// default), `"base64"`.
+/// How a source writes the signature. Configuration names: `"hex"` (the default), `"base64"`,
+/// `"base64url"`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Encoding {
-    /// Hex digits, lowercase or uppercase (the digest is the same; providers differ), exactly
-    /// twice the digest length. We sign lowercase.
+    /// Hex digits, lowercase or uppercase (providers differ). We sign lowercase.
     #[default]
     Hex,
-    /// Standard base64 (`+/` alphabet), with or without `=` padding. We sign padded. The
-    /// URL-safe alphabet (`-_`) is not accepted.
+    /// Standard base64 (`+/` alphabet), with or without `=` padding. We sign padded.
     Base64,
+    /// URL-safe base64 (`-_` alphabet, RFC 4648 section 5), with or without padding. We sign
+    /// unpadded.
+    Base64url,
 }
 
-/// A generic source's signing rules and event-id location, as configured (JSON, field names as
-/// below; unknown fields are refused).
+/// How the signature header (or body field) holds its signature(s).
+///
+/// JSON: `{"type": "plain"}` (the default: one signature, after the optional `prefix`),
+/// `{"type": "pairs", "separator": ",", "assign": "=", "signature_key": "v1", "timestamp_key":
+/// "t"}` (Stripe, Paddle: `key=value` entries, every `signature_key` entry a candidate) or
+/// `{"type": "list", "separator": " ", "version": "v1,"}` (Standard Webhooks: entries that start
+/// with `version` are candidates, others are ignored).
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
+#[serde(tag = "type", rename_all = "lowercase", deny_unknown_fields)]
+pub enum SignatureFormat {
+    /// One signature: the whole value after `prefix`.
+    #[default]
+    Plain,
+    /// `key<assign>value` entries separated by `separator`, split at the first `assign`; an
+    /// entry without `assign` or with an empty key is malformed.
+    Pairs {
+        /// Between entries, e.g. `","` (Stripe) or `";"` (Paddle).
+        separator: String,
+        /// Between a key and its value, e.g. `"="`.
+        assign: String,
+        /// The key of signature entries, e.g. `"v1"` (Stripe) or `"h1"` (Paddle); at most
+        /// [`crate::MAX_SIGNATURES`] are considered.
+        signature_key: String,
+        /// The key of the timestamp entry, e.g. `"t"`; present at most once.
+        #[serde(default)]
+        timestamp_key: Option<String>,
+    },
+    /// Entries separated by `separator`; those starting with `version` carry a signature (the
+    /// rest of the entry), others are ignored; at most [`crate::MAX_SIGNATURES`] are considered.
+    List {
+        /// Between entries, e.g. `" "`.
+        separator: String,
+        /// What a signature entry starts with, e.g. `"v1,"` or `"v1a,"`.
+        version: String,
+    },
+}
+
+/// How a timestamp is written. Configuration names: `"seconds"` (the default: unix seconds in
+/// ASCII digits), `"milliseconds"` (unix milliseconds, HubSpot, Linear), `"rfc3339"`
+/// (`2026-12-03T12:00:00.123456789Z`, Twitch).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TimestampUnit {
+    /// Unix seconds, ASCII digits.
+    #[default]
+    Seconds,
+    /// Unix milliseconds, ASCII digits.
+    Milliseconds,
+    /// An RFC 3339 date-time in UTC (`Z`), fractional seconds allowed.
+    Rfc3339,
+}
+
+/// What the body is, for the event id and type rules and the document a handler reads.
+/// Configuration names: `"json"` (the default: a JSON object) and `"form"`
+/// (`application/x-www-form-urlencoded`, whose fields become a JSON object of strings).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BodyFormat {
+    /// A JSON object.
+    #[default]
+    Json,
+    /// A URL-encoded form.
+    Form,
+}
+
+/// A source's signing rules and event naming, as data: the **scheme model**. A
+/// `generic-hmac` source configures it in the sources JSON (field names as below; unknown
+/// fields are refused); every preset (Twilio, SendGrid, Discord, ...) is one of these, written in
+/// [`crate::presets`].
 ///
 /// Example: `{"signature_header": "X-Signature", "prefix": "sha256=", "event_id_pointer":
 /// "/id"}` verifies `X-Signature: sha256=<hex of HMAC-SHA256(secret, body)>`.
 ///
 /// Build a [`crate::Verifier`] with it ([`crate::Verifier::new`] runs [`GenericHmac::validate`]).
-#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct GenericHmac {
-    /// Name of the header that carries the signature, e.g. `"X-Signature"` (any case; looked up
-    /// case-insensitively).
-    pub signature_header: String,
-    /// HMAC hash function; `sha256` when absent.
+    /// Name of the header that carries the signature, e.g. `"X-Signature"` (any case). Exactly
+    /// one of this and `signature_pointer`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signature_header: Option<String>,
+    /// RFC 6901 pointer to the signature inside the JSON body (Mailgun:
+    /// `"/signature/signature"`). The body is then read before the signature is checked, so
+    /// only fields the template names are trusted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signature_pointer: Option<String>,
+    /// How the signature value is structured; `plain` when absent.
+    #[serde(default)]
+    pub signature_format: SignatureFormat,
+    /// The algorithm; `sha256` (HMAC-SHA256) when absent.
     #[serde(default)]
     pub algorithm: Algorithm,
-    /// How the digest is written; `hex` when absent.
+    /// How each signature is written; `hex` when absent.
     #[serde(default)]
     pub encoding: Encoding,
-    /// Text that precedes the digest in the header value and is stripped before decoding, e.g.
-    /// `"sha256="` (case-sensitive). When set, a value without it is
-    /// [`crate::VerifyError::MalformedHeader`]. Non-empty visible ASCII (spaces allowed).
-    #[serde(default)]
+    /// Text before the signature in a `plain` value, stripped before decoding, e.g.
+    /// `"sha256="` (case-sensitive); a value without it is malformed. Non-empty visible ASCII.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prefix: Option<String>,
-    /// Name of a header that carries the signing time in unix seconds (ASCII digits). When set,
-    /// the header is required, must be signed through `{timestamp}` in `signed_payload`, and is
-    /// checked against the tolerance in both directions before any HMAC.
+    /// How an HMAC secret is written in the configuration; `utf8` when absent. Ignored for
+    /// public keys.
     #[serde(default)]
+    pub secret_encoding: SecretEncoding,
+    /// Text stripped from the start of each configured key when present (Standard Webhooks:
+    /// `"whsec_"`, `"whpk_"`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key_prefix: Option<String>,
+    /// Name of a header that carries the signing time. At most one timestamp location (this,
+    /// `timestamp_pointer`, or a `pairs` format's `timestamp_key`); the timestamp must be signed
+    /// (`{timestamp}` in `signed_payload`, or the body for a body field) and is checked against
+    /// the tolerance in both directions before any signature.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timestamp_header: Option<String>,
-    /// What is signed: a template where `{body}` stands for the raw body bytes (exactly once)
-    /// and `{timestamp}` for the timestamp header's value as received (at most once, only with
-    /// `timestamp_header`); everything else is literal text. No other `{` or `}` is allowed.
-    /// [`DEFAULT_SIGNED_PAYLOAD`] (`"{body}"`) when absent. Example: `"{timestamp}.{body}"`.
+    /// RFC 6901 pointer to the signing time inside the JSON body (Linear:
+    /// `"/webhookTimestamp"`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timestamp_pointer: Option<String>,
+    /// How the timestamp is written; `seconds` when absent.
     #[serde(default)]
+    pub timestamp_unit: TimestampUnit,
+    /// What is signed: a template over the request (see [`super::template`]), e.g.
+    /// `"{timestamp}.{body}"` or `"{url}{form}"`. [`DEFAULT_SIGNED_PAYLOAD`] (`"{body}"`) when
+    /// absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub signed_payload: Option<String>,
-    /// Header that carries the event id (for the extraction module). Exactly one of this and
-    /// `event_id_pointer` is set.
+    /// What the body is; `json` when absent.
     #[serde(default)]
+    pub body: BodyFormat,
+    /// Header that carries the event id. Exactly one of this, `event_id_pointer` and `event_id`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub event_id_header: Option<String>,
-    /// RFC 6901 JSON pointer to the event id in the body, e.g. `"/id"` or `"/data/id"` (for the
-    /// extraction module). Exactly one of this and `event_id_header` is set.
-    #[serde(default)]
+    /// RFC 6901 pointer to the event id in the body, e.g. `"/id"`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub event_id_pointer: Option<String>,
-    /// Header that carries the event type. At most one of this and `event_type_pointer`.
-    #[serde(default)]
+    /// The event id as a template of `{header:Name}`, `{field:/pointer}`, `{form:name}` and
+    /// literal text, e.g. `"{form:MessageSid}:{form:MessageStatus}"` (Twilio).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub event_id: Option<String>,
+    /// Header that carries the event type. At most one of this, `event_type_pointer` and
+    /// `event_type`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub event_type_header: Option<String>,
-    /// RFC 6901 JSON pointer to the event type in the body, e.g. `"/type"`. At most one of this
-    /// and `event_type_header`.
-    #[serde(default)]
+    /// RFC 6901 pointer to the event type in the body, e.g. `"/type"`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub event_type_pointer: Option<String>,
+    /// The event type as a template, like `event_id`, e.g. `"{field:/type}.{field:/action}"`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub event_type: Option<String>,
+}
+
+/// Where the timestamp is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum TimestampAt {
+    /// A header.
+    Header(HeaderName),
+    /// A JSON body field.
+    Field(String),
+    /// The `pairs` signature value's entry with this key.
+    Pair(String),
+}
+
+/// Where the signature is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum SignatureAt {
+    /// A header.
+    Header(HeaderName),
+    /// A JSON body field.
+    Field(String),
+}
+
+impl SignatureAt {
+    /// The name used in errors and logs: the header's lowercase name, or `body <pointer>`.
+    pub(crate) fn name(&self) -> String {
+        match self {
+            Self::Header(name) => name.as_str().to_owned(),
+            Self::Field(pointer) => format!("body {pointer}"),
+        }
+    }
 }
 
 impl GenericHmac {
     /// Check the configuration as a whole, once, at start-up.
     ///
-    /// Rules: every header name parses as an HTTP header name ([`http::HeaderName`]);
-    /// `timestamp_header` differs from `signature_header`; `prefix`, if set, is non-empty
-    /// visible ASCII; `signed_payload` uses only `{body}` (exactly once) and `{timestamp}` (at
-    /// most once), with no stray `{` or `}`; `{timestamp}` is used if and only if
-    /// `timestamp_header` is set (an unsigned timestamp would give no replay protection);
-    /// exactly one of `event_id_header` / `event_id_pointer`; at most one of
-    /// `event_type_header` / `event_type_pointer`; pointers start with `/` and escape `~` only
-    /// as `~0` or `~1` (RFC 6901); `event_id_header` and `event_type_header` only with a
-    /// signed timestamp (a header is never signed, so without one a captured body could be
-    /// sent again under a fresh id or type for ever: docs/guide/providers.md, "What the signature covers").
+    /// Rules: exactly one signature location; every header name parses ([`http::HeaderName`])
+    /// and pointers are RFC 6901; a `prefix` only with the `plain` format, non-empty visible
+    /// ASCII; a `pairs` / `list` format's separators and keys non-empty; the templates use only
+    /// their placeholders (see [`super::template`]); at most one timestamp location, and a
+    /// timestamp is signed (`{timestamp}` in `signed_payload`, or its body field under a signed
+    /// body); `{timestamp}` only with a timestamp location; the signed content covers the
+    /// request's content (`{body}`, `{form}` or a `{field:...}`); `{form}` and `{form:...}`
+    /// only with a `form` body; exactly one event id rule, at most one event type rule; an id
+    /// or type the signature does not cover only when a timestamp is signed (without one, a
+    /// captured delivery could be sent again under a new id for ever:
+    /// docs/guide/providers.md, "What the signature covers"); `secret_encoding` only for an HMAC.
     ///
     /// # Errors
     ///
@@ -100,24 +231,33 @@ impl GenericHmac {
     }
 
     /// Whether the event id and the event type this source reads are covered by its
-    /// signature: `false` when either comes from a header (`event_id_header`,
-    /// `event_type_header`), which the signed content never includes.
+    /// signature: every header, field or form value they read is part of the signed content
+    /// (a `{field:...}` or form field is covered by a signed `{body}`).
     #[must_use]
     pub fn signs_id_and_type(&self) -> bool {
-        self.event_id_header.is_none() && self.event_type_header.is_none()
+        self.parse().is_ok_and(|parsed| parsed.names_signed)
     }
 
     /// [`GenericHmac::validate`], keeping what was parsed.
-    fn parse(&self) -> Result<Parsed, String> {
-        let signature_header = header_name("signature_header", &self.signature_header)?;
-        let timestamp_header = self
-            .timestamp_header
-            .as_deref()
-            .map(|name| header_name("timestamp_header", name))
-            .transpose()?;
-        if timestamp_header.as_ref() == Some(&signature_header) {
-            return Err("timestamp_header must differ from signature_header".to_owned());
-        }
+    pub(crate) fn parse(&self) -> Result<Parsed, String> {
+        let signature = match (&self.signature_header, &self.signature_pointer) {
+            (Some(name), None) => SignatureAt::Header(header_name("signature_header", name)?),
+            (None, Some(pointer)) => {
+                json_pointer("signature_pointer", pointer)?;
+                if self.body != BodyFormat::Json {
+                    return Err("signature_pointer needs a json body".to_owned());
+                }
+                SignatureAt::Field(pointer.clone())
+            }
+            (Some(_), Some(_)) => {
+                return Err(
+                    "set only one of signature_header and signature_pointer, not both".to_owned(),
+                )
+            }
+            (None, None) => {
+                return Err("one of signature_header or signature_pointer is required".to_owned())
+            }
+        };
         if let Some(prefix) = &self.prefix {
             if prefix.is_empty() {
                 return Err("prefix must not be empty (omit it instead)".to_owned());
@@ -127,79 +267,248 @@ impl GenericHmac {
                     "prefix {prefix:?} must be visible ASCII, as header values are"
                 ));
             }
+            if self.signature_format != SignatureFormat::Plain {
+                return Err(
+                    "prefix applies to the plain signature_format only (a list has its version)"
+                        .to_owned(),
+                );
+            }
         }
+        let pair_timestamp = match &self.signature_format {
+            SignatureFormat::Plain => None,
+            SignatureFormat::Pairs {
+                separator,
+                assign,
+                signature_key,
+                timestamp_key,
+            } => {
+                for (field, value) in [
+                    ("separator", separator),
+                    ("assign", assign),
+                    ("signature_key", signature_key),
+                ] {
+                    if value.is_empty() {
+                        return Err(format!("signature_format {field} must not be empty"));
+                    }
+                }
+                if timestamp_key.as_ref().is_some_and(String::is_empty) {
+                    return Err("signature_format timestamp_key must not be empty".to_owned());
+                }
+                if timestamp_key.as_ref() == Some(signature_key) {
+                    return Err(
+                        "signature_format timestamp_key must differ from signature_key".to_owned(),
+                    );
+                }
+                timestamp_key.clone()
+            }
+            SignatureFormat::List { separator, version } => {
+                if separator.is_empty() || version.is_empty() {
+                    return Err(
+                        "signature_format separator and version must not be empty".to_owned()
+                    );
+                }
+                None
+            }
+        };
         let template = parse_template(
+            "signed_payload",
             self.signed_payload
                 .as_deref()
                 .unwrap_or(DEFAULT_SIGNED_PAYLOAD),
+            Use::Signed,
         )?;
-        let signs_timestamp = template.contains(&Segment::Timestamp);
-        match (signs_timestamp, timestamp_header.is_some()) {
-            (true, false) => {
+        let signs_body = template.contains(&Segment::Body);
+        let signs_form = template.contains(&Segment::Form);
+        if !signs_body && !signs_form && !template.iter().any(|s| matches!(s, Segment::Field(_))) {
+            return Err(
+                "signed_payload must sign the request's content: {body}, {form} or a \
+                        {field:/pointer}"
+                    .to_owned(),
+            );
+        }
+        if signs_form && self.body != BodyFormat::Form {
+            return Err("{form} in signed_payload needs \"body\": \"form\"".to_owned());
+        }
+        if template.iter().any(|s| matches!(s, Segment::Field(_))) && self.body != BodyFormat::Json
+        {
+            return Err("{field:...} in signed_payload needs a json body".to_owned());
+        }
+        // The timestamp: at most one location, and signed.
+        let mut locations = Vec::new();
+        if let Some(name) = &self.timestamp_header {
+            let name = header_name("timestamp_header", name)?;
+            if matches!(&signature, SignatureAt::Header(s) if *s == name) {
+                return Err("timestamp_header must differ from signature_header".to_owned());
+            }
+            locations.push(TimestampAt::Header(name));
+        }
+        if let Some(pointer) = &self.timestamp_pointer {
+            json_pointer("timestamp_pointer", pointer)?;
+            if self.body != BodyFormat::Json {
+                return Err("timestamp_pointer needs a json body".to_owned());
+            }
+            locations.push(TimestampAt::Field(pointer.clone()));
+        }
+        if let Some(key) = pair_timestamp {
+            locations.push(TimestampAt::Pair(key));
+        }
+        if locations.len() > 1 {
+            return Err("set at most one timestamp location: timestamp_header, \
+                        timestamp_pointer or the signature_format's timestamp_key"
+                .to_owned());
+        }
+        let timestamp = locations.pop();
+        let timestamp_in_template = template.contains(&Segment::Timestamp);
+        match &timestamp {
+            None if timestamp_in_template => {
                 return Err(
-                    "signed_payload uses {timestamp} but no timestamp_header is set".to_owned(),
+                    "signed_payload uses {timestamp} but no timestamp location is set \
+                            (timestamp_header, timestamp_pointer or a timestamp_key)"
+                        .to_owned(),
                 )
             }
-            (false, true) => {
-                return Err("timestamp_header is set but signed_payload does not use \
-                            {timestamp}: an unsigned timestamp gives no replay protection"
-                    .to_owned())
+            Some(TimestampAt::Field(pointer)) => {
+                let covered = timestamp_in_template
+                    || signs_body
+                    || template.contains(&Segment::Field(pointer.clone()));
+                if !covered {
+                    return Err("timestamp_pointer is not signed: sign the body, or put \
+                                {timestamp} in signed_payload"
+                        .to_owned());
+                }
+            }
+            Some(_) if !timestamp_in_template => {
+                return Err(
+                    "a timestamp is set but signed_payload does not use {timestamp}: an \
+                            unsigned timestamp gives no replay protection"
+                        .to_owned(),
+                )
             }
             _ => {}
         }
-        match (&self.event_id_header, &self.event_id_pointer) {
-            (Some(name), None) => {
-                header_name("event_id_header", name)?;
-            }
-            (None, Some(pointer)) => json_pointer("event_id_pointer", pointer)?,
-            (Some(_), Some(_)) => {
-                return Err(
-                    "set only one of event_id_header and event_id_pointer, not both".to_owned(),
-                )
-            }
-            (None, None) => {
-                return Err("one of event_id_header or event_id_pointer is required".to_owned())
-            }
-        }
-        match (&self.event_type_header, &self.event_type_pointer) {
-            (Some(name), None) => {
-                header_name("event_type_header", name)?;
-            }
-            (None, Some(pointer)) => json_pointer("event_type_pointer", pointer)?,
-            (Some(_), Some(_)) => {
-                return Err(
-                    "set at most one of event_type_header and event_type_pointer".to_owned(),
-                )
-            }
-            (None, None) => {}
-        }
-        // A header is never part of the signed content (the template signs the body and the
-        // timestamp only): an id or type read from one could be changed on a captured delivery
-        // and the signature would still hold. The ledger keeps one event per body for such a
-        // source (hookledger's replay guard), but only within its retention; without a signed
-        // timestamp the same body would be accepted again, under a fresh id, once swept.
-        if !signs_timestamp {
-            for (field, name) in [
-                ("event_id_header", &self.event_id_header),
-                ("event_type_header", &self.event_type_header),
-            ] {
-                if name.is_some() {
-                    let pointer = field.replace("_header", "_pointer");
-                    return Err(format!(
-                        "{field} is not covered by the signature and no timestamp is signed: \
-                         anyone who saw one delivery could send its body again under a new \
-                         event id or type, forever; read it from the signed body with {pointer}, \
-                         or sign a timestamp (timestamp_header and {{timestamp}} in \
-                         signed_payload)"
-                    ));
+        let signs_timestamp = timestamp.is_some();
+        // The event id and type.
+        let id = naming_rule(
+            "event_id",
+            &self.event_id_header,
+            &self.event_id_pointer,
+            &self.event_id,
+        )?
+        .ok_or_else(|| {
+            "one of event_id_header, event_id_pointer or event_id is required".to_owned()
+        })?;
+        let event_type = naming_rule(
+            "event_type",
+            &self.event_type_header,
+            &self.event_type_pointer,
+            &self.event_type,
+        )?;
+        for rule in std::iter::once(&id).chain(event_type.as_ref()) {
+            for segment in rule {
+                match segment {
+                    Segment::FormField(_) if self.body != BodyFormat::Form => {
+                        return Err(
+                            "{form:...} in an event id or type needs \"body\": \"form\"".to_owned()
+                        )
+                    }
+                    Segment::Field(_) if self.body != BodyFormat::Json => {
+                        return Err(
+                            "a body pointer in an event id or type needs a json body".to_owned()
+                        )
+                    }
+                    _ => {}
                 }
             }
         }
+        let covered = |segment: &Segment| match segment {
+            Segment::Literal(_) => true,
+            Segment::Header(name) => template.contains(&Segment::Header(name.clone())),
+            Segment::Field(pointer) => {
+                signs_body || template.contains(&Segment::Field(pointer.clone()))
+            }
+            Segment::FormField(_) => signs_body || signs_form,
+            _ => false,
+        };
+        let names_signed = id.iter().chain(event_type.iter().flatten()).all(covered);
+        // An id or type read from outside the signed content could be changed on a captured
+        // delivery and the signature would still hold. The ledger keeps one event per body
+        // for such a source (its replay guard), but only within its retention; without a
+        // signed timestamp the same body would be accepted again, under a fresh id, once swept.
+        if !names_signed && !signs_timestamp {
+            let spelled = |prefix: &str, header: &Option<String>, pointer: &Option<String>| {
+                if header.is_some() {
+                    format!("{prefix}_header")
+                } else if pointer.is_some() {
+                    format!("{prefix}_pointer")
+                } else {
+                    prefix.to_owned()
+                }
+            };
+            let field = if id.iter().all(covered) {
+                spelled(
+                    "event_type",
+                    &self.event_type_header,
+                    &self.event_type_pointer,
+                )
+            } else {
+                spelled("event_id", &self.event_id_header, &self.event_id_pointer)
+            };
+            return Err(format!(
+                "{field} is not covered by the signature and no timestamp is signed: anyone who \
+                 saw one delivery could send its body again under a new event id or type, \
+                 forever; read it from the signed body (a pointer), or sign a timestamp"
+            ));
+        }
+        if !self.algorithm.is_hmac() && self.secret_encoding != SecretEncoding::Utf8 {
+            return Err(format!(
+                "secret_encoding applies to HMAC secrets; {} keys are public keys (PEM, base64 \
+                 or hex)",
+                self.algorithm.name()
+            ));
+        }
         Ok(Parsed {
-            signature_header,
-            timestamp_header,
+            signature,
+            timestamp,
             template,
+            id,
+            event_type,
+            names_signed,
         })
+    }
+}
+
+/// One naming rule (event id or type) out of its three spellings, as template segments.
+fn naming_rule(
+    field: &str,
+    header: &Option<String>,
+    pointer: &Option<String>,
+    template: &Option<String>,
+) -> Result<Option<Vec<Segment>>, String> {
+    let header_field = format!("{field}_header");
+    let pointer_field = format!("{field}_pointer");
+    match (header, pointer, template) {
+        (None, None, None) => Ok(None),
+        (Some(name), None, None) => Ok(Some(vec![Segment::Header(header_name(
+            &header_field,
+            name,
+        )?)])),
+        (None, Some(pointer), None) => {
+            json_pointer(&pointer_field, pointer)?;
+            Ok(Some(vec![Segment::Field(pointer.clone())]))
+        }
+        (None, None, Some(template)) => {
+            let segments = parse_template(field, template, Use::Naming)?;
+            if !segments.iter().any(|s| !matches!(s, Segment::Literal(_))) {
+                return Err(format!(
+                    "{field} {template:?} reads nothing from the delivery (every event would \
+                     have the same {field})"
+                ));
+            }
+            Ok(Some(segments))
+        }
+        _ => Err(format!(
+            "set only one of {header_field}, {pointer_field} and {field}"
+        )),
     }
 }
 
@@ -213,50 +522,31 @@ fn header_name(field: &str, value: &str) -> Result<HeaderName, String> {
         .map_err(|_| format!("{field} {value:?} is not a valid HTTP header name"))
 }
 
-/// Check that `pointer` (configuration field `field`) is an RFC 6901 JSON pointer into the body:
-/// it starts with `/` (the whole document, `""`, is not an event id) and every `~` is followed
-/// by `0` or `1`.
-///
-/// # Errors
-///
-/// A sentence naming the field otherwise.
-fn json_pointer(field: &str, pointer: &str) -> Result<(), String> {
-    if !pointer.starts_with('/') {
-        return Err(format!(
-            "{field} {pointer:?} must be a JSON pointer starting with '/', e.g. \"/id\""
-        ));
-    }
-    let mut bytes = pointer.bytes();
-    while let Some(b) = bytes.next() {
-        if b == b'~' && !matches!(bytes.next(), Some(b'0' | b'1')) {
-            return Err(format!(
-                "{field} {pointer:?} has a '~' not followed by 0 or 1 (RFC 6901 escapes)"
-            ));
-        }
-    }
-    Ok(())
-}
-
 /// What [`GenericHmac::parse`] produces besides the configuration itself.
 #[derive(Debug, Clone)]
-pub(super) struct Parsed {
-    /// `signature_header`, lowercase.
-    pub(super) signature_header: HeaderName,
-    /// `timestamp_header`, lowercase.
-    pub(super) timestamp_header: Option<HeaderName>,
-    /// `signed_payload`, split into segments; contains [`Segment::Timestamp`] exactly when
-    /// `timestamp_header` is set.
-    pub(super) template: Vec<Segment>,
+pub(crate) struct Parsed {
+    /// Where the signature is.
+    pub(crate) signature: SignatureAt,
+    /// Where the timestamp is, if one is signed.
+    pub(crate) timestamp: Option<TimestampAt>,
+    /// `signed_payload`, split into segments.
+    pub(crate) template: Vec<Segment>,
+    /// The event id rule.
+    pub(crate) id: Vec<Segment>,
+    /// The event type rule, if any.
+    pub(crate) event_type: Option<Vec<Segment>>,
+    /// Whether every part of the id and type is covered by the signature.
+    pub(crate) names_signed: bool,
 }
 
-/// A validated [`GenericHmac`], ready for every delivery: header names parsed, template split.
+/// A validated [`GenericHmac`], ready for every delivery: header names parsed, templates split.
 /// Built by [`crate::Verifier::new`].
 #[derive(Debug, Clone)]
 pub(crate) struct Prepared {
     /// The configuration as given (validated).
-    pub(super) config: GenericHmac,
+    pub(crate) config: GenericHmac,
     /// What was parsed from it.
-    pub(super) parsed: Parsed,
+    pub(crate) parsed: Parsed,
 }
 
 impl Prepared {
@@ -275,18 +565,16 @@ impl Prepared {
         &self.config
     }
 
-    /// The configured algorithm, for keying.
-    pub(crate) fn algorithm(&self) -> Algorithm {
-        self.config.algorithm
-    }
-
-    /// Whether a timestamp header is configured (and so signed).
+    /// Whether a timestamp is signed.
     pub(crate) fn signs_timestamp(&self) -> bool {
-        self.parsed.timestamp_header.is_some()
+        self.parsed.timestamp.is_some()
     }
 
-    /// The signature header's name, lowercase.
+    /// The signature header's name, lowercase, or `body <pointer>`.
     pub(crate) fn signature_header(&self) -> &str {
-        self.parsed.signature_header.as_str()
+        match &self.parsed.signature {
+            SignatureAt::Header(name) => name.as_str(),
+            SignatureAt::Field(pointer) => pointer,
+        }
     }
 }

@@ -1,34 +1,77 @@
-//! The `signed_payload` template of a generic source: its placeholders, its parser (run once,
-//! at start-up) and the signed payload it gives for one delivery.
+//! The model's templates: `signed_payload` (what is signed) and the event id / type rules
+//! (where they are read), their parser (run once, at start-up) and what they give for one
+//! delivery.
+//!
+//! Placeholders:
+//!
+//! | placeholder | stands for | in |
+//! |---|---|---|
+//! | `{body}` | the raw body bytes | `signed_payload` |
+//! | `{timestamp}` | the timestamp as received (header, body field or signature entry) | `signed_payload` |
+//! | `{url}` | the request URL as the provider saw it (scheme, host, path, query) | `signed_payload` |
+//! | `{method}` | the request method, uppercase | `signed_payload` |
+//! | `{form}` | the form fields sorted by name, each name then value, nothing between (Twilio) | `signed_payload` |
+//! | `{header:Name}` | that header's value | both |
+//! | `{field:/pointer}` | the JSON body's value at an RFC 6901 pointer (a string as is, a number as written) | both |
+//! | `{form:name}` | that form field's value; `{form:A\|B}` the first of A and B present | event id / type only |
+//!
+//! Everything else is literal text; `{{` and `}}` are not escapes (no literal braces).
+
+use http::HeaderName;
 
 /// The signed-payload template used when `signed_payload` is absent: the raw body alone.
 pub const DEFAULT_SIGNED_PAYLOAD: &str = "{body}";
 
-/// The template placeholder for the raw body bytes (required, exactly once).
+/// The template placeholder for the raw body bytes (at most once).
 pub const BODY_PLACEHOLDER: &str = "{body}";
 
-/// The template placeholder for the timestamp header's value, as received (at most once;
-/// requires `timestamp_header`).
+/// The template placeholder for the timestamp, as received (at most once; requires a
+/// timestamp location).
 pub const TIMESTAMP_PLACEHOLDER: &str = "{timestamp}";
 
-/// One piece of a parsed `signed_payload` template, fed to the HMAC in order.
+/// One piece of a parsed template, in order.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) enum Segment {
+pub(crate) enum Segment {
     /// Literal text, as UTF-8 bytes.
     Literal(String),
-    /// The timestamp header's value, as received.
+    /// The timestamp's text, as received.
     Timestamp,
     /// The raw body.
     Body,
+    /// The request URL.
+    Url,
+    /// The request method.
+    Method,
+    /// The sorted form fields, concatenated.
+    Form,
+    /// A header's value (lowercase name).
+    Header(HeaderName),
+    /// A JSON body value (an RFC 6901 pointer).
+    Field(String),
+    /// A form field's value: the first of these names present (`{form:A|B}`).
+    FormField(Vec<String>),
 }
 
-/// Parse a `signed_payload` template into segments (adjacent literal text merged).
+/// Which placeholders a template may use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Use {
+    /// `signed_payload`.
+    Signed,
+    /// An event id or type rule.
+    Naming,
+}
+
+/// Parse `template` (configuration field `field`) into segments, adjacent literal text merged.
 ///
 /// # Errors
-///
-/// A sentence if a `{` is not closed, a `}` closes nothing, a placeholder is not `{body}` or
-/// `{timestamp}`, `{body}` is absent or repeated, or `{timestamp}` is repeated.
-pub(super) fn parse_template(template: &str) -> Result<Vec<Segment>, String> {
+/// A sentence naming the field if a `{` is not closed, a `}` closes nothing, a placeholder is
+/// unknown or not allowed in this kind of template, a header name or pointer is invalid, or
+/// `{body}`, `{timestamp}` or `{form}` is repeated.
+pub(crate) fn parse_template(
+    field: &str,
+    template: &str,
+    kind: Use,
+) -> Result<Vec<Segment>, String> {
     let mut segments = Vec::new();
     let mut literal = String::new();
     let mut rest = template;
@@ -37,26 +80,19 @@ pub(super) fn parse_template(template: &str) -> Result<Vec<Segment>, String> {
         let after = &rest[open..];
         if after.starts_with('}') {
             return Err(format!(
-                "signed_payload {template:?} has a '}}' that closes no placeholder"
+                "{field} {template:?} has a '}}' that closes no placeholder"
             ));
         }
         let Some(close) = after.find('}') else {
-            return Err(format!("signed_payload {template:?} has an unclosed '{{'"));
+            return Err(format!("{field} {template:?} has an unclosed '{{'"));
         };
         let placeholder = &after[..=close];
-        let segment = match placeholder {
-            BODY_PLACEHOLDER => Segment::Body,
-            TIMESTAMP_PLACEHOLDER => Segment::Timestamp,
-            _ => {
-                return Err(format!(
-                    "signed_payload {template:?} has an unknown placeholder {placeholder:?} \
-                     (known: {BODY_PLACEHOLDER}, {TIMESTAMP_PLACEHOLDER})"
-                ))
-            }
-        };
-        if segments.contains(&segment) {
+        let segment = placeholder_segment(field, template, &after[1..close], kind)?;
+        if matches!(segment, Segment::Body | Segment::Timestamp | Segment::Form)
+            && segments.contains(&segment)
+        {
             return Err(format!(
-                "signed_payload {template:?} uses {placeholder} more than once"
+                "{field} {template:?} uses {placeholder} more than once"
             ));
         }
         if !literal.is_empty() {
@@ -69,27 +105,107 @@ pub(super) fn parse_template(template: &str) -> Result<Vec<Segment>, String> {
     if !literal.is_empty() {
         segments.push(Segment::Literal(literal));
     }
-    if !segments.contains(&Segment::Body) {
-        return Err(format!(
-            "signed_payload {template:?} must contain {BODY_PLACEHOLDER}"
-        ));
-    }
     Ok(segments)
 }
 
-/// The signed payload as parts fed to the HMAC in order: `template` with `{timestamp}` replaced
-/// by `timestamp` and `{body}` by `body`.
-pub(super) fn payload<'a>(
-    template: &'a [Segment],
-    timestamp: &'a str,
-    body: &'a [u8],
-) -> Vec<&'a [u8]> {
-    template
-        .iter()
-        .map(|segment| match segment {
-            Segment::Literal(text) => text.as_bytes(),
-            Segment::Timestamp => timestamp.as_bytes(),
-            Segment::Body => body,
-        })
-        .collect()
+fn placeholder_segment(
+    field: &str,
+    template: &str,
+    inner: &str,
+    kind: Use,
+) -> Result<Segment, String> {
+    let signed_only = |segment: Segment| match kind {
+        Use::Signed => Ok(segment),
+        Use::Naming => Err(format!(
+            "{field} {template:?}: {{{inner}}} is only for signed_payload (an event id or type \
+             reads {{header:Name}}, {{field:/pointer}} or {{form:name}})"
+        )),
+    };
+    match inner.split_once(':') {
+        None => match inner {
+            "body" => signed_only(Segment::Body),
+            "timestamp" => signed_only(Segment::Timestamp),
+            "url" => signed_only(Segment::Url),
+            "method" => signed_only(Segment::Method),
+            "form" => signed_only(Segment::Form),
+            _ => Err(unknown(field, template, inner)),
+        },
+        Some(("header", name)) => HeaderName::from_bytes(name.as_bytes())
+            .map(Segment::Header)
+            .map_err(|_| format!("{field} {template:?}: {name:?} is not a valid HTTP header name")),
+        Some(("field", pointer)) => {
+            json_pointer(field, pointer)?;
+            Ok(Segment::Field(pointer.to_owned()))
+        }
+        Some(("form", names))
+            if kind == Use::Naming && names.split('|').all(|name| !name.is_empty()) =>
+        {
+            Ok(Segment::FormField(
+                names.split('|').map(str::to_owned).collect(),
+            ))
+        }
+        _ => Err(unknown(field, template, inner)),
+    }
+}
+
+fn unknown(field: &str, template: &str, inner: &str) -> String {
+    format!(
+        "{field} {template:?} has an unknown placeholder {{{inner}}} (known: {{body}}, \
+         {{timestamp}}, {{url}}, {{method}}, {{form}}, {{header:Name}}, {{field:/pointer}}, and \
+         {{form:name}} in an event id or type)"
+    )
+}
+
+/// Check that `pointer` (configuration field `field`) is an RFC 6901 JSON pointer into the body:
+/// it starts with `/` (the whole document, `""`, is no value) and every `~` is followed by `0`
+/// or `1`.
+///
+/// # Errors
+/// A sentence naming the field otherwise.
+pub(crate) fn json_pointer(field: &str, pointer: &str) -> Result<(), String> {
+    if !pointer.starts_with('/') {
+        return Err(format!(
+            "{field} {pointer:?} must be a JSON pointer starting with '/', e.g. \"/id\""
+        ));
+    }
+    let mut bytes = pointer.bytes();
+    while let Some(b) = bytes.next() {
+        if b == b'~' && !matches!(bytes.next(), Some(b'0' | b'1')) {
+            return Err(format!(
+                "{field} {pointer:?} has a '~' not followed by 0 or 1 (RFC 6901 escapes)"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The text of a JSON value used in a template: a string as is, a number or boolean as written
+/// by serde_json; `None` for null, an array or an object.
+pub(crate) fn value_text(value: &serde_json::Value) -> Option<std::borrow::Cow<'_, str>> {
+    match value {
+        serde_json::Value::String(text) => Some(text.as_str().into()),
+        serde_json::Value::Number(number) => Some(number.to_string().into()),
+        serde_json::Value::Bool(flag) => Some(flag.to_string().into()),
+        _ => None,
+    }
+}
+
+/// Twilio's concatenation of form fields: sorted by name (then value, for a repeated name),
+/// each name immediately followed by its value (Twilio docs, "Webhooks security": "sort the
+/// list of POST variables by the parameter name ... append each POST variable, name and value,
+/// to the string with no delimiters").
+pub(crate) fn sorted_form(body: &[u8]) -> String {
+    let mut fields: Vec<(String, String)> = form_urlencoded::parse(body)
+        .map(|(name, value)| (name.into_owned(), value.into_owned()))
+        .collect();
+    // twilio-python sorts `set()`s of names and of each name's values: a repeated identical
+    // pair counts once.
+    fields.sort();
+    fields.dedup();
+    let mut out = String::with_capacity(body.len());
+    for (name, value) in fields {
+        out.push_str(&name);
+        out.push_str(&value);
+    }
+    out
 }

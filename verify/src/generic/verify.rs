@@ -1,116 +1,213 @@
-//! Verify and sign one generic delivery: read the configured headers, parse the signature
-//! (prefix, encoding, length) and the timestamp, check the tolerance, compare the HMACs.
+//! Verify and sign one delivery of a model source: read the signature (header or body field,
+//! in its format), read and check the timestamp, build the signed content from the template,
+//! and match the signatures against the keys.
 
 use std::borrow::Cow;
 
 use base64::alphabet;
-use base64::engine::general_purpose::{GeneralPurpose, STANDARD};
+use base64::engine::general_purpose::{GeneralPurpose, STANDARD, URL_SAFE_NO_PAD};
 use base64::engine::{DecodePaddingMode, GeneralPurposeConfig};
 use base64::Engine as _;
 use http::{HeaderMap, HeaderName};
+use serde_json::Value;
 
-use super::config::{Encoding, Prepared};
-use super::template::payload;
-use crate::header::{check_tolerance, parse_unix_seconds, single_value, Malformed};
-use crate::key::{first_matching_key, Algorithm, SigningKey};
+use super::config::{Encoding, GenericHmac, Prepared, SignatureAt, SignatureFormat, TimestampAt};
+use super::template::{sorted_form, value_text, Segment};
+use super::timestamp;
+use crate::algorithm::Algorithm;
+use crate::asymmetric::PrivateKey;
+use crate::header::{check_tolerance, single_value, Malformed};
+use crate::key::{first_matching_key, SigningKey};
+use crate::limits::MAX_SIGNATURES;
 use crate::outcome::{Verified, VerifyError};
-use crate::tag::{AnyTag, TAG512_LEN, TAG_LEN};
+use crate::request::Request;
 
-/// A parsed generic signature header value: the decoded digest, of the configured algorithm's
-/// length.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct GenericSignature(pub(super) AnyTag);
-
-/// Base64 engine for generic signatures: standard alphabet, padding optional, canonical
-/// trailing bits (a digest has exactly one encoding per padding choice).
+/// Base64 engines for signatures: padding optional, canonical trailing bits (a signature has
+/// exactly one encoding per padding choice).
 const SIGNATURE_BASE64: GeneralPurpose = GeneralPurpose::new(
     &alphabet::STANDARD,
     GeneralPurposeConfig::new().with_decode_padding_mode(DecodePaddingMode::Indifferent),
 );
+const SIGNATURE_BASE64URL: GeneralPurpose = GeneralPurpose::new(
+    &alphabet::URL_SAFE,
+    GeneralPurposeConfig::new().with_decode_padding_mode(DecodePaddingMode::Indifferent),
+);
 
-/// Parse a generic signature header value: strip `prefix` (if configured; case-sensitive), then
-/// decode the rest as `encoding` into exactly `algorithm`'s digest length.
-///
-/// `None` (malformed) if the prefix is absent, or the rest is empty, has whitespace or
-/// characters outside the encoding, or is not exactly one digest long (hex: 64 or 128 digits,
-/// either case; base64: 43/44 or 86/88 characters).
-pub(super) fn parse_signature(
-    value: &str,
-    prefix: Option<&str>,
+/// Decode one signature written as `encoding` for `algorithm`: exactly the MAC length for an
+/// HMAC, 1 to [`Algorithm::max_signature_len`] bytes for a public-key signature. `None` if it
+/// does not decode or has another length (hex in either case; base64 with or without padding).
+pub(crate) fn decode_signature(
+    text: &str,
     algorithm: Algorithm,
     encoding: Encoding,
-) -> Option<GenericSignature> {
-    let digest = match prefix {
-        Some(prefix) => value.strip_prefix(prefix)?,
-        None => value,
+) -> Option<Vec<u8>> {
+    let max = algorithm.max_signature_len();
+    // Bound the work before decoding: hex is 2 characters a byte, base64 4 per 3.
+    let longest = match encoding {
+        Encoding::Hex => 2 * max,
+        Encoding::Base64 | Encoding::Base64url => max.div_ceil(3) * 4,
     };
-    let len = algorithm.digest_len();
-    let mut buf = [0_u8; TAG512_LEN];
-    match encoding {
-        Encoding::Hex => {
-            if digest.len() != 2 * len {
-                return None;
-            }
-            hex::decode_to_slice(digest, &mut buf[..len]).ok()?;
-        }
-        Encoding::Base64 => {
-            if digest.len() > len.div_ceil(3) * 4 {
-                return None;
-            }
-            let decoded = SIGNATURE_BASE64.decode(digest).ok()?;
-            if decoded.len() != len {
-                return None;
-            }
-            buf[..len].copy_from_slice(&decoded);
-        }
+    if text.is_empty() || text.len() > longest {
+        return None;
     }
-    let tag = match algorithm {
-        Algorithm::Sha256 => AnyTag::Sha256(buf[..TAG_LEN].try_into().ok()?),
-        Algorithm::Sha512 => AnyTag::Sha512(buf),
+    let bytes = match encoding {
+        Encoding::Hex => hex::decode(text).ok()?,
+        Encoding::Base64 => SIGNATURE_BASE64.decode(text).ok()?,
+        Encoding::Base64url => SIGNATURE_BASE64URL.decode(text).ok()?,
     };
-    Some(GenericSignature(tag))
+    match algorithm.digest_len() {
+        Some(len) if bytes.len() != len => None,
+        _ if bytes.is_empty() || bytes.len() > max => None,
+        _ => Some(bytes),
+    }
 }
 
-/// The single value of the configured header `name` (see [`crate::header::single_value`]), errors
-/// naming it.
+/// Encode a signature as `encoding`: lowercase hex, padded standard base64, unpadded URL-safe
+/// base64.
+pub(crate) fn encode_signature(bytes: &[u8], encoding: Encoding) -> String {
+    match encoding {
+        Encoding::Hex => hex::encode(bytes),
+        Encoding::Base64 => STANDARD.encode(bytes),
+        Encoding::Base64url => URL_SAFE_NO_PAD.encode(bytes),
+    }
+}
+
+/// The signatures found in a value, and the timestamp entry of a `pairs` value.
+struct Candidates<'v> {
+    /// Decoded signatures, at most [`MAX_SIGNATURES`].
+    signatures: Vec<Vec<u8>>,
+    /// A `pairs` value's timestamp entry, as received.
+    timestamp: Option<&'v str>,
+}
+
+/// Parse a signature value in `config`'s format. `None` when malformed: a `plain` value without
+/// the prefix or that does not decode; a `pairs` value with an entry without `assign`, an empty
+/// key, or the timestamp key twice. Undecodable entries of a `pairs` or `list` value are dropped
+/// (they could never match), as Stripe's libraries do.
+fn candidates<'v>(value: &'v str, config: &GenericHmac) -> Option<Candidates<'v>> {
+    let decode = |text: &str| decode_signature(text, config.algorithm, config.encoding);
+    match &config.signature_format {
+        SignatureFormat::Plain => {
+            let text = match &config.prefix {
+                Some(prefix) => value.strip_prefix(prefix.as_str())?,
+                None => value,
+            };
+            Some(Candidates {
+                signatures: vec![decode(text)?],
+                timestamp: None,
+            })
+        }
+        SignatureFormat::Pairs {
+            separator,
+            assign,
+            signature_key,
+            timestamp_key,
+        } => {
+            let mut found = Candidates {
+                signatures: Vec::new(),
+                timestamp: None,
+            };
+            let mut seen = 0_usize;
+            for entry in value.split(separator.as_str()) {
+                let (key, text) = entry.split_once(assign.as_str())?;
+                if key.is_empty() {
+                    return None;
+                }
+                if Some(key) == timestamp_key.as_deref() {
+                    if found.timestamp.is_some() {
+                        return None;
+                    }
+                    found.timestamp = Some(text);
+                } else if key == signature_key {
+                    seen = seen.saturating_add(1);
+                    if seen <= MAX_SIGNATURES {
+                        found.signatures.extend(decode(text));
+                    }
+                }
+            }
+            if timestamp_key.is_some() && found.timestamp.is_none() {
+                return None;
+            }
+            Some(found)
+        }
+        SignatureFormat::List { separator, version } => {
+            let signatures = value
+                .split(separator.as_str())
+                .filter_map(|entry| entry.strip_prefix(version.as_str()))
+                .take(MAX_SIGNATURES)
+                .filter_map(decode)
+                .collect();
+            Some(Candidates {
+                signatures,
+                timestamp: None,
+            })
+        }
+    }
+}
+
+/// The single value of the configured header `name`, errors naming it.
 fn configured_header<'h>(
     headers: &'h HeaderMap,
     name: &HeaderName,
 ) -> Result<&'h str, VerifyError> {
     single_value(headers, name)
-        .map_err(|Malformed| malformed(name))?
+        .map_err(|Malformed| malformed(name.as_str()))?
         .ok_or_else(|| VerifyError::MissingHeader(Cow::Owned(name.as_str().to_owned())))
 }
 
-/// [`VerifyError::MalformedHeader`] naming the configured header `name`.
-fn malformed(name: &HeaderName) -> VerifyError {
-    VerifyError::MalformedHeader(Cow::Owned(name.as_str().to_owned()))
+/// [`VerifyError::MalformedHeader`] naming `name`.
+fn malformed(name: &str) -> VerifyError {
+    VerifyError::MalformedHeader(Cow::Owned(name.to_owned()))
 }
 
-/// Verify a generic delivery: `body` is the exact raw bytes received; `keys` were prepared for
-/// the configured algorithm (by [`crate::Verifier::new`]).
+/// The JSON body, parsed once when a signature, timestamp or signed field is read from it.
+struct Body<'b> {
+    raw: &'b [u8],
+    parsed: Option<Option<Value>>,
+}
+
+impl Body<'_> {
+    /// The text at `pointer` (a string as is, a number or boolean as written), or `None` when
+    /// the body is no JSON or has no such scalar.
+    fn field(&mut self, pointer: &str) -> Option<String> {
+        let raw = self.raw;
+        let value = self
+            .parsed
+            .get_or_insert_with(|| serde_json::from_slice(raw).ok());
+        value
+            .as_ref()?
+            .pointer(pointer)
+            .and_then(value_text)
+            .map(Cow::into_owned)
+    }
+}
+
+/// Verify a delivery of a model source: `request` is the exact request received; `keys` were
+/// prepared for the configured algorithm (by [`crate::Verifier::new`]).
 ///
-/// Steps: read the signature header, then the timestamp header if configured (each exactly
-/// once); parse the signature (prefix, encoding, length) and the timestamp (unix seconds, ASCII
-/// digits); check the timestamp against `now` (unix seconds) within `tolerance_secs` seconds in
-/// both directions, before any HMAC; then compare the HMAC of the signed payload (the template
-/// with the timestamp as received and the body) of every key with the digest, in constant time.
+/// Steps: read the signature (header exactly once, or the body field) and parse it in its
+/// format; read the timestamp (header, body field or signature entry) and check it against
+/// `now` (unix seconds) within `tolerance_secs` seconds in both directions, before any
+/// cryptography; build the signed content from the template; then match every candidate
+/// signature against every key (MACs in constant time).
 ///
 /// # Errors
 ///
 /// - [`VerifyError::NoKeys`]: `keys` is empty;
-/// - [`VerifyError::MissingHeader`] with the configured (lowercase) name of the first absent
-///   header, signature first;
-/// - [`VerifyError::MalformedHeader`] with the header's configured name: repeated, over
-///   [`crate::MAX_HEADER_LEN`] bytes, not visible ASCII, a signature without the prefix or not
-///   one digest in the encoding, a timestamp that is not unix seconds in ASCII digits;
+/// - [`VerifyError::MissingHeader`] with the (lowercase) name of the first absent header, or
+///   `body <pointer>` for an absent body signature;
+/// - [`VerifyError::MalformedHeader`] naming the header (or body field): repeated, over
+///   [`crate::MAX_HEADER_LEN`] bytes, not visible ASCII, not in the configured format, a
+///   timestamp that is not in its unit;
 /// - [`VerifyError::TimestampOutsideTolerance`]: `|now - timestamp| > tolerance_secs`;
-/// - [`VerifyError::NoSignatureMatched`]: the digest matches no key.
+/// - [`VerifyError::MissingSignedField`]: a header or body field the signed content names is
+///   absent;
+/// - [`VerifyError::MissingConfig`]: the template signs `{url}` and the request has none;
+/// - [`VerifyError::NoSignatureMatched`]: no signature matches any key.
 pub(crate) fn verify(
     prepared: &Prepared,
     keys: &[SigningKey],
-    headers: &HeaderMap,
-    body: &[u8],
+    request: &Request<'_>,
     now: i64,
     tolerance_secs: u64,
 ) -> Result<Verified, VerifyError> {
@@ -119,56 +216,190 @@ pub(crate) fn verify(
     }
     let config = &prepared.config;
     let parsed = &prepared.parsed;
-    let signature = configured_header(headers, &parsed.signature_header)?;
-    let timestamp = parsed
-        .timestamp_header
-        .as_ref()
-        .map(|name| configured_header(headers, name).map(|value| (name, value)))
-        .transpose()?;
-    let GenericSignature(digest) = parse_signature(
-        signature,
-        config.prefix.as_deref(),
-        config.algorithm,
-        config.encoding,
-    )
-    .ok_or_else(|| malformed(&parsed.signature_header))?;
-    let timestamp = match timestamp {
-        Some((name, text)) => {
-            let seconds = parse_unix_seconds(text).ok_or_else(|| malformed(name))?;
-            check_tolerance(seconds, now, tolerance_secs)?;
-            text
-        }
-        None => "",
+    let mut body = Body {
+        raw: request.body,
+        parsed: None,
     };
-    first_matching_key(keys, &payload(&parsed.template, timestamp, body), &[digest])
+    let signature_name = parsed.signature.name();
+    let signature_value: Cow<'_, str> = match &parsed.signature {
+        SignatureAt::Header(name) => configured_header(request.headers, name)?.into(),
+        SignatureAt::Field(pointer) => body
+            .field(pointer)
+            .ok_or_else(|| VerifyError::MissingHeader(Cow::Owned(signature_name.clone())))?
+            .into(),
+    };
+    if signature_value.len() > crate::MAX_HEADER_LEN {
+        return Err(malformed(&signature_name));
+    }
+    let found = candidates(&signature_value, config).ok_or_else(|| malformed(&signature_name))?;
+    let timestamp_text: Option<Cow<'_, str>> = match &parsed.timestamp {
+        None => None,
+        Some(TimestampAt::Header(name)) => Some(configured_header(request.headers, name)?.into()),
+        Some(TimestampAt::Pair(_)) => found.timestamp.map(Cow::Borrowed),
+        Some(TimestampAt::Field(pointer)) => Some(
+            body.field(pointer)
+                .ok_or_else(|| VerifyError::MissingSignedField(format!("body {pointer}")))?
+                .into(),
+        ),
+    };
+    if let (Some(at), Some(text)) = (&parsed.timestamp, &timestamp_text) {
+        let seconds = timestamp::parse(text, config.timestamp_unit).ok_or_else(|| match at {
+            TimestampAt::Header(name) => malformed(name.as_str()),
+            TimestampAt::Pair(_) => malformed(&signature_name),
+            TimestampAt::Field(pointer) => malformed(&format!("body {pointer}")),
+        })?;
+        check_tolerance(seconds, now, tolerance_secs)?;
+    }
+    let mut parts: Vec<Cow<'_, [u8]>> = Vec::with_capacity(parsed.template.len());
+    for segment in &parsed.template {
+        parts.push(match segment {
+            Segment::Literal(text) => Cow::Borrowed(text.as_bytes()),
+            Segment::Body => Cow::Borrowed(request.body),
+            Segment::Timestamp => Cow::Owned(
+                timestamp_text
+                    .as_deref()
+                    .unwrap_or_default()
+                    .as_bytes()
+                    .to_vec(),
+            ),
+            Segment::Url => {
+                if request.url.is_empty() {
+                    return Err(VerifyError::MissingConfig);
+                }
+                Cow::Borrowed(request.url.as_bytes())
+            }
+            Segment::Method => Cow::Borrowed(request.method.as_bytes()),
+            Segment::Form => Cow::Owned(sorted_form(request.body).into_bytes()),
+            Segment::Header(name) => single_value(request.headers, name)
+                .map_err(|Malformed| malformed(name.as_str()))?
+                .map(|value| Cow::Borrowed(value.as_bytes()))
+                .ok_or_else(|| VerifyError::MissingSignedField(name.as_str().to_owned()))?,
+            Segment::Field(pointer) => Cow::Owned(
+                body.field(pointer)
+                    .ok_or_else(|| VerifyError::MissingSignedField(format!("body {pointer}")))?
+                    .into_bytes(),
+            ),
+            Segment::FormField(_) => Cow::Borrowed(&[][..]),
+        });
+    }
+    let parts: Vec<&[u8]> = parts.iter().map(AsRef::as_ref).collect();
+    first_matching_key(keys, &parts, &found.signatures)
 }
 
-/// Sign `body` as a provider configured so would, at `timestamp` (unix seconds, non-negative to
-/// verify; ignored without a timestamp header).
+/// What signs a delivery of a model source: a shared secret ([`SigningKey`]) or a provider's
+/// private key ([`PrivateKey`]).
+#[derive(Debug, Clone, Copy)]
+pub enum Signer<'k> {
+    /// An HMAC key of the source.
+    Secret(&'k SigningKey),
+    /// A private key of the source's public-key algorithm.
+    Private(&'k PrivateKey),
+}
+
+/// Sign a delivery as a provider configured so would, at `timestamp` (unix seconds).
 ///
-/// Returns the timestamp header (if configured) then the signature header (prefix, then the
-/// digest: lowercase hex or padded base64), as `(lowercase name, value)` pairs.
-pub(crate) fn sign(
-    prepared: &Prepared,
-    key: &SigningKey,
+/// `request.headers` are the headers the delivery already carries (those the template signs,
+/// such as an id header); the timestamp (written in its unit, if a header carries it) and the
+/// signature are returned as `(lowercase name, value)` pairs, timestamp first, to add to them.
+/// A `pairs` format gets `timestamp_key=...` then the signature entry; a `list` format its
+/// version then the signature. A signature or timestamp in the body cannot be added to
+/// headers: the returned pairs then hold `("body <pointer>", value)` for the caller to place.
+///
+/// # Errors
+/// A sentence when the signer does not fit the algorithm, a signed header is absent, or a
+/// signed body field is missing.
+pub fn sign(
+    config: &GenericHmac,
+    signer: Signer<'_>,
+    request: &Request<'_>,
     timestamp: i64,
-    body: &[u8],
-) -> Vec<(String, String)> {
-    let config = &prepared.config;
+) -> Result<Vec<(String, String)>, String> {
+    let prepared = Prepared::new(config.clone())?;
     let parsed = &prepared.parsed;
-    let t = timestamp.to_string();
-    let tag = key.tag(&payload(&parsed.template, &t, body));
-    let digest = match config.encoding {
-        Encoding::Hex => hex::encode(tag),
-        Encoding::Base64 => STANDARD.encode(tag),
+    let text = timestamp::format(timestamp, config.timestamp_unit);
+    let mut body = Body {
+        raw: request.body,
+        parsed: None,
     };
-    let mut headers = Vec::with_capacity(2);
-    if let Some(name) = &parsed.timestamp_header {
-        headers.push((name.as_str().to_owned(), t));
+    let timestamp_text = match &parsed.timestamp {
+        Some(TimestampAt::Field(pointer)) => body
+            .field(pointer)
+            .ok_or_else(|| format!("the body has no timestamp at {pointer}"))?,
+        _ => text.clone(),
+    };
+    let mut message = Vec::with_capacity(request.body.len() + 64);
+    for segment in &parsed.template {
+        match segment {
+            Segment::Literal(literal) => message.extend_from_slice(literal.as_bytes()),
+            Segment::Body => message.extend_from_slice(request.body),
+            Segment::Timestamp => message.extend_from_slice(timestamp_text.as_bytes()),
+            Segment::Url => message.extend_from_slice(request.url.as_bytes()),
+            Segment::Method => message.extend_from_slice(request.method.as_bytes()),
+            Segment::Form => message.extend_from_slice(sorted_form(request.body).as_bytes()),
+            Segment::Header(name) => {
+                let value = request
+                    .headers
+                    .get(name)
+                    .and_then(|v| v.to_str().ok())
+                    .ok_or_else(|| format!("the signed header {name} is not set"))?;
+                message.extend_from_slice(value.as_bytes());
+            }
+            Segment::Field(pointer) => message.extend_from_slice(
+                body.field(pointer)
+                    .ok_or_else(|| format!("the body has no field {pointer}"))?
+                    .as_bytes(),
+            ),
+            Segment::FormField(_) => {}
+        }
     }
-    headers.push((
-        parsed.signature_header.as_str().to_owned(),
-        format!("{}{digest}", config.prefix.as_deref().unwrap_or_default()),
-    ));
-    headers
+    let signature = match signer {
+        Signer::Secret(key) if config.algorithm.is_hmac() && key.is_secret() => {
+            key.tag(&[&message]).as_ref().to_vec()
+        }
+        Signer::Private(key) if key.algorithm() == config.algorithm => key.sign(&message),
+        _ => {
+            return Err(format!(
+                "this signer cannot sign {} deliveries",
+                config.algorithm.label()
+            ))
+        }
+    };
+    let encoded = encode_signature(&signature, config.encoding);
+    let mut out = Vec::with_capacity(2);
+    if let Some(TimestampAt::Header(name)) = &parsed.timestamp {
+        out.push((name.as_str().to_owned(), text.clone()));
+    }
+    let value = match &config.signature_format {
+        SignatureFormat::Plain => format!("{}{encoded}", config.prefix.as_deref().unwrap_or("")),
+        SignatureFormat::Pairs {
+            separator,
+            assign,
+            signature_key,
+            timestamp_key,
+        } => match timestamp_key {
+            Some(key) => format!("{key}{assign}{text}{separator}{signature_key}{assign}{encoded}"),
+            None => format!("{signature_key}{assign}{encoded}"),
+        },
+        SignatureFormat::List { version, .. } => format!("{version}{encoded}"),
+    };
+    match &parsed.signature {
+        SignatureAt::Header(name) => out.push((name.as_str().to_owned(), value)),
+        SignatureAt::Field(pointer) => out.push((format!("body {pointer}"), value)),
+    }
+    Ok(out)
+}
+
+/// The signature of a `plain` value after `prefix`, decoded (tests of the decoding rules).
+#[cfg(test)]
+pub(super) fn parse_signature(
+    value: &str,
+    prefix: Option<&str>,
+    algorithm: Algorithm,
+    encoding: Encoding,
+) -> Option<Vec<u8>> {
+    let text = match prefix {
+        Some(prefix) => value.strip_prefix(prefix)?,
+        None => value,
+    };
+    decode_signature(text, algorithm, encoding)
 }

@@ -35,16 +35,11 @@ pub(super) const TS_SHA256_HEX: &str =
 /// The smallest valid configuration: `X-Signature` with hex HMAC-SHA256 of the body.
 pub(super) fn minimal() -> GenericHmac {
     GenericHmac {
-        signature_header: "X-Signature".to_owned(),
+        signature_header: Some("X-Signature".to_owned()),
         algorithm: Algorithm::Sha256,
         encoding: Encoding::Hex,
-        prefix: None,
-        timestamp_header: None,
-        signed_payload: None,
-        event_id_header: None,
         event_id_pointer: Some("/id".to_owned()),
-        event_type_header: None,
-        event_type_pointer: None,
+        ..GenericHmac::default()
     }
 }
 

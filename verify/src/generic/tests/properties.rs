@@ -4,7 +4,7 @@
 use http::HeaderMap;
 use proptest::prelude::*;
 
-use super::super::template::parse_template;
+use super::super::template::{parse_template, Use};
 use super::super::verify::parse_signature;
 use super::super::{Algorithm, Encoding, GenericHmac};
 use super::fixtures::{minimal, timestamped, SECRET};
@@ -42,14 +42,14 @@ proptest! {
 
     #[test]
     fn the_template_parser_never_panics(template in any::<String>()) {
-        let _ = parse_template(&template);
+        let _ = parse_template("signed_payload", &template, Use::Signed);
     }
 
     #[test]
     fn the_template_parser_never_panics_on_brace_heavy_strings(
         template in "[{}a-z.:]{0,40}"
     ) {
-        let _ = parse_template(&template);
+        let _ = parse_template("signed_payload", &template, Use::Signed);
     }
 
     #[test]
@@ -64,7 +64,7 @@ proptest! {
         event_type_pointer in optional("[/~01a-z]{0,12}"),
     ) {
         let config = GenericHmac {
-            signature_header,
+            signature_header: Some(signature_header),
             algorithm: Algorithm::Sha256,
             encoding: Encoding::Hex,
             prefix,
@@ -74,6 +74,7 @@ proptest! {
             event_id_pointer,
             event_type_header,
             event_type_pointer,
+            ..GenericHmac::default()
         };
         let _ = config.validate();
     }

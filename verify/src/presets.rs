@@ -1,0 +1,214 @@
+//! The presets: the providers hookledger knows by name, each a [`GenericHmac`] (the scheme
+//! model) plus what a team needs to run it: the event id and type, the retry horizon, the
+//! handshake it answers, whether it batches, and the provider's documentation as the source.
+//! One file per provider.
+//!
+//! The fixed schemes (Stripe, GitHub, Standard Webhooks, Shopify, Slack, Paddle) keep their own
+//! modules; their rows in the providers table come from [`fixed`].
+
+use crate::generic::GenericHmac;
+use crate::key::SigningKey;
+use crate::scheme::Scheme;
+
+mod discord;
+mod intercom;
+mod linear;
+mod mailgun;
+mod square;
+mod standard_webhooks_v1a;
+mod twilio;
+mod twitch;
+mod zoom;
+
+/// A handshake: a request the provider sends to check the endpoint, answered by the receiver
+/// and never recorded as an event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Handshake {
+    /// Slack: a signed `{"type": "url_verification", "challenge": ...}`, answered
+    /// `{"challenge": ...}`.
+    SlackUrlVerification,
+    /// Zoom: a signed `endpoint.url_validation` event, answered `{"plainToken": ...,
+    /// "encryptedToken": hex(HMAC-SHA256(secret token, plainToken))}`.
+    ZoomUrlValidation,
+    /// Discord: a signed interaction of `"type": 1` (PING), answered `{"type": 1}` (PONG).
+    DiscordPing,
+    /// Twitch EventSub: a signed delivery with `Twitch-Eventsub-Message-Type:
+    /// webhook_callback_verification`, answered with the body's `challenge` as `text/plain`.
+    TwitchCallbackVerification,
+}
+
+/// What a handshake is answered with (status 200).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HandshakeAnswer {
+    /// `application/json`, or `text/plain` for Twitch.
+    pub content_type: &'static str,
+    /// The body.
+    pub body: String,
+}
+
+impl Handshake {
+    /// The answer to this handshake's request: `token` is what extraction found (Slack's and
+    /// Twitch's challenge, Zoom's `plainToken`, empty for Discord); `key` is the key that verified
+    /// the request (Zoom answers with its HMAC-SHA256 of the token, hex).
+    #[must_use]
+    pub fn answer(self, token: &str, key: &SigningKey) -> HandshakeAnswer {
+        let json = |value: serde_json::Value| HandshakeAnswer {
+            content_type: "application/json",
+            body: value.to_string(),
+        };
+        match self {
+            Self::SlackUrlVerification => json(serde_json::json!({ "challenge": token })),
+            Self::ZoomUrlValidation => json(serde_json::json!({
+                "plainToken": token,
+                "encryptedToken": hex::encode(key.tag(&[token.as_bytes()])),
+            })),
+            Self::DiscordPing => json(serde_json::json!({ "type": 1 })),
+            Self::TwitchCallbackVerification => HandshakeAnswer {
+                content_type: "text/plain",
+                body: token.to_owned(),
+            },
+        }
+    }
+
+    /// A short description for the providers table.
+    #[must_use]
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::SlackUrlVerification => "`url_verification` challenge",
+            Self::ZoomUrlValidation => "`endpoint.url_validation` (HMAC of the plainToken)",
+            Self::DiscordPing => "PING answered PONG",
+            Self::TwitchCallbackVerification => "`webhook_callback_verification` challenge",
+        }
+    }
+}
+
+/// A provider preset: its scheme, its model and the facts beside it.
+#[derive(Debug, Clone)]
+pub struct Preset {
+    /// The scheme's configuration name.
+    pub scheme: Scheme,
+    /// The provider, as its documentation names it.
+    pub provider: &'static str,
+    /// The signing rules as data; `None` for a fixed scheme (its own module).
+    pub model: Option<GenericHmac>,
+    /// What is signed, in words, e.g. `` `{t}.{body}` ``.
+    pub signed: &'static str,
+    /// Where the event id is, in words.
+    pub event_id: &'static str,
+    /// Where the event type is, in words.
+    pub event_type: &'static str,
+    /// How long the provider retries a failed delivery, hours (the minimum retention's part).
+    pub retry_horizon_hours: u64,
+    /// The handshake the receiver answers, if any.
+    pub handshake: Option<Handshake>,
+    /// Whether one delivery can carry several events.
+    pub batch: bool,
+    /// Whether `hookledger replay` can pull missed events back from the provider's API.
+    pub replay: bool,
+    /// The provider's documentation this preset follows.
+    pub source: &'static str,
+}
+
+/// The preset of `scheme`; `None` for [`Scheme::GenericHmac`], which is configured per source.
+#[must_use]
+pub fn preset(scheme: Scheme) -> Option<Preset> {
+    Some(match scheme {
+        Scheme::Twilio => twilio::preset(),
+        Scheme::Square => square::preset(),
+        Scheme::Intercom => intercom::preset(),
+        Scheme::Linear => linear::preset(),
+        Scheme::Zoom => zoom::preset(),
+        Scheme::Discord => discord::preset(),
+        Scheme::Twitch => twitch::preset(),
+        Scheme::Mailgun => mailgun::preset(),
+        Scheme::StandardWebhooksV1a => standard_webhooks_v1a::preset(),
+        Scheme::GenericHmac => return None,
+        fixed_scheme => fixed(fixed_scheme)?,
+    })
+}
+
+/// Every scheme with a preset, in the providers table's order.
+#[must_use]
+pub fn all() -> Vec<Preset> {
+    Scheme::ALL
+        .iter()
+        .filter_map(|scheme| preset(*scheme))
+        .collect()
+}
+
+/// The table rows of the fixed schemes (their rules live in their own modules).
+fn fixed(scheme: Scheme) -> Option<Preset> {
+    let row = |provider, signed, event_id, event_type, hours, replay, source| Preset {
+        scheme,
+        provider,
+        model: None,
+        signed,
+        event_id,
+        event_type,
+        retry_horizon_hours: hours,
+        handshake: None,
+        batch: false,
+        replay,
+        source,
+    };
+    Some(match scheme {
+        Scheme::Stripe => row(
+            "Stripe",
+            "HMAC-SHA256 of `{t}.{body}` (`Stripe-Signature: t=...,v1=...`)",
+            "body `id`",
+            "body `type`",
+            72,
+            true,
+            "https://docs.stripe.com/webhooks#verify-manually",
+        ),
+        Scheme::Github => row(
+            "GitHub",
+            "HMAC-SHA256 of the body (`X-Hub-Signature-256: sha256=...`)",
+            "header `X-GitHub-Delivery` (not signed)",
+            "header `X-GitHub-Event` (not signed)",
+            72,
+            true,
+            "https://docs.github.com/en/webhooks/using-webhooks/validating-webhook-deliveries",
+        ),
+        Scheme::StandardWebhooks => row(
+            "Standard Webhooks (Svix, Clerk, Resend, OpenAI, ...)",
+            "HMAC-SHA256 of `{webhook-id}.{webhook-timestamp}.{body}`",
+            "header `webhook-id` (signed)",
+            "body `type`",
+            76,
+            false,
+            "https://github.com/standard-webhooks/standard-webhooks/blob/main/spec/standard-webhooks.md",
+        ),
+        Scheme::Shopify => row(
+            "Shopify",
+            "HMAC-SHA256 of the body (`X-Shopify-Hmac-Sha256`, base64)",
+            "header `X-Shopify-Event-Id` (not signed)",
+            "header `X-Shopify-Topic` (not signed)",
+            4,
+            false,
+            "https://shopify.dev/docs/apps/build/webhooks/subscribe/https",
+        ),
+        Scheme::Slack => Preset {
+            handshake: Some(Handshake::SlackUrlVerification),
+            ..row(
+                "Slack",
+                "HMAC-SHA256 of `v0:{timestamp}:{body}`",
+                "body `event_id`, or the form's `trigger_id`",
+                "body `event.type`",
+                1,
+                false,
+                "https://api.slack.com/authentication/verifying-requests-from-slack",
+            )
+        },
+        Scheme::Paddle => row(
+            "Paddle Billing",
+            "HMAC-SHA256 of `{ts}:{body}` (`Paddle-Signature: ts=...;h1=...`)",
+            "body `event_id`",
+            "body `event_type`",
+            72,
+            true,
+            "https://developer.paddle.com/webhooks/signature-verification",
+        ),
+        _ => return None,
+    })
+}

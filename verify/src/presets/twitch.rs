@@ -1,0 +1,40 @@
+//! Twitch EventSub (webhook transport): `Twitch-Eventsub-Message-Signature: sha256=<hex>`,
+//! HMAC-SHA256 keyed with the subscription's secret over the message id, the timestamp (RFC 3339)
+//! and the body, concatenated (Twitch docs, "Handling webhook events",
+//! <https://dev.twitch.tv/docs/eventsub/handling-webhook-events>).
+//!
+//! - Handshake: a delivery with `Twitch-Eventsub-Message-Type: webhook_callback_verification`
+//!   is answered with the body's `challenge`, as `text/plain`, and never recorded.
+//! - The id is `Twitch-Eventsub-Message-Id` (signed: it is in the signed content); the type is
+//!   the body's `subscription.type`.
+//! - Twitch retries a notification while it is unsure it arrived and revokes the subscription
+//!   after repeated failures; the horizon is one day.
+
+use super::{Handshake, Preset};
+use crate::generic::{GenericHmac, TimestampUnit};
+use crate::Scheme;
+
+pub(super) fn preset() -> Preset {
+    Preset {
+        scheme: Scheme::Twitch,
+        provider: "Twitch EventSub",
+        model: Some(GenericHmac {
+            signature_header: Some("Twitch-Eventsub-Message-Signature".into()),
+            prefix: Some("sha256=".into()),
+            timestamp_header: Some("Twitch-Eventsub-Message-Timestamp".into()),
+            timestamp_unit: TimestampUnit::Rfc3339,
+            signed_payload: Some("{header:Twitch-Eventsub-Message-Id}{timestamp}{body}".into()),
+            event_id_header: Some("Twitch-Eventsub-Message-Id".into()),
+            event_type_pointer: Some("/subscription/type".into()),
+            ..GenericHmac::default()
+        }),
+        signed: "HMAC-SHA256 of message id + timestamp + body",
+        event_id: "header `Twitch-Eventsub-Message-Id` (signed)",
+        event_type: "body `subscription.type`",
+        retry_horizon_hours: 24,
+        handshake: Some(Handshake::TwitchCallbackVerification),
+        batch: false,
+        replay: false,
+        source: "https://dev.twitch.tv/docs/eventsub/handling-webhook-events",
+    }
+}
