@@ -251,10 +251,40 @@ impl EventFile {
             .cloned()
             .unwrap_or_default();
         let body = self.body()?;
+        // A public-key source: we hold its provider's private key only locally
+        // (events/private-keys.local.json); the headers the model signs are already in the event.
+        if let Some(model) = verifier.generic().filter(|m| !m.algorithm.is_hmac()) {
+            let key = local_private_key(self.source()?, model)?;
+            let headers = self.header_map()?;
+            let request = hookledger_verify::Request::post(&headers, &body);
+            let signed = hookledger_verify::generic::sign(
+                model,
+                hookledger_verify::Signer::Private(&key),
+                &request,
+                timestamp,
+            )
+            .map_err(|e| anyhow!("{}: {e}", self.name))?;
+            for (name, value) in signed {
+                self.set_header(&name, &value)?;
+            }
+            return Ok(());
+        }
         for (name, value) in verifier.sign(key_index, &msg_id, timestamp, &body) {
             self.set_header(&name, &value)?;
         }
         Ok(())
+    }
+
+    /// The headers as an [`http::HeaderMap`].
+    fn header_map(&self) -> Result<http::HeaderMap> {
+        let mut map = http::HeaderMap::new();
+        for (name, value) in self.headers() {
+            map.insert(
+                http::HeaderName::from_bytes(name.as_bytes())?,
+                http::HeaderValue::from_str(&value)?,
+            );
+        }
+        Ok(map)
     }
 
     /// The event as lambda_http deserializes it (the same code path as in Lambda).
@@ -262,6 +292,26 @@ impl EventFile {
         lambda_http::request::from_str(&self.json.to_string())
             .map_err(|e| anyhow!("{}: lambda_http cannot read it: {e}", self.name))
     }
+}
+
+/// The private key of a public-key source's provider, for local signing only:
+/// `events/private-keys.local.json` maps a source name to its key (hex or base64 of the 32
+/// secret bytes, or a PKCS#8 PEM). These keys are demo keys, published in the repository; a
+/// deployment holds public keys only.
+pub fn local_private_key(
+    source: &str,
+    model: &hookledger_verify::GenericHmac,
+) -> Result<hookledger_verify::PrivateKey> {
+    let path = events_dir().join("private-keys.local.json");
+    let keys: serde_json::Map<String, Value> = serde_json::from_str(
+        &std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?,
+    )?;
+    let text = keys
+        .get(source)
+        .and_then(Value::as_str)
+        .ok_or_else(|| anyhow!("no private key for {source} in {}", path.display()))?;
+    hookledger_verify::PrivateKey::parse(model.algorithm, text, None)
+        .map_err(|e| anyhow!("{source}: {e}"))
 }
 
 /// One configured local source from `events/sources.local.json`, verification prepared.

@@ -27,7 +27,7 @@ use serde::Deserialize;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use crate::generic::{value_text, BodyFormat, Segment};
+use crate::generic::{BodyFormat, Segment};
 use crate::presets::Handshake;
 use crate::{GenericHmac, Scheme};
 
@@ -382,6 +382,7 @@ fn name_of(
     form: &[(String, String)],
     bad: ExtractError,
 ) -> Result<Option<String>, ExtractError> {
+    let bad = || bad.clone();
     let mut out = String::new();
     for segment in rule {
         match segment {
@@ -390,9 +391,12 @@ fn name_of(
                 Some(value) => out.push_str(value),
                 None => return Ok(None),
             },
+            // As `string_at`: a string, or an integer (a float or a boolean is no name).
             Segment::Field(pointer) => match json.and_then(|v| v.pointer(pointer)) {
                 None | Some(Value::Null) => return Ok(None),
-                Some(value) => out.push_str(&value_text(value).ok_or(bad.clone())?),
+                Some(Value::String(text)) => out.push_str(text),
+                Some(Value::Number(n)) if n.is_i64() || n.is_u64() => out.push_str(&n.to_string()),
+                Some(_) => return Err(bad()),
             },
             Segment::FormField(names) => {
                 let value = names

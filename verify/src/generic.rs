@@ -34,7 +34,7 @@ pub use config::{
     Algorithm, BodyFormat, Encoding, GenericHmac, SecretEncoding, SignatureFormat, TimestampUnit,
     CONFIGURED_HEADER,
 };
-pub(crate) use template::{value_text, Segment};
+pub(crate) use template::Segment;
 pub use template::{BODY_PLACEHOLDER, DEFAULT_SIGNED_PAYLOAD, TIMESTAMP_PLACEHOLDER};
 pub(crate) use verify::verify;
 pub use verify::{sign, Signer};

@@ -20,6 +20,24 @@ mod twilio;
 mod twitch;
 mod zoom;
 
+#[cfg(test)]
+mod table_tests {
+    /// docs/guide/providers.md carries the table [`super::providers_table`] renders: a new or
+    /// changed preset is a changed table (run `cargo test -p hookledger-verify` and paste).
+    #[test]
+    fn the_guide_has_the_providers_table_of_the_presets() {
+        let guide = std::fs::read_to_string(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/guide/providers.md"),
+        )
+        .unwrap();
+        let table = super::providers_table();
+        assert!(
+            guide.contains(&table),
+            "docs/guide/providers.md must contain the providers table:\n{table}"
+        );
+    }
+}
+
 /// A handshake: a request the provider sends to check the endpoint, answered by the receiver
 /// and never recorded as an event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -134,6 +152,41 @@ pub fn all() -> Vec<Preset> {
         .iter()
         .filter_map(|scheme| preset(*scheme))
         .collect()
+}
+
+/// The providers table of docs/guide/providers.md, rendered from the presets (a test checks
+/// the guide carries exactly this): provider, scheme, what is signed, id, type, retry horizon,
+/// handshake, batch, replay. Markdown, one row per preset, `Scheme::ALL` order.
+#[must_use]
+pub fn providers_table() -> String {
+    let mut table = String::from(
+        "| provider | `scheme` | what is signed | event id | event type | retry horizon | \
+         handshake | batch | replay |\n|---|---|---|---|---|---|---|---|---|\n",
+    );
+    for preset in all() {
+        let hours = preset.retry_horizon_hours;
+        let horizon = if hours % 24 == 0 && hours >= 48 {
+            format!("{} days", hours / 24)
+        } else if hours == 1 {
+            "1 hour".to_owned()
+        } else {
+            format!("{hours} hours")
+        };
+        table.push_str(&format!(
+            "| [{}]({}) | `{}` | {} | {} | {} | {} | {} | {} | {} |\n",
+            preset.provider,
+            preset.source,
+            preset.scheme.name(),
+            preset.signed,
+            preset.event_id,
+            preset.event_type,
+            horizon,
+            preset.handshake.map_or("none", Handshake::label),
+            if preset.batch { "yes" } else { "no" },
+            if preset.replay { "yes" } else { "no" },
+        ));
+    }
+    table
 }
 
 /// The table rows of the fixed schemes (their rules live in their own modules).

@@ -302,6 +302,7 @@ async fn audit_figures_on_a_seeded_ledger_equal_hand_computed_values() {
         [
             "acme",
             "acme-forward",
+            "discord",
             "github",
             "legacy",
             "paddle",

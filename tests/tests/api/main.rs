@@ -30,6 +30,7 @@ mod one_statement_equivalence;
 mod ordering;
 mod outbox;
 mod pooler;
+mod presets;
 mod receive;
 mod redrive;
 mod rejected;

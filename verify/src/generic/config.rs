@@ -453,10 +453,16 @@ impl GenericHmac {
             } else {
                 spelled("event_id", &self.event_id_header, &self.event_id_pointer)
             };
+            let pointer = if field.starts_with("event_type") {
+                "event_type_pointer"
+            } else {
+                "event_id_pointer"
+            };
             return Err(format!(
                 "{field} is not covered by the signature and no timestamp is signed: anyone who \
                  saw one delivery could send its body again under a new event id or type, \
-                 forever; read it from the signed body (a pointer), or sign a timestamp"
+                 forever; read it from the signed body with {pointer}, or sign a timestamp \
+                 (timestamp_header and {{timestamp}} in signed_payload)"
             ));
         }
         if !self.algorithm.is_hmac() && self.secret_encoding != SecretEncoding::Utf8 {
