@@ -295,9 +295,12 @@ fn twilio_signs_the_form_fields_in_any_order() {
     );
 }
 
+/// Changes a timestamp header's value.
+type Change = fn(&str) -> String;
+
 /// The header that carries the signed timestamp, and a changed value (still within the
 /// tolerance) that is no longer the one signed.
-fn timestamp_header(scheme: Scheme) -> Option<(&'static str, fn(&str) -> String)> {
+fn timestamp_header(scheme: Scheme) -> Option<(&'static str, Change)> {
     let plus_one = |t: &str| (t.parse::<i64>().unwrap() + 1).to_string();
     match scheme {
         Scheme::Zoom => Some(("x-zm-request-timestamp", plus_one)),
