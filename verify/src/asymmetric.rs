@@ -19,6 +19,9 @@ use base64::Engine as _;
 
 use crate::algorithm::Algorithm;
 
+#[cfg(test)]
+mod tests;
+
 /// Base64 for configured keys: padding optional; the URL-safe alphabet is tried when the
 /// standard one fails. Leniency here concerns our own configuration only.
 const KEY_BASE64: GeneralPurpose = GeneralPurpose::new(
@@ -79,15 +82,15 @@ impl PublicKey {
         let text = text.trim();
         let unreadable = PublicKeyError::Unreadable(algorithm.label());
         if text.starts_with("-----BEGIN") {
-            return Self::from_pem(algorithm, text).ok_or(unreadable);
+            return Self::from_pem(algorithm, text)?.ok_or(unreadable);
         }
         let bytes = decode_text(text).ok_or_else(|| unreadable.clone())?;
         Self::from_der_or_raw(algorithm, &bytes)?.ok_or(unreadable)
     }
 
-    fn from_pem(algorithm: Algorithm, text: &str) -> Option<PublicKey> {
+    fn from_pem(algorithm: Algorithm, text: &str) -> Result<Option<PublicKey>, PublicKeyError> {
         use ed25519_dalek::pkcs8::DecodePublicKey as _;
-        match algorithm {
+        Ok(match algorithm {
             Algorithm::Ed25519 => ed25519_dalek::VerifyingKey::from_public_key_pem(text)
                 .ok()
                 .map(Self::Ed25519),
@@ -100,13 +103,25 @@ impl PublicKey {
             Algorithm::RsaPkcs1Sha256 => {
                 use rsa::pkcs1::DecodeRsaPublicKey as _;
                 use rsa::pkcs8::DecodePublicKey as _;
-                rsa::PublicKey::from_public_key_pem(text)
+                match rsa::PublicKey::from_public_key_pem(text)
                     .or_else(|_| rsa::PublicKey::from_pkcs1_pem(text))
-                    .ok()
-                    .map(|key| Self::Rsa(rsa::pkcs1v15::VerifyingKey::new(key)))
+                {
+                    Ok(key) => Some(Self::rsa(key)?),
+                    Err(_) => None,
+                }
             }
             Algorithm::Sha1 | Algorithm::Sha256 | Algorithm::Sha512 => None,
+        })
+    }
+
+    /// An RSA key of [`MIN_RSA_BITS`] to [`MAX_RSA_BITS`] bits, whatever form it came in.
+    fn rsa(key: rsa::PublicKey) -> Result<PublicKey, PublicKeyError> {
+        use rsa::traits::PublicKeyParts as _;
+        let bits = key.size() * 8;
+        if !(MIN_RSA_BITS..=MAX_RSA_BITS).contains(&bits) {
+            return Err(PublicKeyError::RsaSize(bits));
         }
+        Ok(Self::Rsa(rsa::pkcs1v15::VerifyingKey::new(key)))
     }
 
     fn from_der_or_raw(
@@ -132,17 +147,12 @@ impl PublicKey {
             Algorithm::RsaPkcs1Sha256 => {
                 use rsa::pkcs1::DecodeRsaPublicKey as _;
                 use rsa::pkcs8::DecodePublicKey as _;
-                use rsa::traits::PublicKeyParts as _;
                 let Ok(key) = rsa::PublicKey::from_public_key_der(bytes)
                     .or_else(|_| rsa::PublicKey::from_pkcs1_der(bytes))
                 else {
                     return Ok(None);
                 };
-                let bits = key.size() * 8;
-                if !(MIN_RSA_BITS..=MAX_RSA_BITS).contains(&bits) {
-                    return Err(PublicKeyError::RsaSize(bits));
-                }
-                Some(Self::Rsa(rsa::pkcs1v15::VerifyingKey::new(key)))
+                Some(Self::rsa(key)?)
             }
             Algorithm::Sha1 | Algorithm::Sha256 | Algorithm::Sha512 => None,
         })

@@ -16,6 +16,8 @@ mod linear;
 mod mailgun;
 mod square;
 mod standard_webhooks_v1a;
+#[cfg(test)]
+mod tests;
 mod twilio;
 mod twitch;
 mod zoom;

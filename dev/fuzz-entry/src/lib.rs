@@ -24,10 +24,12 @@ use shared::SourceConfig;
 
 pub mod delivery;
 pub mod expression;
+pub mod model;
 pub mod sql_params;
 
 pub use delivery::{format_delivery, parse_delivery};
 pub use expression::{filter, transform};
+pub use model::{ecdsa_p256, ed25519, rsa, scheme_model};
 pub use sql_params::sql_params;
 
 /// The fixed clock of every target, unix seconds (2024-11-29T08:46:40Z): the `t=`/`ts=`/
@@ -92,6 +94,26 @@ pub const TARGETS: &[Target] = &[
         name: "verify_generic_hmac",
         covers: "generic HMAC (sha512, base64, prefix, timestamp header, template) verification",
         run: verify_generic_hmac,
+    },
+    Target {
+        name: "ed25519",
+        covers: "Ed25519 through a model source: key text (hex, base64 raw or DER, PEM), base64 signature, message",
+        run: ed25519,
+    },
+    Target {
+        name: "ecdsa_p256",
+        covers: "ECDSA P-256 SHA-256 through a model source: key text (base64 DER or SEC1, PEM), DER or fixed signature, message",
+        run: ecdsa_p256,
+    },
+    Target {
+        name: "rsa",
+        covers: "RSA PKCS#1 v1.5 SHA-256 through a model source: key text (PEM, PKCS#1, base64 DER), signature, message",
+        run: rsa,
+    },
+    Target {
+        name: "scheme_model",
+        covers: "the scheme model: GenericHmac JSON, validate, Verifier::new, verify, extract and sign a delivery",
+        run: scheme_model,
     },
     Target {
         name: "extract",

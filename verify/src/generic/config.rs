@@ -553,6 +553,8 @@ pub(crate) struct Prepared {
     pub(crate) config: GenericHmac,
     /// What was parsed from it.
     pub(crate) parsed: Parsed,
+    /// The signature's name in errors and logs ([`SignatureAt::name`]).
+    signature_name: String,
 }
 
 impl Prepared {
@@ -563,7 +565,12 @@ impl Prepared {
     /// As [`GenericHmac::validate`].
     pub(crate) fn new(config: GenericHmac) -> Result<Prepared, String> {
         let parsed = config.parse()?;
-        Ok(Prepared { config, parsed })
+        let signature_name = parsed.signature.name();
+        Ok(Prepared {
+            config,
+            parsed,
+            signature_name,
+        })
     }
 
     /// The configuration as given.
@@ -576,11 +583,9 @@ impl Prepared {
         self.parsed.timestamp.is_some()
     }
 
-    /// The signature header's name, lowercase, or `body <pointer>`.
+    /// The signature header's name, lowercase, or `body <pointer>`: the name
+    /// [`crate::VerifyError::MissingHeader`] carries and [`super::sign`] returns.
     pub(crate) fn signature_header(&self) -> &str {
-        match &self.parsed.signature {
-            SignatureAt::Header(name) => name.as_str(),
-            SignatureAt::Field(pointer) => pointer,
-        }
+        &self.signature_name
     }
 }
