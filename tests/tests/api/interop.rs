@@ -5,10 +5,16 @@
 use std::io::Write as _;
 use std::process::{Command, Stdio};
 
+use base64::Engine as _;
+use hookledger_verify::generic::{self, Signer};
+use hookledger_verify::{
+    Algorithm, PrivateKey, Request, Scheme, Verifier, VerifyError, DEFAULT_TOLERANCE_SECS,
+};
 use http::{HeaderMap, HeaderName, HeaderValue};
 use serde_json::{json, Value};
+use shared::Outcome;
 
-use crate::helpers::{spawn_app, NOW};
+use crate::helpers::{spawn_app, spawn_app_with_sources, NOW};
 
 const STRIPE_SECRET: &str = "whsec_hookledger_local_development_secret";
 const ACME_SECRET: &str = "whsec_aG9va2xlZGdlciBsb2NhbCBkZXZlbG9wbWVudCBrZXk=";
@@ -279,4 +285,338 @@ async fn deliveries_we_sign_pass_the_official_verifiers() {
         }
     }
     assert_eq!(checked, cases().len() * 2);
+}
+
+// The presets of the scheme model (`hookledger_verify::presets`) against the providers'
+// libraries: Twilio (`twilio` RequestValidator), Square (`squareup` verify_signature) and Discord
+// (`discord-interactions` verify_key; PyNaCl signs, as Discord's library only verifies).
+
+/// A Twilio Auth Token (the HMAC-SHA1 key, UTF-8).
+const TWILIO_AUTH_TOKEN: &str = "hookledger0local0twilio0auth0tok";
+/// A Square subscription's signature key (the HMAC-SHA256 key, UTF-8).
+const SQUARE_SIGNATURE_KEY: &str = "hookledger-local-square-signature-key";
+/// A Discord application's Ed25519 seed (bytes 00 to 1f), which only the tests hold.
+const DISCORD_SEED: &str = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f";
+/// Its public key, hex, as the developer portal shows it (the Discord source's secret).
+const DISCORD_PUBLIC_KEY: &str = "03a107bff3ce10be1d70dd18e74bc09967e4d6309ba50d5f1ddc8664125531b8";
+
+/// One preset's delivery, for its provider's library.
+struct PresetCase {
+    name: &'static str,
+    library: &'static str,
+    scheme: Scheme,
+    /// The source's secret: the shared key, or Discord's public key (hex).
+    secret: &'static str,
+    /// The URL the provider signs (empty where it signs none).
+    url: &'static str,
+    body: String,
+}
+
+/// A Twilio SMS status callback as Twilio posts it: form fields, a repeated name (the library
+/// signs each distinct value, sorted), an empty value, percent-escaped UTF-8 and `+` for spaces.
+const TWILIO_FORM: &str = "AccountSid=AC00000000000000000000000000interop&ApiVersion=2010-04-01\
+    &From=%2B15557650000&To=%2B15551230000&MessageSid=SM0000000000000000000000000interop\
+    &MessageStatus=delivered&SmsStatus=delivered&Body=caf%C3%A9+%E2%98%83&MediaUrl0=b\
+    &MediaUrl0=a&Empty=";
+
+fn preset_cases() -> Vec<PresetCase> {
+    vec![
+        PresetCase {
+            name: "twilio",
+            library: "twilio",
+            scheme: Scheme::Twilio,
+            secret: TWILIO_AUTH_TOKEN,
+            url: "https://hooks.example.com/webhooks/twilio?account=main&x=caf%C3%A9",
+            body: TWILIO_FORM.to_owned(),
+        },
+        PresetCase {
+            name: "square",
+            library: "square",
+            scheme: Scheme::Square,
+            secret: SQUARE_SIGNATURE_KEY,
+            url: "https://hooks.example.com/webhooks/square",
+            body: json!({
+                "merchant_id": "MLINTEROP1", "type": "payment.updated",
+                "event_id": "6a8f5f28-54a1-4eb0-a98a-3111513fd4fc",
+                "created_at": "2026-12-03T12:00:00Z",
+                "data": {"type": "payment", "id": "p1", "object": {"note": "caf\u{e9} \u{2603}"}},
+            })
+            .to_string(),
+        },
+        PresetCase {
+            name: "discord",
+            library: "discord",
+            scheme: Scheme::Discord,
+            secret: DISCORD_PUBLIC_KEY,
+            url: "",
+            body: json!({
+                "type": 2, "id": "1180000000000000001", "application_id": "1170000000000000000",
+                "token": "interop-token", "version": 1,
+                "data": {"name": "note", "options": [{"name": "text", "value": "caf\u{e9} \u{2603}"}]},
+            })
+            .to_string(),
+        },
+    ]
+}
+
+/// The spec `interop.py sign` reads for `cases`, at `now`.
+fn preset_sign_spec(cases: &[PresetCase], now: i64) -> Value {
+    json!({
+        "now": now,
+        "deliveries": cases.iter().map(|c| json!({
+            "name": c.name, "library": c.library, "secret": c.secret, "url": c.url,
+            "body": c.body, "private_key": DISCORD_SEED,
+        })).collect::<Vec<_>>(),
+    })
+}
+
+fn preset_verifier(case: &PresetCase) -> Verifier {
+    Verifier::new(case.scheme, &[case.secret], DEFAULT_TOLERANCE_SECS, None)
+        .unwrap_or_else(|e| panic!("{}: {e}", case.name))
+}
+
+#[test]
+fn discord_public_key_is_the_seeds() {
+    let key = PrivateKey::parse(Algorithm::Ed25519, DISCORD_SEED, None).unwrap();
+    let public = base64::engine::general_purpose::STANDARD
+        .decode(key.public_key_base64())
+        .unwrap();
+    assert_eq!(hex::encode(public), DISCORD_PUBLIC_KEY);
+}
+
+#[test]
+fn preset_deliveries_signed_by_the_official_libraries_verify() {
+    let cases = preset_cases();
+    let signed = interop(Runtime::Python, "sign", &preset_sign_spec(&cases, NOW));
+    let signed = signed.as_array().unwrap();
+    assert_eq!(signed.len(), cases.len());
+    for (case, delivery) in cases.iter().zip(signed) {
+        let name = case.name;
+        assert_eq!(delivery["name"], name);
+        let verifier = preset_verifier(case);
+        let headers = header_map(&delivery["headers"]);
+        let body = delivery["body"].as_str().unwrap().as_bytes().to_vec();
+        assert_eq!(
+            body,
+            case.body.as_bytes(),
+            "{name}: the library changed the body"
+        );
+        let url = delivery["url"].as_str().unwrap_or_default();
+        assert_eq!(url, case.url, "{name}: the library signed another URL");
+        let verify = |url: &str, body: &[u8]| {
+            verifier.verify_request(
+                &Request {
+                    method: "POST",
+                    url,
+                    headers: &headers,
+                    body,
+                },
+                NOW,
+            )
+        };
+        let verified = verify(url, &body).unwrap_or_else(|e| panic!("{name}: {e:?}"));
+        assert_eq!(verified.key_index, 0, "{name}");
+        // The same signature over a body with one byte changed is refused.
+        let mut tampered = body.clone();
+        let last = tampered.len() - 2;
+        tampered[last] ^= 0x01;
+        assert_eq!(
+            verify(url, &tampered).map(|v| v.key_index),
+            Err(VerifyError::NoSignatureMatched),
+            "{name}: tampered body"
+        );
+        if !url.is_empty() {
+            // The URL is signed: the same delivery at another URL is refused.
+            let other = url.replace("/webhooks/", "/webhook/");
+            assert_eq!(
+                verify(&other, &body).map(|v| v.key_index),
+                Err(VerifyError::NoSignatureMatched),
+                "{name}: another URL"
+            );
+        }
+    }
+}
+
+#[test]
+fn preset_deliveries_we_sign_pass_the_official_verifiers() {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64;
+    let discord_key = PrivateKey::parse(Algorithm::Ed25519, DISCORD_SEED, None).unwrap();
+    let mut deliveries = Vec::new();
+    for case in preset_cases() {
+        let verifier = preset_verifier(&case);
+        let model = verifier.generic().expect("a preset has a model");
+        let no_headers = HeaderMap::new();
+        let request = Request {
+            method: "POST",
+            url: case.url,
+            headers: &no_headers,
+            body: case.body.as_bytes(),
+        };
+        let signer = match case.scheme {
+            Scheme::Discord => Signer::Private(&discord_key),
+            _ => Signer::Secret(verifier.key(0).unwrap()),
+        };
+        let signed = generic::sign(model, signer, &request, now)
+            .unwrap_or_else(|e| panic!("{}: {e}", case.name));
+        let headers: serde_json::Map<String, Value> = signed
+            .into_iter()
+            .map(|(k, v)| (k, Value::String(v)))
+            .collect();
+        // What we sign verifies here too.
+        let header_map = header_map(&Value::Object(headers.clone()));
+        verifier
+            .verify_request(
+                &Request {
+                    headers: &header_map,
+                    ..request
+                },
+                now,
+            )
+            .unwrap_or_else(|e| panic!("{}: our own signature: {e:?}", case.name));
+        let delivery = |name: String, url: &str, body: &str| {
+            json!({
+                "name": name, "library": case.library, "secret": case.secret, "url": url,
+                "public_key": DISCORD_PUBLIC_KEY, "headers": headers.clone(), "body": body,
+            })
+        };
+        deliveries.push(delivery(case.name.to_owned(), case.url, &case.body));
+        let mut tampered = case.body.clone();
+        tampered.push(' ');
+        deliveries.push(delivery(
+            format!("{} (tampered)", case.name),
+            case.url,
+            &tampered,
+        ));
+        if !case.url.is_empty() {
+            deliveries.push(delivery(
+                format!("{} (another URL)", case.name),
+                &case.url.replace("/webhooks/", "/webhook/"),
+                &case.body,
+            ));
+        }
+    }
+    let results = interop(Runtime::Python, "verify", &Value::Array(deliveries.clone()));
+    let results = results.as_array().unwrap();
+    assert_eq!(results.len(), deliveries.len());
+    for result in results {
+        let name = result["name"].as_str().unwrap();
+        let accepted = result["accepted"].as_bool().unwrap();
+        assert_eq!(accepted, !name.contains('('), "{name}: {}", result["error"]);
+    }
+    // Each case, its tampered copy, and for Twilio and Square the other URL.
+    assert_eq!(results.len(), preset_cases().len() * 2 + 2);
+}
+
+/// The end-to-end sources: Twilio behind a proxy (its `public_url`, the URL configured in
+/// Twilio), and a Discord application.
+fn preset_sources() -> Value {
+    json!([
+        {
+            "name": "twilio-interop",
+            "scheme": "twilio",
+            "secrets": [TWILIO_AUTH_TOKEN],
+            "mode": "inline",
+            "public_url": "https://hooks.example.com/webhooks/twilio",
+        },
+        {
+            "name": "discord-interop",
+            "scheme": "discord",
+            "secrets": [DISCORD_PUBLIC_KEY],
+            "mode": "inline",
+        },
+    ])
+}
+
+#[tokio::test]
+async fn a_twilio_status_callback_signed_by_the_library_is_recorded_once() {
+    let (app, _) = spawn_app_with_sources(preset_sources()).await;
+    let body = "AccountSid=AC00000000000000000000000000interop&ApiVersion=2010-04-01\
+        &From=%2B15557650000&To=%2B15551230000&MessageSid=SM0000000000000000000000000e2e001\
+        &MessageStatus=delivered&SmsStatus=delivered";
+    // Twilio signs the URL configured in its console; the receiver behind a proxy sees another
+    // host and scheme but the same query.
+    let spec = json!({"now": NOW, "deliveries": [{
+        "name": "twilio", "library": "twilio", "secret": TWILIO_AUTH_TOKEN, "body": body,
+        "url": "https://hooks.example.com/webhooks/twilio?account=main",
+    }]});
+    let signed = interop(Runtime::Python, "sign", &spec);
+    let headers = header_map(&signed[0]["headers"]);
+    let arrived = "http://10.0.0.7:3000/webhooks/twilio?account=main";
+    let first = app
+        .receiver()
+        .receive_at("twilio-interop", arrived, &headers, body.as_bytes(), NOW)
+        .await;
+    assert_eq!(first.status, 200, "{first:?}");
+    // Twilio does not retry on its own, but a connection override (or an attacker) can send the
+    // same callback again: it is a replay, not a second event.
+    let second = app
+        .receiver()
+        .receive_at("twilio-interop", arrived, &headers, body.as_bytes(), NOW)
+        .await;
+    assert_eq!(second.status, 200, "{second:?}");
+    assert_eq!(second.outcome, Outcome::Replayed, "{second:?}");
+    // The query is signed: the same callback at another query is refused.
+    let other = app
+        .receiver()
+        .receive_at(
+            "twilio-interop",
+            "http://10.0.0.7:3000/webhooks/twilio?account=other",
+            &headers,
+            body.as_bytes(),
+            NOW,
+        )
+        .await;
+    assert_eq!(other.status, 401, "{other:?}");
+    assert_eq!(
+        app.texts(
+            "SELECT event_id || ' ' || event_type FROM webhook_event \
+             WHERE source = 'twilio-interop'"
+        )
+        .await,
+        ["SM0000000000000000000000000e2e001:delivered delivered"]
+    );
+    assert_eq!(app.ledger_rows().await, 1);
+}
+
+#[tokio::test]
+async fn a_discord_ping_signed_with_pynacl_is_answered_pong_and_not_recorded() {
+    let (app, _) = spawn_app_with_sources(preset_sources()).await;
+    let body = json!({
+        "type": 1, "id": "1180000000000000002", "application_id": "1170000000000000000",
+        "token": "interop-ping-token", "version": 1,
+    })
+    .to_string();
+    let spec = json!({"now": NOW, "deliveries": [{
+        "name": "discord", "library": "discord", "private_key": DISCORD_SEED, "body": body,
+    }]});
+    let signed = interop(Runtime::Python, "sign", &spec);
+    let headers = header_map(&signed[0]["headers"]);
+    let reply = app
+        .receiver()
+        .receive("discord-interop", &headers, body.as_bytes(), NOW)
+        .await;
+    assert_eq!(reply.status, 200, "{reply:?}");
+    assert_eq!(reply.content_type, "application/json");
+    assert_eq!(
+        serde_json::from_str::<Value>(&reply.body).unwrap(),
+        json!({"type": 1})
+    );
+    assert_eq!(reply.outcome, Outcome::Challenge);
+    // Discord also checks that a bad signature is refused.
+    let mut bad = headers.clone();
+    let signature = bad["x-signature-ed25519"].to_str().unwrap().to_owned();
+    let flipped = if signature.starts_with('0') { "1" } else { "0" };
+    bad.insert(
+        "x-signature-ed25519",
+        HeaderValue::from_str(&format!("{flipped}{}", &signature[1..])).unwrap(),
+    );
+    let refused = app
+        .receiver()
+        .receive("discord-interop", &bad, body.as_bytes(), NOW)
+        .await;
+    assert_eq!(refused.status, 401, "{refused:?}");
+    assert_eq!(app.ledger_rows().await, 0);
 }
