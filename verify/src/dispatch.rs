@@ -126,6 +126,8 @@ impl Scheme {
             Self::Twitch => "twitch-eventsub-message-signature",
             Self::Mailgun => "body /signature/signature",
             Self::StandardWebhooksV1a => "webhook-signature",
+            Self::Sendgrid => "x-twilio-email-event-webhook-signature",
+            Self::Hubspot => "x-hubspot-signature-v3",
         }
     }
 }

@@ -27,9 +27,11 @@ use serde::Deserialize;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use crate::generic::{BodyFormat, Segment};
+use crate::generic::Parsed;
+use crate::generic::{Batch, BodyFormat, Segment, MAX_BATCH_ITEMS};
 use crate::presets::Handshake;
 use crate::{GenericHmac, Scheme};
+use serde_json::value::RawValue;
 
 mod well_formed;
 
@@ -76,6 +78,9 @@ pub enum Extracted<'a> {
     Event(EventMeta<'a>),
     /// Slack's `url_verification` handshake: answer 200 with this challenge, claim nothing.
     Challenge(String),
+    /// A batch: several events in one delivery (SendGrid, HubSpot), each its own event, in
+    /// the delivery's order; at least one.
+    Batch(Vec<EventMeta<'a>>),
     /// A preset's handshake ([`Handshake`]): answer it
     /// ([`Handshake::answer`](crate::presets::Handshake::answer)), claim nothing.
     Handshake {
@@ -111,6 +116,11 @@ pub enum ExtractError {
     /// A header is present more than once or is not visible ASCII.
     #[error("header {0} is malformed")]
     MalformedHeader(&'static str),
+    /// A batch delivery whose items cannot be read: not an array where the batch rule says, an
+    /// item that is not a JSON object, none, or more than
+    /// [`MAX_BATCH_ITEMS`](crate::generic::MAX_BATCH_ITEMS).
+    #[error("{0}")]
+    BadBatch(&'static str),
     /// A generic source has no extraction rule (configuration is validated at start-up, so
     /// this is a bug).
     #[error("source has no event id rule")]
@@ -129,6 +139,7 @@ impl ExtractError {
             ExtractError::BadEventType => "event type must be at most 255 bytes, without NUL",
             ExtractError::MalformedHeader(_) => "malformed event header",
             ExtractError::NoRule => "source misconfigured",
+            ExtractError::BadBatch(reason) => reason,
         }
     }
 }
@@ -294,7 +305,10 @@ fn model<'a>(
     headers: &'a HeaderMap,
     body: &'a [u8],
 ) -> Result<Extracted<'a>, ExtractError> {
-    let parsed = rule.parse().map_err(|_| ExtractError::NoRule)?;
+    let parsed: Parsed = rule.parse().map_err(|_| ExtractError::NoRule)?;
+    if let Some(batch) = &rule.batch {
+        return batch_of(&parsed, batch, headers, body);
+    }
     let (document, json, form): (Cow<'a, [u8]>, Option<Value>, FormFields) = match rule.body {
         BodyFormat::Json => (Cow::Borrowed(body), Some(object(body)?), Vec::new()),
         BodyFormat::Form => {
@@ -333,6 +347,78 @@ fn model<'a>(
         None => None,
     };
     finish(id.map(Cow::Owned), event_type.map(Cow::Owned), document)
+}
+
+/// The raw JSON at `pointer` (RFC 6901, object members only) inside `raw`; `""` is `raw`.
+fn raw_at<'a>(raw: &'a RawValue, pointer: &str) -> Option<&'a RawValue> {
+    let mut at = raw;
+    if pointer.is_empty() {
+        return Some(at);
+    }
+    for token in pointer.strip_prefix('/')?.split('/') {
+        let token = token.replace("~1", "/").replace("~0", "~");
+        let members: std::collections::HashMap<Cow<'a, str>, &'a RawValue> =
+            serde_json::from_str(at.get()).ok()?;
+        at = members.get(token.as_str()).copied()?;
+    }
+    Some(at)
+}
+
+/// The events of a batch delivery: every item of the array at the batch's `items_pointer`
+/// (the event object at `event_pointer` inside each), named by the model's rules. Its document
+/// is the event object's exact bytes as received. Any item that cannot be read fails the whole
+/// batch: nothing is claimed.
+fn batch_of<'a>(
+    parsed: &Parsed,
+    batch: &Batch,
+    headers: &'a HeaderMap,
+    body: &'a [u8],
+) -> Result<Extracted<'a>, ExtractError> {
+    let text =
+        std::str::from_utf8(body).map_err(|_| ExtractError::NotJson("not UTF-8".to_owned()))?;
+    let root: &'a RawValue =
+        serde_json::from_str(text).map_err(|e| ExtractError::NotJson(json_error(&e)))?;
+    let array = raw_at(root, &batch.items_pointer)
+        .ok_or(ExtractError::BadBatch("batch: no items where expected"))?;
+    let items: Vec<&'a RawValue> = serde_json::from_str(array.get())
+        .map_err(|_| ExtractError::BadBatch("batch: items are not an array"))?;
+    if items.is_empty() {
+        return Err(ExtractError::BadBatch("batch: no items"));
+    }
+    if items.len() > MAX_BATCH_ITEMS {
+        return Err(ExtractError::BadBatch("batch: too many items"));
+    }
+    let mut events = Vec::with_capacity(items.len());
+    for item in items {
+        let event = match &batch.event_pointer {
+            Some(pointer) => raw_at(item, pointer)
+                .ok_or(ExtractError::BadBatch("batch: an item has no event object"))?,
+            None => item,
+        };
+        let document = event.get().as_bytes();
+        let value = object(document)
+            .map_err(|_| ExtractError::BadBatch("batch: an item is not a JSON object"))?;
+        let id = name_of(
+            &parsed.id,
+            headers,
+            Some(&value),
+            &[],
+            ExtractError::BadEventId,
+        )?;
+        let event_type = match &parsed.event_type {
+            Some(rule) => name_of(rule, headers, Some(&value), &[], ExtractError::BadEventType)?,
+            None => None,
+        };
+        match finish(
+            id.map(Cow::Owned),
+            event_type.map(Cow::Owned),
+            Cow::Borrowed(document),
+        )? {
+            Extracted::Event(meta) => events.push(meta),
+            _ => return Err(ExtractError::NoRule),
+        }
+    }
+    Ok(Extracted::Batch(events))
 }
 
 /// Whether a verified delivery is `handshake`'s request: `Some` with what answering it needs.

@@ -31,8 +31,8 @@ mod verify;
 pub(crate) use config::Parsed;
 pub(crate) use config::Prepared;
 pub use config::{
-    Algorithm, BodyFormat, Encoding, GenericHmac, SecretEncoding, SignatureFormat, TimestampUnit,
-    CONFIGURED_HEADER,
+    Algorithm, Batch, BodyFormat, Encoding, GenericHmac, SecretEncoding, SignatureFormat,
+    TimestampUnit, CONFIGURED_HEADER, MAX_BATCH_ITEMS,
 };
 pub(crate) use template::Segment;
 pub use template::{BODY_PLACEHOLDER, DEFAULT_SIGNED_PAYLOAD, TIMESTAMP_PLACEHOLDER};

@@ -89,6 +89,8 @@ pub enum IdentityRule {
 /// | Linear | members except `webhookTimestamp` | `webhookTimestamp` |
 /// | Mailgun | members except `signature` | `signature` (timestamp, token) |
 /// | Intercom | members except `delivery_attempts`, `delivery_status`, `delivered_at` | those |
+/// | HubSpot (per batch item) | members except `attemptNumber` | `attemptNumber` |
+/// | SendGrid (per batch item) | full item | nothing |
 /// | Twilio, Square, Zoom, Discord, Twitch, Standard Webhooks v1a | full body | nothing in the body |
 /// | generic HMAC | full body | unknown provider: nothing may vary |
 #[must_use]
@@ -169,6 +171,11 @@ pub const fn rule(scheme: Scheme) -> IdentityRule {
         // Twilio resends the same parameters (only a connection override retries), Square,
         // Zoom and Twitch the same body (their per-attempt values are headers), Discord never
         // retries, and Standard Webhooks v1a is Standard Webhooks: nothing is left out.
+        // HubSpot counts its attempts in each event: `attemptNumber` (developers.hubspot.com,
+        // "Webhooks API: event payloads"); a batch item's identity leaves it out.
+        Scheme::Hubspot => IdentityRule::TopLevelMembersExcept(&["attemptNumber"]),
+        // SendGrid resends the same events (their `sg_event_id`s are fixed).
+        Scheme::Sendgrid => IdentityRule::FullBody,
         Scheme::Twilio
         | Scheme::Square
         | Scheme::Zoom

@@ -11,9 +11,11 @@ use crate::key::SigningKey;
 use crate::scheme::Scheme;
 
 mod discord;
+mod hubspot;
 mod intercom;
 mod linear;
 mod mailgun;
+mod sendgrid;
 mod square;
 mod standard_webhooks_v1a;
 #[cfg(test)]
@@ -119,6 +121,9 @@ pub struct Preset {
     pub event_type: &'static str,
     /// How long the provider retries a failed delivery, hours (the minimum retention's part).
     pub retry_horizon_hours: u64,
+    /// The timestamp tolerance a source of this scheme gets when it sets none, seconds;
+    /// `None`: [`crate::DEFAULT_TOLERANCE_SECS`].
+    pub default_tolerance_secs: Option<u64>,
     /// The handshake the receiver answers, if any.
     pub handshake: Option<Handshake>,
     /// Whether one delivery can carry several events.
@@ -142,6 +147,8 @@ pub fn preset(scheme: Scheme) -> Option<Preset> {
         Scheme::Twitch => twitch::preset(),
         Scheme::Mailgun => mailgun::preset(),
         Scheme::StandardWebhooksV1a => standard_webhooks_v1a::preset(),
+        Scheme::Sendgrid => sendgrid::preset(),
+        Scheme::Hubspot => hubspot::preset(),
         Scheme::GenericHmac => return None,
         fixed_scheme => fixed(fixed_scheme)?,
     })
@@ -201,6 +208,7 @@ fn fixed(scheme: Scheme) -> Option<Preset> {
         event_id,
         event_type,
         retry_horizon_hours: hours,
+        default_tolerance_secs: None,
         handshake: None,
         batch: false,
         replay,

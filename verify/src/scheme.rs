@@ -57,11 +57,15 @@ pub enum Scheme {
     /// `"standard-webhooks-v1a"`).
     #[serde(rename = "standard-webhooks-v1a")]
     StandardWebhooksV1a,
+    /// SendGrid Event Webhook: ECDSA P-256 of `{ts}{body}`; a batch.
+    Sendgrid,
+    /// HubSpot signature v3: HMAC-SHA256 of method + URI + body + timestamp; a batch.
+    Hubspot,
 }
 
 impl Scheme {
     /// Every scheme, in the providers table's order.
-    pub const ALL: [Scheme; 16] = [
+    pub const ALL: [Scheme; 18] = [
         Scheme::Stripe,
         Scheme::Github,
         Scheme::StandardWebhooks,
@@ -77,6 +81,8 @@ impl Scheme {
         Scheme::Twitch,
         Scheme::Mailgun,
         Scheme::StandardWebhooksV1a,
+        Scheme::Sendgrid,
+        Scheme::Hubspot,
         Scheme::GenericHmac,
     ];
 
@@ -115,6 +121,8 @@ impl Scheme {
             Self::Twitch => "twitch",
             Self::Mailgun => "mailgun",
             Self::StandardWebhooksV1a => "standard-webhooks-v1a",
+            Self::Sendgrid => "sendgrid",
+            Self::Hubspot => "hubspot",
         }
     }
 }

@@ -239,6 +239,15 @@ fn identify(config: &SourceConfig, headers: &HeaderMap, body: &[u8]) {
             assert!(!meta.event_type.contains('\0'));
             let _ = hookledger_verify::identity::payload_hashes(config.scheme, body);
         }
+        Ok(Extracted::Batch(items)) => {
+            assert!(!items.is_empty());
+            for meta in items {
+                assert!(!meta.event_id.is_empty() && meta.event_id.len() <= MAX_EVENT_ID_BYTES);
+                assert!(!meta.event_id.contains('\0'));
+                assert!(meta.event_type.len() <= MAX_EVENT_TYPE_BYTES);
+                let _ = hookledger_verify::identity::payload_hashes(config.scheme, &meta.document);
+            }
+        }
         Ok(Extracted::Challenge(_) | Extracted::Handshake { .. }) => {}
         Err(error) => assert!(!error.reason().is_empty()),
     }

@@ -274,7 +274,11 @@ impl SourceConfig {
         let verifier = Verifier::new(
             spec.scheme,
             &secrets,
-            spec.tolerance_secs.unwrap_or(DEFAULT_TOLERANCE_SECS),
+            spec.tolerance_secs.unwrap_or_else(|| {
+                hookledger_verify::presets::preset(spec.scheme)
+                    .and_then(|preset| preset.default_tolerance_secs)
+                    .unwrap_or(DEFAULT_TOLERANCE_SECS)
+            }),
             spec.generic,
         )
         .map_err(|error| ConfigError::Verifier {

@@ -1,13 +1,24 @@
 //! Identifying a verified body: its event id, type and payload hashes, or the reply that ends
 //! the delivery there (a Slack challenge, a body that cannot be identified).
 
-use hookledger_verify::extract::{extract, Extracted};
+use hookledger_verify::extract::{extract, EventMeta, Extracted};
+use hookledger_verify::identity::PayloadHashes;
 use http::HeaderMap;
 
 use super::log::Trace;
 use super::outcome::Outcome;
 use super::reply::Reply;
 use crate::config::SourceConfig;
+
+/// What a verified delivery carries: one event, or a batch of them (each with its own bytes:
+/// `EventMeta::document` is the item as received).
+#[derive(Debug)]
+pub(super) enum Identified<'b> {
+    /// One event; its bytes are the delivery's body.
+    One(EventMeta<'b>, PayloadHashes),
+    /// Several, in the delivery's order.
+    Batch(Vec<(EventMeta<'b>, PayloadHashes)>),
+}
 
 /// Reads the event id, type and payload hashes from a verified body: the event, or the reply
 /// that ends the delivery here (a Slack challenge, or a 4xx/5xx for a body that cannot be
@@ -18,15 +29,25 @@ pub(super) fn identify<'b>(
     config: &SourceConfig,
     headers: &'b HeaderMap,
     body: &'b [u8],
-) -> Result<
-    (
-        hookledger_verify::extract::EventMeta<'b>,
-        hookledger_verify::identity::PayloadHashes,
-    ),
-    Reply,
-> {
+) -> Result<Identified<'b>, Reply> {
     let meta = match extract(config.scheme, config.verifier.generic(), headers, body) {
         Ok(Extracted::Event(meta)) => meta,
+        Ok(Extracted::Batch(items)) => {
+            // A batch (SendGrid, HubSpot): every item is identified before anything is
+            // claimed, so an item that cannot be read fails the whole delivery with a 400.
+            trace.detail = Some(format!("batch of {} events", items.len()));
+            let mut events = Vec::with_capacity(items.len());
+            for meta in items {
+                match hookledger_verify::identity::payload_hashes(config.scheme, &meta.document) {
+                    Ok(hashes) => events.push((meta, hashes)),
+                    Err(error) => {
+                        trace.detail = Some(format!("batch item: {error}"));
+                        return Err(Reply::error(400, Outcome::BadRequest, error.reason()));
+                    }
+                }
+            }
+            return Ok(Identified::Batch(events));
+        }
         Ok(Extracted::Challenge(challenge)) => {
             // Slack's url_verification handshake: signed, answered, not an event.
             return Err(Reply {
@@ -69,7 +90,7 @@ pub(super) fn identify<'b>(
     // The full-body digest (audit) and the payload identity (what a retry must match:
     // Stripe re-renders `pending_webhooks` at each attempt), in one pass when they agree.
     match hookledger_verify::identity::payload_hashes(config.scheme, body) {
-        Ok(hashes) => Ok((meta, hashes)),
+        Ok(hashes) => Ok(Identified::One(meta, hashes)),
         Err(error) => {
             trace.detail = Some(error.to_string());
             Err(Reply::error(400, Outcome::BadRequest, error.reason()))

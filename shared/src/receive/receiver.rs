@@ -6,7 +6,7 @@ use std::time::{Instant, SystemTime};
 
 use http::HeaderMap;
 
-use super::identify::identify;
+use super::identify::{identify, Identified};
 use super::log::{self, Trace};
 use super::outcome::Outcome;
 use super::reply::{Reply, RETRY_AFTER_SECS};
@@ -19,6 +19,8 @@ use crate::handler::Registry;
 use crate::ledger::{self, Expiry, NewEvent};
 use crate::sources_refresh::LiveSources;
 use crate::telemetry::MetricName;
+use hookledger_verify::extract::EventMeta;
+use hookledger_verify::identity::PayloadHashes;
 
 /// The URL a provider signed: `public_url` (the source's configured URL) followed by the query
 /// of the request's `url`, or the request's `url` itself when none is configured.
@@ -226,11 +228,99 @@ impl Receiver {
         body: &[u8],
         replayed: bool,
     ) -> Reply {
-        let source = config.name.as_str();
-        let (meta, hashes) = match identify(trace, config, headers, body) {
-            Ok(identified) => identified,
-            Err(reply) => return reply,
+        match identify(trace, config, headers, body) {
+            Ok(Identified::One(meta, hashes)) => {
+                self.process_one(trace, config, &meta, &hashes, body, replayed)
+                    .await
+            }
+            Ok(Identified::Batch(events)) => {
+                self.process_batch(trace, config, &events, replayed).await
+            }
+            Err(reply) => reply,
+        }
+    }
+
+    /// A batch (SendGrid, HubSpot): each item claimed (or accepted) on its own id, in order,
+    /// with the same exactly-once rules as a single event, its own bytes stored as its payload.
+    ///
+    /// The answer is 200 once every item is durable. An item that is a duplicate, a replayed
+    /// body, a digest mismatch (logged and counted as for a single delivery) or dead does not
+    /// stop the others. An item that cannot be made durable now (5xx, or 409 in flight) stops
+    /// the batch there and is the answer, so the provider retries the batch: the items before
+    /// it are then duplicates and only the rest is applied.
+    async fn process_batch(
+        &self,
+        trace: &mut Trace<'_>,
+        config: &SourceConfig,
+        events: &[(EventMeta<'_>, PayloadHashes)],
+        replayed: bool,
+    ) -> Reply {
+        let mut outcomes: std::collections::BTreeMap<&'static str, usize> = Default::default();
+        let summary = trace.detail.take();
+        for (meta, hashes) in events {
+            let mut item = Trace {
+                source: trace.source,
+                event_id: None,
+                event_type: None,
+                key_index: trace.key_index,
+                detail: None,
+            };
+            let reply = self
+                .process_one(&mut item, config, meta, hashes, &meta.document, replayed)
+                .await;
+            if item.detail.is_some() || reply.status >= 300 {
+                tracing::info!(
+                    source = trace.source,
+                    event_id = meta.event_id.as_ref(),
+                    event_type = meta.event_type.as_ref(),
+                    outcome = reply.outcome.as_str(),
+                    status = reply.status,
+                    detail = item.detail.as_deref().unwrap_or(""),
+                    "batch item"
+                );
+            }
+            if reply.status >= 500 || reply.outcome == Outcome::InFlight {
+                trace.event_id = Some(meta.event_id.clone().into_owned());
+                trace.event_type = Some(meta.event_type.clone().into_owned());
+                trace.detail = item.detail;
+                return reply;
+            }
+            *outcomes.entry(reply.outcome.as_str()).or_default() += 1;
+        }
+        trace.detail = summary;
+        let outcome = if outcomes.contains_key(Outcome::Processed.as_str()) {
+            Outcome::Processed
+        } else if outcomes.contains_key(Outcome::Accepted.as_str()) {
+            Outcome::Accepted
+        } else if outcomes.len() == 1 && outcomes.contains_key(Outcome::Ignored.as_str()) {
+            Outcome::Ignored
+        } else {
+            Outcome::Duplicate
         };
+        Reply {
+            status: 200,
+            content_type: "application/json",
+            body: serde_json::json!({ "events": events.len(), "outcomes": outcomes }).to_string(),
+            replayed: false,
+            retry_after: None,
+            outcome,
+        }
+    }
+
+    /// One event after the signature: claim it (inline) or accept it (deferred), and answer.
+    /// `body` is the event's own bytes (the delivery's body, or a batch item's).
+    async fn process_one(
+        &self,
+        trace: &mut Trace<'_>,
+        config: &SourceConfig,
+        meta: &EventMeta<'_>,
+        hashes: &PayloadHashes,
+        body: &[u8],
+        replayed: bool,
+    ) -> Reply {
+        let source = config.name.as_str();
+        trace.event_id = Some(meta.event_id.clone().into_owned());
+        trace.event_type = Some(meta.event_type.clone().into_owned());
         // A replayed duplicate is not a delivery: shadow mode does not process it again.
         let shadow = config.shadow && !replayed;
         let event = Event {

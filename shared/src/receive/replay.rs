@@ -6,7 +6,7 @@ use std::time::SystemTime;
 
 use http::HeaderMap;
 
-use super::identify::identify;
+use super::identify::{identify, Identified};
 use super::log::{self, Trace};
 use super::outcome::Outcome;
 use super::receiver::Receiver;
@@ -55,8 +55,12 @@ impl Receiver {
     /// A dry run of [`Self::replay`]: identify the event and read its key, write nothing.
     async fn peek(&self, trace: &mut Trace<'_>, config: &SourceConfig, body: &[u8]) -> Reply {
         let headers = HeaderMap::new();
-        let (meta, _) = match identify(trace, config, &headers, body) {
-            Ok(identified) => identified,
+        let meta = match identify(trace, config, &headers, body) {
+            Ok(Identified::One(meta, _)) => meta,
+            // Replay fetches single events from a provider's API: a batch never comes here.
+            Ok(Identified::Batch(_)) => {
+                return Reply::error(400, Outcome::BadRequest, "a batch cannot be replayed")
+            }
             Err(reply) => return reply,
         };
         let conn = match self.pool.get().await {

@@ -307,6 +307,7 @@ async fn audit_figures_on_a_seeded_ledger_equal_hand_computed_values() {
             "legacy",
             "paddle",
             "partner",
+            "sendgrid",
             "shopify",
             "slack",
             "stripe",

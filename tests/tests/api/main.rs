@@ -4,6 +4,7 @@
 mod answers;
 mod audit;
 mod aws;
+mod batches;
 mod body_replay;
 mod claim;
 mod console;

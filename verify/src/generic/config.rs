@@ -92,6 +92,26 @@ pub enum BodyFormat {
     Form,
 }
 
+/// A delivery that carries several events (SendGrid, HubSpot): where the items are. Each item
+/// becomes its own event, named by the model's event id and type rules read inside the item.
+///
+/// JSON: `{"items_pointer": ""}` (the body is a JSON array of event objects) or
+/// `{"items_pointer": "/notificationItems", "event_pointer": "/NotificationRequestItem"}`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Batch {
+    /// RFC 6901 pointer to the array of items in the body; `""` when the body is the array.
+    #[serde(default)]
+    pub items_pointer: String,
+    /// Pointer, inside each item, to the event object; absent when the item is the event.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub event_pointer: Option<String>,
+}
+
+/// Most items one batch may carry: bounds the work of one delivery (SendGrid posts up to
+/// about a thousand events at once, HubSpot up to 100).
+pub const MAX_BATCH_ITEMS: usize = 5_000;
+
 /// A source's signing rules and event naming, as data: the **scheme model**. A
 /// `generic-hmac` source configures it in the sources JSON (field names as below; unknown
 /// fields are refused); every preset (Twilio, SendGrid, Discord, ...) is one of these, written in
@@ -175,6 +195,10 @@ pub struct GenericHmac {
     /// The event type as a template, like `event_id`, e.g. `"{field:/type}.{field:/action}"`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub event_type: Option<String>,
+    /// When one delivery carries several events: where they are ([`Batch`]). The event id and
+    /// type rules then read each item (`{field:...}` pointers are relative to the event object).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batch: Option<Batch>,
 }
 
 /// Where the timestamp is.
@@ -464,6 +488,22 @@ impl GenericHmac {
                  forever; read it from the signed body with {pointer}, or sign a timestamp \
                  (timestamp_header and {{timestamp}} in signed_payload)"
             ));
+        }
+        if let Some(batch) = &self.batch {
+            if self.body != BodyFormat::Json {
+                return Err("batch needs a json body".to_owned());
+            }
+            if !batch.items_pointer.is_empty() {
+                json_pointer("batch items_pointer", &batch.items_pointer)?;
+            }
+            if let Some(pointer) = &batch.event_pointer {
+                json_pointer("batch event_pointer", pointer)?;
+            }
+            if !signs_body {
+                return Err(
+                    "a batch's items must be signed: put {body} in signed_payload".to_owned(),
+                );
+            }
         }
         if !self.algorithm.is_hmac() && self.secret_encoding != SecretEncoding::Utf8 {
             return Err(format!(

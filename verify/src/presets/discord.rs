@@ -32,6 +32,7 @@ pub(super) fn preset() -> Preset {
         event_id: "body `id`",
         event_type: "body `type`",
         retry_horizon_hours: 1,
+        default_tolerance_secs: None,
         handshake: Some(Handshake::DiscordPing),
         batch: false,
         replay: false,

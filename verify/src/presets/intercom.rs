@@ -26,6 +26,7 @@ pub(super) fn preset() -> Preset {
         event_id: "body `id`",
         event_type: "body `topic`",
         retry_horizon_hours: 1,
+        default_tolerance_secs: None,
         handshake: None,
         batch: false,
         replay: false,

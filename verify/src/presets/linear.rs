@@ -28,6 +28,7 @@ pub(super) fn preset() -> Preset {
         event_id: "header `Linear-Delivery` (not signed; the timestamp is)",
         event_type: "body `type` + `.` + `action`",
         retry_horizon_hours: 8,
+        default_tolerance_secs: None,
         handshake: None,
         batch: false,
         replay: false,

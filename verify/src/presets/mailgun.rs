@@ -30,6 +30,7 @@ pub(super) fn preset() -> Preset {
         event_id: "body `event-data.id` (not signed; the timestamp is)",
         event_type: "body `event-data.event`",
         retry_horizon_hours: 8,
+        default_tolerance_secs: None,
         handshake: None,
         batch: false,
         replay: false,

@@ -27,6 +27,7 @@ pub(super) fn preset() -> Preset {
         event_id: "body `event_id`",
         event_type: "body `type`",
         retry_horizon_hours: 24,
+        default_tolerance_secs: None,
         handshake: None,
         batch: false,
         replay: false,

@@ -34,6 +34,7 @@ pub(super) fn preset() -> Preset {
         event_id: "header `webhook-id` (signed)",
         event_type: "body `type`",
         retry_horizon_hours: 76,
+        default_tolerance_secs: None,
         handshake: None,
         batch: false,
         replay: false,

@@ -428,6 +428,16 @@ fn extracted(scheme: Scheme, v: &Vector) -> Extracted<'static> {
         }),
         Extracted::Challenge(c) => Extracted::Challenge(c),
         Extracted::Handshake { handshake, token } => Extracted::Handshake { handshake, token },
+        Extracted::Batch(items) => Extracted::Batch(
+            items
+                .into_iter()
+                .map(|meta| crate::extract::EventMeta {
+                    event_id: meta.event_id.into_owned().into(),
+                    event_type: meta.event_type.into_owned().into(),
+                    document: meta.document.into_owned().into(),
+                })
+                .collect(),
+        ),
     }
 }
 
@@ -678,6 +688,8 @@ fn each_presets_signature_header_agrees_with_the_scheme() {
         );
         let secret = match p.scheme {
             Scheme::Discord | Scheme::StandardWebhooksV1a => valid(p.scheme).secret,
+            // The demo SendGrid verification key (events/sources.local.json).
+            Scheme::Sendgrid => "MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAEAMhAyPSWHZDxcVbZ4cbfFLi+UzEt3pYdyPo3xCI/K+m9bLLk6GFE0YVSQlzCznwrQQdGC5rOTxy4A0qCXwUNGQ==".to_owned(),
             _ => "secret".to_owned(),
         };
         let verifier = Verifier::new(p.scheme, &[&secret], 300, None).unwrap();

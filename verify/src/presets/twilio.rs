@@ -37,6 +37,7 @@ pub(super) fn preset() -> Preset {
         event_id: "form `MessageSid`/`CallSid` + `:` + its status (signed)",
         event_type: "form `MessageStatus`/`CallStatus`/`SmsStatus`",
         retry_horizon_hours: 1,
+        default_tolerance_secs: None,
         handshake: None,
         batch: false,
         replay: false,

@@ -32,6 +32,7 @@ pub(super) fn preset() -> Preset {
         event_id: "header `Twitch-Eventsub-Message-Id` (signed)",
         event_type: "body `subscription.type`",
         retry_horizon_hours: 24,
+        default_tolerance_secs: None,
         handshake: Some(Handshake::TwitchCallbackVerification),
         batch: false,
         replay: false,

@@ -30,6 +30,7 @@ pub(super) fn preset() -> Preset {
         event_id: "body `event` + `:` + `event_ts`",
         event_type: "body `event`",
         retry_horizon_hours: 3,
+        default_tolerance_secs: None,
         handshake: Some(Handshake::ZoomUrlValidation),
         batch: false,
         replay: false,

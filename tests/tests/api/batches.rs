@@ -1,0 +1,225 @@
+//! Batched deliveries (SendGrid, HubSpot) through the real receiver and ledger: one delivery,
+//! one ledger row per event, each on its own id and bytes; a redelivered batch that overlaps an
+//! earlier one applies only its new items; an item that cannot be read fails the whole batch
+//! with a 400 and writes nothing; a deferred batch is left for the worker item by item.
+
+use http::{HeaderMap, HeaderName, HeaderValue};
+use serde_json::json;
+use shared::Outcome;
+
+use hookledger_verify::generic::{sign, Signer};
+use hookledger_verify::{Algorithm, PrivateKey, Request, Scheme, Verifier};
+
+use crate::helpers::*;
+
+/// The demo SendGrid key (events/private-keys.local.json); its public half, base64 DER, is the
+/// `sendgrid` source's secret in events/sources.local.json.
+const SENDGRID_KEY: &str = "1fe8004ba4f5234439eed861c1a28c77f65db332d4ab06131e1b0e854cf24e7e";
+const HUBSPOT_SECRET: &str = "hookledger-local-hubspot-client-secret";
+const HUBSPOT_URL: &str = "https://hooks.example.com/webhooks/hubspot";
+
+fn signed(scheme: Scheme, signer: Signer<'_>, url: &str, at: i64, body: &str) -> Delivery {
+    let model = hookledger_verify::presets::preset(scheme)
+        .unwrap()
+        .model
+        .unwrap();
+    let mut headers = HeaderMap::new();
+    let request = Request {
+        method: "POST",
+        url,
+        headers: &headers,
+        body: body.as_bytes(),
+    };
+    for (name, value) in sign(&model, signer, &request, at).unwrap() {
+        headers.insert(
+            HeaderName::from_bytes(name.as_bytes()).unwrap(),
+            HeaderValue::from_str(&value).unwrap(),
+        );
+    }
+    Delivery {
+        headers,
+        body: body.as_bytes().to_vec(),
+    }
+}
+
+fn sendgrid(items: &[serde_json::Value]) -> Delivery {
+    let key = PrivateKey::parse(Algorithm::EcdsaP256Sha256, SENDGRID_KEY, None).unwrap();
+    let body = serde_json::to_string(items).unwrap();
+    signed(Scheme::Sendgrid, Signer::Private(&key), "", NOW, &body)
+}
+
+fn sendgrid_event(id: &str, event: &str) -> serde_json::Value {
+    json!({"email": "ada@example.com", "timestamp": NOW - 5, "event": event,
+           "sg_event_id": id, "sg_message_id": "14c5d75ce93.dfd.64b469.filter0001.16648.5515E0B88.0"})
+}
+
+#[tokio::test]
+async fn a_batch_is_one_row_per_event_and_an_overlapping_batch_applies_only_its_new_items() {
+    let app = spawn_app().await;
+    let first = sendgrid(&[
+        sendgrid_event("sg_1", "processed"),
+        sendgrid_event("sg_2", "delivered"),
+        sendgrid_event("sg_3", "open"),
+    ]);
+    let reply = app.receive("sendgrid", &first).await;
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    let answer: serde_json::Value = serde_json::from_str(&reply.body).unwrap();
+    assert_eq!(answer["events"], 3);
+    assert_eq!(
+        app.texts("SELECT event_id || ' ' || event_type || ' ' || status::text FROM webhook_event ORDER BY event_id").await,
+        ["sg_1 processed completed", "sg_2 delivered completed", "sg_3 open completed"]
+    );
+    // Each row keeps its own item's bytes, not the whole batch.
+    let stored = app
+        .texts("SELECT convert_from(payload, 'UTF8') FROM webhook_event WHERE event_id = 'sg_2'")
+        .await;
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(&stored[0]).unwrap(),
+        sendgrid_event("sg_2", "delivered")
+    );
+
+    // SendGrid retries a batch that overlaps: sg_2 and sg_3 again, sg_4 new.
+    let again = sendgrid(&[
+        sendgrid_event("sg_2", "delivered"),
+        sendgrid_event("sg_3", "open"),
+        sendgrid_event("sg_4", "click"),
+    ]);
+    let reply = app.receive("sendgrid", &again).await;
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    let answer: serde_json::Value = serde_json::from_str(&reply.body).unwrap();
+    assert_eq!(answer["outcomes"]["replayed"], 2, "{answer}");
+    assert_eq!(app.ledger_rows().await, 4);
+    assert_eq!(
+        app.count("SELECT count(*) FROM webhook_event WHERE event_id = 'sg_4'")
+            .await,
+        1
+    );
+}
+
+#[tokio::test]
+async fn an_unreadable_item_fails_the_whole_batch_with_a_400_and_writes_nothing() {
+    let app = spawn_app().await;
+    for (items, why) in [
+        (
+            vec![sendgrid_event("sg_1", "processed"), json!(42)],
+            "an item that is no object",
+        ),
+        (
+            vec![
+                sendgrid_event("sg_1", "processed"),
+                json!({"event": "open"}),
+            ],
+            "an item without its id",
+        ),
+        (vec![], "no items"),
+    ] {
+        let reply = app.receive("sendgrid", &sendgrid(&items)).await;
+        assert_eq!(
+            (reply.status, reply.outcome),
+            (400, Outcome::BadRequest),
+            "{why}: {}",
+            reply.body
+        );
+    }
+    // A forged batch: 401.
+    let mut forged = sendgrid(&[sendgrid_event("sg_9", "open")]);
+    forged.body = serde_json::to_vec(&[sendgrid_event("sg_9", "click")]).unwrap();
+    assert_eq!(app.receive("sendgrid", &forged).await.status, 401);
+    assert_eq!(app.ledger_rows().await, 0);
+}
+
+#[tokio::test]
+async fn a_hubspot_retry_counts_its_attempt_in_each_event_and_is_still_a_duplicate() {
+    let (app, _) = spawn_app_with_sources(json!([
+        {"name": "hubspot", "scheme": "hubspot", "secrets": [HUBSPOT_SECRET],
+         "public_url": HUBSPOT_URL},
+    ]))
+    .await;
+    let verifier = Verifier::new(Scheme::Hubspot, &[HUBSPOT_SECRET], 300, None).unwrap();
+    let key = verifier.key(0).unwrap();
+    let batch = |attempt: u32| {
+        json!([
+            {"eventId": 100, "subscriptionId": 7, "portalId": 62515, "occurredAt": 1_750_000_000_000u64,
+             "subscriptionType": "contact.creation", "attemptNumber": attempt, "objectId": 123,
+             "changeSource": "CRM", "changeFlag": "NEW", "appId": 54321},
+            {"eventId": 101, "subscriptionId": 7, "portalId": 62515, "occurredAt": 1_750_000_000_001u64,
+             "subscriptionType": "contact.propertyChange", "attemptNumber": attempt, "objectId": 123,
+             "propertyName": "email", "propertyValue": "ada@example.com", "appId": 54321}
+        ])
+        .to_string()
+    };
+    let receiver = app.receiver();
+    let first = signed(
+        Scheme::Hubspot,
+        Signer::Secret(key),
+        HUBSPOT_URL,
+        NOW,
+        &batch(0),
+    );
+    let reply = receiver
+        .receive_at("hubspot", HUBSPOT_URL, &first.headers, &first.body, NOW)
+        .await;
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    // The retry: attemptNumber 1 in every event, signed anew a minute later.
+    let retry = signed(
+        Scheme::Hubspot,
+        Signer::Secret(key),
+        HUBSPOT_URL,
+        NOW + 60,
+        &batch(1),
+    );
+    let reply = receiver
+        .receive_at(
+            "hubspot",
+            HUBSPOT_URL,
+            &retry.headers,
+            &retry.body,
+            NOW + 60,
+        )
+        .await;
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    let answer: serde_json::Value = serde_json::from_str(&reply.body).unwrap();
+    assert_eq!(answer["outcomes"]["replayed"], 2, "{answer}");
+    assert_eq!(
+        app.texts("SELECT event_id || ' ' || event_type FROM webhook_event ORDER BY event_id")
+            .await,
+        ["100 contact.creation", "101 contact.propertyChange"]
+    );
+}
+
+#[tokio::test]
+async fn a_deferred_batch_is_accepted_item_by_item_and_the_worker_completes_each() {
+    let (app, _) = spawn_app_with_sources(json!([
+        {"name": "sendgrid-deferred", "scheme": "sendgrid", "mode": "deferred",
+         "secrets": ["MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAEAMhAyPSWHZDxcVbZ4cbfFLi+UzEt3pYdyPo3xCI/K+m9bLLk6GFE0YVSQlzCznwrQQdGC5rOTxy4A0qCXwUNGQ=="]},
+    ]))
+    .await;
+    let delivery = sendgrid(&[
+        sendgrid_event("sg_d1", "bounce"),
+        sendgrid_event("sg_d2", "dropped"),
+    ]);
+    let reply = app.receive("sendgrid-deferred", &delivery).await;
+    assert_eq!(
+        (reply.status, reply.outcome),
+        (200, Outcome::Accepted),
+        "{}",
+        reply.body
+    );
+    assert_eq!(
+        app.count("SELECT count(*) FROM webhook_event WHERE status = 'claimed'")
+            .await,
+        2
+    );
+    let worker = worker_for(&app);
+    let summary = worker
+        .worker
+        .drain(std::time::SystemTime::now, plenty)
+        .await
+        .unwrap();
+    assert_eq!(summary.completed, 2, "{summary:?}");
+    assert_eq!(
+        app.count("SELECT count(*) FROM webhook_event WHERE status = 'completed'")
+            .await,
+        2
+    );
+}
