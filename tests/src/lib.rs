@@ -253,7 +253,7 @@ impl EventFile {
         let body = self.body()?;
         // A public-key source: we hold its provider's private key only locally
         // (events/private-keys.local.json); the headers the model signs are already in the event.
-        if let Some(model) = verifier.generic().filter(|m| !m.algorithm.is_hmac()) {
+        if let Some(model) = verifier.generic().filter(|m| m.algorithm.is_public_key()) {
             let key = local_private_key(self.source()?, model)?;
             let headers = self.header_map()?;
             let request = hookledger_verify::Request::post(&headers, &body);

@@ -4,7 +4,7 @@
 /// How a source's deliveries are signed.
 ///
 /// Configuration names: `"sha256"` (HMAC-SHA256, the default), `"sha1"`, `"sha512"`,
-/// `"ed25519"`, `"ecdsa-p256-sha256"` and `"rsa-pkcs1-sha256"`. For the HMACs a source's keys are
+/// `"ed25519"`, `"ecdsa-p256-sha256"`, `"rsa-pkcs1-sha256"` and `"token"`. For the HMACs a source's keys are
 /// shared secrets; for the others they are the provider's public keys (PEM, or base64 / hex of the
 /// raw key or its DER, see [`SigningKey::for_algorithm`](crate::SigningKey)).
 #[derive(
@@ -31,23 +31,37 @@ pub enum Algorithm {
     /// signature as long as the modulus.
     #[serde(rename = "rsa-pkcs1-sha256")]
     RsaPkcs1Sha256,
+    /// No signature: the header carries the shared secret itself, compared in constant time
+    /// (GitLab's `X-Gitlab-Token`). It proves who sent the request, not what it says: nothing
+    /// of the request is signed.
+    Token,
 }
 
 impl Algorithm {
     /// Every algorithm, in documentation order.
-    pub const ALL: [Algorithm; 6] = [
+    pub const ALL: [Algorithm; 7] = [
         Algorithm::Sha1,
         Algorithm::Sha256,
         Algorithm::Sha512,
         Algorithm::Ed25519,
         Algorithm::EcdsaP256Sha256,
         Algorithm::RsaPkcs1Sha256,
+        Algorithm::Token,
     ];
 
     /// Whether this is an HMAC (the keys are shared secrets, and we can sign).
     #[must_use]
     pub fn is_hmac(self) -> bool {
         matches!(self, Self::Sha1 | Self::Sha256 | Self::Sha512)
+    }
+
+    /// Whether the keys are public keys (Ed25519, ECDSA, RSA): not HMAC secrets nor tokens.
+    #[must_use]
+    pub fn is_public_key(self) -> bool {
+        matches!(
+            self,
+            Self::Ed25519 | Self::EcdsaP256Sha256 | Self::RsaPkcs1Sha256
+        )
     }
 
     /// Length of the MAC in bytes (20, 32 or 64) for an HMAC; `None` for a public-key
@@ -58,7 +72,7 @@ impl Algorithm {
             Self::Sha1 => Some(20),
             Self::Sha256 => Some(32),
             Self::Sha512 => Some(64),
-            Self::Ed25519 | Self::EcdsaP256Sha256 | Self::RsaPkcs1Sha256 => None,
+            Self::Ed25519 | Self::EcdsaP256Sha256 | Self::RsaPkcs1Sha256 | Self::Token => None,
         }
     }
 
@@ -72,6 +86,7 @@ impl Algorithm {
             Self::Ed25519 | Self::Sha512 => 64,
             Self::EcdsaP256Sha256 => 72,
             Self::RsaPkcs1Sha256 => 512,
+            Self::Token => 1024,
         }
     }
 
@@ -85,6 +100,7 @@ impl Algorithm {
             Self::Ed25519 => "ed25519",
             Self::EcdsaP256Sha256 => "ecdsa-p256-sha256",
             Self::RsaPkcs1Sha256 => "rsa-pkcs1-sha256",
+            Self::Token => "token",
         }
     }
 
@@ -98,6 +114,7 @@ impl Algorithm {
             Self::Ed25519 => "Ed25519",
             Self::EcdsaP256Sha256 => "ECDSA P-256 SHA-256",
             Self::RsaPkcs1Sha256 => "RSA PKCS#1 v1.5 SHA-256",
+            Self::Token => "shared token",
         }
     }
 }

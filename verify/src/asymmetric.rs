@@ -110,7 +110,7 @@ impl PublicKey {
                     Err(_) => None,
                 }
             }
-            Algorithm::Sha1 | Algorithm::Sha256 | Algorithm::Sha512 => None,
+            Algorithm::Sha1 | Algorithm::Sha256 | Algorithm::Sha512 | Algorithm::Token => None,
         })
     }
 
@@ -154,7 +154,7 @@ impl PublicKey {
                 };
                 Some(Self::rsa(key)?)
             }
-            Algorithm::Sha1 | Algorithm::Sha256 | Algorithm::Sha512 => None,
+            Algorithm::Sha1 | Algorithm::Sha256 | Algorithm::Sha512 | Algorithm::Token => None,
         })
     }
 

@@ -128,6 +128,7 @@ impl Scheme {
             Self::StandardWebhooksV1a => "webhook-signature",
             Self::Sendgrid => "x-twilio-email-event-webhook-signature",
             Self::Hubspot => "x-hubspot-signature-v3",
+            Self::Gitlab => "x-gitlab-token",
         }
     }
 }

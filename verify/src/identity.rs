@@ -176,6 +176,8 @@ pub const fn rule(scheme: Scheme) -> IdentityRule {
         Scheme::Hubspot => IdentityRule::TopLevelMembersExcept(&["attemptNumber"]),
         // SendGrid resends the same events (their `sg_event_id`s are fixed).
         Scheme::Sendgrid => IdentityRule::FullBody,
+        // GitLab resends the recorded request ("Resend request" keeps `Idempotency-Key`).
+        Scheme::Gitlab => IdentityRule::FullBody,
         Scheme::Twilio
         | Scheme::Square
         | Scheme::Zoom

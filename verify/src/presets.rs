@@ -11,6 +11,7 @@ use crate::key::SigningKey;
 use crate::scheme::Scheme;
 
 mod discord;
+mod gitlab;
 mod hubspot;
 mod intercom;
 mod linear;
@@ -149,6 +150,7 @@ pub fn preset(scheme: Scheme) -> Option<Preset> {
         Scheme::StandardWebhooksV1a => standard_webhooks_v1a::preset(),
         Scheme::Sendgrid => sendgrid::preset(),
         Scheme::Hubspot => hubspot::preset(),
+        Scheme::Gitlab => gitlab::preset(),
         Scheme::GenericHmac => return None,
         fixed_scheme => fixed(fixed_scheme)?,
     })

@@ -61,11 +61,13 @@ pub enum Scheme {
     Sendgrid,
     /// HubSpot signature v3: HMAC-SHA256 of method + URI + body + timestamp; a batch.
     Hubspot,
+    /// GitLab: the `X-Gitlab-Token` shared token (no signature).
+    Gitlab,
 }
 
 impl Scheme {
     /// Every scheme, in the providers table's order.
-    pub const ALL: [Scheme; 18] = [
+    pub const ALL: [Scheme; 19] = [
         Scheme::Stripe,
         Scheme::Github,
         Scheme::StandardWebhooks,
@@ -83,6 +85,7 @@ impl Scheme {
         Scheme::StandardWebhooksV1a,
         Scheme::Sendgrid,
         Scheme::Hubspot,
+        Scheme::Gitlab,
         Scheme::GenericHmac,
     ];
 
@@ -123,6 +126,7 @@ impl Scheme {
             Self::StandardWebhooksV1a => "standard-webhooks-v1a",
             Self::Sendgrid => "sendgrid",
             Self::Hubspot => "hubspot",
+            Self::Gitlab => "gitlab",
         }
     }
 }

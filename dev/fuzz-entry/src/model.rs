@@ -134,7 +134,7 @@ pub fn scheme_model(data: &[u8]) {
         Ok(verifier) => verifier,
         // A key prefix the secret does not carry is stripped only when present; an HMAC
         // secret encoded as base64 or hex may not decode: those are configuration errors.
-        Err(_) if model.algorithm.is_hmac() => return,
+        Err(_) if !model.algorithm.is_public_key() => return,
         Err(error) => panic!("a valid public-key model refused its fixed key: {error}"),
     };
     let (headers, body) = parse_delivery(delivery);

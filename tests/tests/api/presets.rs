@@ -241,3 +241,56 @@ async fn twilio_signs_the_url_the_receiver_sees_or_the_public_url_it_is_told() {
         ]
     );
 }
+
+#[tokio::test]
+async fn a_gitlab_token_authenticates_and_the_replay_guard_keeps_one_event_per_body() {
+    let (app, _) = spawn_app_with_sources(json!([
+        {"name": "gitlab", "scheme": "gitlab", "secrets": ["hookledger-local-gitlab-token"]},
+    ]))
+    .await;
+    let body = r#"{"object_kind":"push","ref":"refs/heads/main","checkout_sha":"da1560886d4f094c3e6c9ef40349f7d38b5d27d7"}"#;
+    let push = |token: &str, key: &str| Delivery {
+        headers: headers(&[
+            ("x-gitlab-token", token.to_owned()),
+            ("x-gitlab-event", "Push Hook".to_owned()),
+            ("idempotency-key", key.to_owned()),
+        ]),
+        body: body.as_bytes().to_vec(),
+    };
+    let first = app
+        .receive(
+            "gitlab",
+            &push("hookledger-local-gitlab-token", "f0b4c2e1-0001"),
+        )
+        .await;
+    assert_eq!(first.status, 200, "{}", first.body);
+    // A resend keeps the key: a duplicate.
+    let resend = app
+        .receive(
+            "gitlab",
+            &push("hookledger-local-gitlab-token", "f0b4c2e1-0001"),
+        )
+        .await;
+    assert_eq!(resend.outcome, Outcome::Replayed);
+    // The same body under a fresh key is a replayed body, not a second event.
+    let fresh = app
+        .receive(
+            "gitlab",
+            &push("hookledger-local-gitlab-token", "f0b4c2e1-9999"),
+        )
+        .await;
+    assert_eq!(fresh.outcome, Outcome::BodyReplayed);
+    for wrong in [
+        "hookledger-local-gitlab-tokeN",
+        "hookledger-local-gitlab-token ",
+        "",
+    ] {
+        let reply = app.receive("gitlab", &push(wrong, "f0b4c2e1-0002")).await;
+        assert_eq!(reply.status, 401, "{wrong:?}");
+    }
+    assert_eq!(
+        app.texts("SELECT event_id || ' ' || event_type FROM webhook_event")
+            .await,
+        ["f0b4c2e1-0001 Push Hook"]
+    );
+}

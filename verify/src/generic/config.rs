@@ -341,9 +341,21 @@ impl GenericHmac {
                 .unwrap_or(DEFAULT_SIGNED_PAYLOAD),
             Use::Signed,
         )?;
-        let signs_body = template.contains(&Segment::Body);
+        let token = self.algorithm == Algorithm::Token;
+        if token
+            && (self.signed_payload.is_some() || self.signature_format != SignatureFormat::Plain)
+        {
+            return Err(
+                "algorithm token signs nothing: no signed_payload, plain format".to_owned(),
+            );
+        }
+        let signs_body = template.contains(&Segment::Body) && !token;
         let signs_form = template.contains(&Segment::Form);
-        if !signs_body && !signs_form && !template.iter().any(|s| matches!(s, Segment::Field(_))) {
+        if !token
+            && !signs_body
+            && !signs_form
+            && !template.iter().any(|s| matches!(s, Segment::Field(_)))
+        {
             return Err(
                 "signed_payload must sign the request's content: {body}, {form} or a \
                         {field:/pointer}"
@@ -458,7 +470,10 @@ impl GenericHmac {
         // delivery and the signature would still hold. The ledger keeps one event per body
         // for such a source (its replay guard), but only within its retention; without a
         // signed timestamp the same body would be accepted again, under a fresh id, once swept.
-        if !names_signed && !signs_timestamp {
+        // A token signs nothing: there is no signed content to read the id from, and the
+        // ledger's replay guard (one event per body) is all there is; whoever holds the token
+        // can send anything anyway.
+        if !names_signed && !signs_timestamp && !token {
             let spelled = |prefix: &str, header: &Option<String>, pointer: &Option<String>| {
                 if header.is_some() {
                     format!("{prefix}_header")
@@ -505,7 +520,7 @@ impl GenericHmac {
                 );
             }
         }
-        if !self.algorithm.is_hmac() && self.secret_encoding != SecretEncoding::Utf8 {
+        if self.algorithm.is_public_key() && self.secret_encoding != SecretEncoding::Utf8 {
             return Err(format!(
                 "secret_encoding applies to HMAC secrets; {} keys are public keys (PEM, base64 \
                  or hex)",
