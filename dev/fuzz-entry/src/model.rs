@@ -31,7 +31,7 @@ pub fn fixed_public_key(algorithm: Algorithm) -> Option<&'static str> {
         }
         Algorithm::EcdsaP256Sha256 => VECTORS["p256"]["public_der_base64"].as_str(),
         Algorithm::RsaPkcs1Sha256 => VECTORS["rsa2048"]["public_pem"].as_str(),
-        Algorithm::Sha1 | Algorithm::Sha256 | Algorithm::Sha512 => None,
+        Algorithm::Sha1 | Algorithm::Sha256 | Algorithm::Sha512 | Algorithm::Token => None,
     }
 }
 
