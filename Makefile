@@ -140,10 +140,12 @@ audit:
 ## bench: the performance figures side by side, all from one run (issue 12): the receiver over
 ## HTTP and a FastAPI + asyncpg peer under the same load (bench-http), pgbench's limit and the
 ## per-event database work (bench-limit), the ledger at 10k/1M/10M rows, cold start and footprint
-## (bench-cold), the Lambda cost model; each part on its own throwaway PostgreSQL with fsync on.
-## Writes dev/bench/RESULTS.md and dev/bench/throughput.png. PARTS="http limit scale cold"
-## selects parts; BENCH_HTTP_ARGS passes options to bench-http (bench-http --help)
-PARTS ?= http limit scale cold
+## (bench-cold), the Lambda cost model; each part on its own throwaway PostgreSQL with fsync on;
+## signature verification per algorithm of the scheme model (bench-verify, no database).
+## Writes dev/bench/RESULTS.md and dev/bench/throughput.png. PARTS="http limit scale cold verify"
+## selects parts; BENCH_HTTP_ARGS passes options to bench-http (bench-http --help),
+## BENCH_VERIFY_ARGS to bench-verify (bench-verify --help)
+PARTS ?= http limit scale cold verify
 bench: postgres .venv-bench/.installed
 	PARTS="$(PARTS)" BENCH_VENV=.venv-bench scripts/bench.sh
 

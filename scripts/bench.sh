@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # make bench: one release build of the benchmark binaries and the receiver, then each part in
-# turn (PARTS="http limit scale cold", default all; a part whose binary does not exist is
-# skipped), each on its own throwaway PostgreSQL with durability on, then bench-report writes
+# turn (PARTS="http limit scale cold verify", default all; a part whose binary does not exist is
+# skipped), each on its own throwaway PostgreSQL with durability on (verify needs none: it is a
+# micro-benchmark of signature verification in one process), then bench-report writes
 # dev/bench/RESULTS.md (and dev/bench/chart.py dev/bench/throughput.png).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
-parts=${PARTS:-http limit scale cold}
+parts=${PARTS:-http limit scale cold verify}
 venv=${BENCH_VENV:-.venv-bench}
 target_dir=${CARGO_TARGET_DIR:-$root/target}
 bin="$target_dir/release"
@@ -46,6 +47,12 @@ fi
 if want cold; then
   echo "make bench: part cold (bench-cold: cold start, RSS, zip size)" >&2
   durable "$bin/bench-cold" ${BENCH_COLD_ARGS:-}
+fi
+
+# After http: its CPU per delivery is the base of verify's "share of the delivery's CPU".
+if want verify; then
+  echo "make bench: part verify (bench-verify: signature verification per algorithm, no database)" >&2
+  "$bin/bench-verify" ${BENCH_VERIFY_ARGS:-} >/dev/null
 fi
 
 if [ -x "$venv/bin/python" ]; then

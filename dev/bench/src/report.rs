@@ -1,7 +1,8 @@
 //! `bench-report`: assembles `dev/bench/RESULTS.md` from
-//! `dev/bench/results/{http,limit,scale,cold}.json` and their `.md` sections (a part that did not
-//! run is said to be "not run"), with the headline table of the issue's targets, the cost model
-//! (issue 12, part 5) and the chart (`dev/bench/throughput.png`, drawn by `dev/bench/chart.py`).
+//! `dev/bench/results/{http,limit,scale,cold,verify}.json` and their `.md` sections (a part that
+//! did not run is said to be "not run"), with the headline table of the issue's targets, the
+//! cost model (issue 12, part 5) and the chart (`dev/bench/throughput.png`, drawn by
+//! `dev/bench/chart.py`).
 
 use std::path::{Path, PathBuf};
 
@@ -80,6 +81,7 @@ fn main() -> Result<()> {
     let (limit, limit_md) = load(&args.results, "limit");
     let (scale, scale_md) = load(&args.results, "scale");
     let (cold, cold_md) = load(&args.results, "cold");
+    let (_, verify_md) = load(&args.results, "verify");
     let machine: Option<Value> = std::fs::read_to_string(args.results.join("machine.json"))
         .ok()
         .and_then(|s| serde_json::from_str(&s).ok());
@@ -300,6 +302,10 @@ fn main() -> Result<()> {
         ("The limit (pgbench) and per-event database work", &limit_md),
         ("Cold start and footprint", &cold_md),
         ("Scale", &scale_md),
+        (
+            "Signature verification per delivery (micro-benchmark)",
+            &verify_md,
+        ),
     ] {
         match section {
             Some(text) => {
