@@ -129,6 +129,7 @@ impl Scheme {
             Self::Sendgrid => "x-twilio-email-event-webhook-signature",
             Self::Hubspot => "x-hubspot-signature-v3",
             Self::Gitlab => "x-gitlab-token",
+            Self::Adyen => "body /additionalData/hmacSignature",
         }
     }
 }

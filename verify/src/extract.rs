@@ -27,11 +27,11 @@ use serde::Deserialize;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
+use crate::generic::batch::SplitError;
 use crate::generic::Parsed;
-use crate::generic::{Batch, BodyFormat, Segment, MAX_BATCH_ITEMS};
+use crate::generic::{Batch, BodyFormat, Segment};
 use crate::presets::Handshake;
 use crate::{GenericHmac, Scheme};
-use serde_json::value::RawValue;
 
 mod well_formed;
 
@@ -349,21 +349,6 @@ fn model<'a>(
     finish(id.map(Cow::Owned), event_type.map(Cow::Owned), document)
 }
 
-/// The raw JSON at `pointer` (RFC 6901, object members only) inside `raw`; `""` is `raw`.
-fn raw_at<'a>(raw: &'a RawValue, pointer: &str) -> Option<&'a RawValue> {
-    let mut at = raw;
-    if pointer.is_empty() {
-        return Some(at);
-    }
-    for token in pointer.strip_prefix('/')?.split('/') {
-        let token = token.replace("~1", "/").replace("~0", "~");
-        let members: std::collections::HashMap<Cow<'a, str>, &'a RawValue> =
-            serde_json::from_str(at.get()).ok()?;
-        at = members.get(token.as_str()).copied()?;
-    }
-    Some(at)
-}
-
 /// The events of a batch delivery: every item of the array at the batch's `items_pointer`
 /// (the event object at `event_pointer` inside each), named by the model's rules. Its document
 /// is the event object's exact bytes as received. Any item that cannot be read fails the whole
@@ -374,27 +359,12 @@ fn batch_of<'a>(
     headers: &'a HeaderMap,
     body: &'a [u8],
 ) -> Result<Extracted<'a>, ExtractError> {
-    let text =
-        std::str::from_utf8(body).map_err(|_| ExtractError::NotJson("not UTF-8".to_owned()))?;
-    let root: &'a RawValue =
-        serde_json::from_str(text).map_err(|e| ExtractError::NotJson(json_error(&e)))?;
-    let array = raw_at(root, &batch.items_pointer)
-        .ok_or(ExtractError::BadBatch("batch: no items where expected"))?;
-    let items: Vec<&'a RawValue> = serde_json::from_str(array.get())
-        .map_err(|_| ExtractError::BadBatch("batch: items are not an array"))?;
-    if items.is_empty() {
-        return Err(ExtractError::BadBatch("batch: no items"));
-    }
-    if items.len() > MAX_BATCH_ITEMS {
-        return Err(ExtractError::BadBatch("batch: too many items"));
-    }
-    let mut events = Vec::with_capacity(items.len());
-    for item in items {
-        let event = match &batch.event_pointer {
-            Some(pointer) => raw_at(item, pointer)
-                .ok_or(ExtractError::BadBatch("batch: an item has no event object"))?,
-            None => item,
-        };
+    let split = crate::generic::batch::events(body, batch).map_err(|error| match error {
+        SplitError::NotJson(summary) => ExtractError::NotJson(summary),
+        SplitError::Items(reason) => ExtractError::BadBatch(reason),
+    })?;
+    let mut events = Vec::with_capacity(split.len());
+    for event in split {
         let document = event.get().as_bytes();
         let value = object(document)
             .map_err(|_| ExtractError::BadBatch("batch: an item is not a JSON object"))?;

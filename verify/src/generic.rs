@@ -20,6 +20,7 @@
 //! By concept: `config` (the configuration, its validation, the prepared form), `template`
 //! (the templates), `timestamp` (units) and `verify` (verify and sign one delivery).
 
+pub(crate) mod batch;
 mod config;
 pub mod template;
 #[cfg(test)]

@@ -178,6 +178,8 @@ pub const fn rule(scheme: Scheme) -> IdentityRule {
         Scheme::Sendgrid => IdentityRule::FullBody,
         // GitLab resends the recorded request ("Resend request" keeps `Idempotency-Key`).
         Scheme::Gitlab => IdentityRule::FullBody,
+        // Adyen resends the same notification item (per batch item).
+        Scheme::Adyen => IdentityRule::FullBody,
         Scheme::Twilio
         | Scheme::Square
         | Scheme::Zoom

@@ -10,6 +10,7 @@ use crate::generic::GenericHmac;
 use crate::key::SigningKey;
 use crate::scheme::Scheme;
 
+mod adyen;
 mod discord;
 mod gitlab;
 mod hubspot;
@@ -151,6 +152,7 @@ pub fn preset(scheme: Scheme) -> Option<Preset> {
         Scheme::Sendgrid => sendgrid::preset(),
         Scheme::Hubspot => hubspot::preset(),
         Scheme::Gitlab => gitlab::preset(),
+        Scheme::Adyen => adyen::preset(),
         Scheme::GenericHmac => return None,
         fixed_scheme => fixed(fixed_scheme)?,
     })

@@ -63,11 +63,13 @@ pub enum Scheme {
     Hubspot,
     /// GitLab: the `X-Gitlab-Token` shared token (no signature).
     Gitlab,
+    /// Adyen standard webhooks: a batch whose items are signed one by one (HMAC-SHA256).
+    Adyen,
 }
 
 impl Scheme {
     /// Every scheme, in the providers table's order.
-    pub const ALL: [Scheme; 19] = [
+    pub const ALL: [Scheme; 20] = [
         Scheme::Stripe,
         Scheme::Github,
         Scheme::StandardWebhooks,
@@ -86,6 +88,7 @@ impl Scheme {
         Scheme::Sendgrid,
         Scheme::Hubspot,
         Scheme::Gitlab,
+        Scheme::Adyen,
         Scheme::GenericHmac,
     ];
 
@@ -127,6 +130,7 @@ impl Scheme {
             Self::Sendgrid => "sendgrid",
             Self::Hubspot => "hubspot",
             Self::Gitlab => "gitlab",
+            Self::Adyen => "adyen",
         }
     }
 }

@@ -288,19 +288,41 @@ impl Receiver {
             *outcomes.entry(reply.outcome.as_str()).or_default() += 1;
         }
         trace.detail = summary;
-        let outcome = if outcomes.contains_key(Outcome::Processed.as_str()) {
-            Outcome::Processed
-        } else if outcomes.contains_key(Outcome::Accepted.as_str()) {
-            Outcome::Accepted
-        } else if outcomes.len() == 1 && outcomes.contains_key(Outcome::Ignored.as_str()) {
-            Outcome::Ignored
-        } else {
-            Outcome::Duplicate
+        // The batch's label in the log and the metrics: the first of these any item had (new
+        // rows first), else `replayed` when every item was a completed duplicate.
+        let outcome = [
+            Outcome::Processed,
+            Outcome::Accepted,
+            Outcome::Ignored,
+            Outcome::Dead,
+        ]
+        .into_iter()
+        .find(|outcome| outcomes.contains_key(outcome.as_str()))
+        .unwrap_or(
+            if outcomes.len() == 1 && outcomes.contains_key(Outcome::Replayed.as_str()) {
+                Outcome::Replayed
+            } else {
+                Outcome::Duplicate
+            },
+        );
+        // What the provider expects once every item is durable: Adyen's `[accepted]`, else a
+        // JSON summary.
+        let answer = config
+            .verifier
+            .generic()
+            .and_then(|model| model.batch.as_ref())
+            .and_then(|batch| batch.answer.clone());
+        let (content_type, body) = match answer {
+            Some(text) => ("text/plain", text),
+            None => (
+                "application/json",
+                serde_json::json!({ "events": events.len(), "outcomes": outcomes }).to_string(),
+            ),
         };
         Reply {
             status: 200,
-            content_type: "application/json",
-            body: serde_json::json!({ "events": events.len(), "outcomes": outcomes }).to_string(),
+            content_type,
+            body,
             replayed: false,
             retry_after: None,
             outcome,

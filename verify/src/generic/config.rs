@@ -106,6 +106,15 @@ pub struct Batch {
     /// Pointer, inside each item, to the event object; absent when the item is the event.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub event_pointer: Option<String>,
+    /// Whether each event object carries its own signature (Adyen): `signature_pointer` and the
+    /// template's `{field:...}` are then read inside each event object, and every one must
+    /// verify. Otherwise the whole body is signed once.
+    #[serde(default)]
+    pub signed_per_item: bool,
+    /// The body answered (`text/plain`, status 200) once every item is durable, e.g.
+    /// `"[accepted]"` (Adyen); absent: a JSON summary.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer: Option<String>,
 }
 
 /// Most items one batch may carry: bounds the work of one delivery (SendGrid posts up to
@@ -195,6 +204,10 @@ pub struct GenericHmac {
     /// The event type as a template, like `event_id`, e.g. `"{field:/type}.{field:/action}"`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub event_type: Option<String>,
+    /// Whether a `{field:...}` the signed content names signs as empty text when the body lacks
+    /// it (Adyen: an absent `originalReference`); otherwise the delivery is refused.
+    #[serde(default)]
+    pub absent_fields_empty: bool,
     /// When one delivery carries several events: where they are ([`Batch`]). The event id and
     /// type rules then read each item (`{field:...}` pointers are relative to the event object).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -514,7 +527,23 @@ impl GenericHmac {
             if let Some(pointer) = &batch.event_pointer {
                 json_pointer("batch event_pointer", pointer)?;
             }
-            if !signs_body {
+            if batch.signed_per_item {
+                if self.signature_pointer.is_none() || timestamp.is_some() {
+                    return Err(
+                        "a batch signed per item reads its signature from each item: \
+                                signature_pointer, and no timestamp"
+                            .to_owned(),
+                    );
+                }
+                if template
+                    .iter()
+                    .any(|s| !matches!(s, Segment::Literal(_) | Segment::Field(_)))
+                {
+                    return Err("a batch signed per item signs fields of each item: \
+                                signed_payload may use only {field:...} and text"
+                        .to_owned());
+                }
+            } else if !signs_body {
                 return Err(
                     "a batch's items must be signed: put {body} in signed_payload".to_owned(),
                 );

@@ -220,6 +220,9 @@ pub(crate) fn verify(
     }
     let config = &prepared.config;
     let parsed = &prepared.parsed;
+    if let Some(batch) = config.batch.as_ref().filter(|batch| batch.signed_per_item) {
+        return verify_items(prepared, batch, keys, request.body);
+    }
     let mut body = Body {
         raw: request.body,
         parsed: None,
@@ -278,16 +281,64 @@ pub(crate) fn verify(
                 .map_err(|Malformed| malformed(name.as_str()))?
                 .map(|value| Cow::Borrowed(value.as_bytes()))
                 .ok_or_else(|| VerifyError::MissingSignedField(name.as_str().to_owned()))?,
-            Segment::Field(pointer) => Cow::Owned(
-                body.field(pointer)
-                    .ok_or_else(|| VerifyError::MissingSignedField(format!("body {pointer}")))?
-                    .into_bytes(),
-            ),
+            Segment::Field(pointer) => match body.field(pointer) {
+                Some(text) => Cow::Owned(text.into_bytes()),
+                None if config.absent_fields_empty => Cow::Borrowed(&[][..]),
+                None => return Err(VerifyError::MissingSignedField(format!("body {pointer}"))),
+            },
             Segment::FormField(_) => Cow::Borrowed(&[][..]),
         });
     }
     let parts: Vec<&[u8]> = parts.iter().map(AsRef::as_ref).collect();
     first_matching_key(keys, &parts, &found.signatures)
+}
+
+/// A batch whose every event object carries its own signature (Adyen): each must verify,
+/// against any of the keys, over the template read inside it. Returns the key that verified
+/// the last item.
+///
+/// # Errors
+/// [`VerifyError::MalformedHeader`] naming `body` when the body cannot be split into its items;
+/// per item, as [`verify`] for a signature in a body field: [`VerifyError::MissingHeader`] (no
+/// signature), [`VerifyError::MalformedHeader`], [`VerifyError::MissingSignedField`] or
+/// [`VerifyError::NoSignatureMatched`].
+fn verify_items(
+    prepared: &Prepared,
+    batch: &super::config::Batch,
+    keys: &[SigningKey],
+    body: &[u8],
+) -> Result<Verified, VerifyError> {
+    let config = &prepared.config;
+    let parsed = &prepared.parsed;
+    let signature_name = parsed.signature.name();
+    let events = super::batch::events(body, batch).map_err(|_| malformed("body"))?;
+    let mut verified = Verified { key_index: 0 };
+    for event in events {
+        let value: Value = serde_json::from_str(event.get()).map_err(|_| malformed("body"))?;
+        let SignatureAt::Field(pointer) = &parsed.signature else {
+            return Err(VerifyError::MissingConfig);
+        };
+        let signature = value
+            .pointer(pointer)
+            .and_then(Value::as_str)
+            .ok_or_else(|| VerifyError::MissingHeader(Cow::Owned(signature_name.clone())))?;
+        let found = candidates(signature, config).ok_or_else(|| malformed(&signature_name))?;
+        let mut parts: Vec<Cow<'_, [u8]>> = Vec::with_capacity(parsed.template.len());
+        for segment in &parsed.template {
+            parts.push(match segment {
+                Segment::Literal(text) => Cow::Borrowed(text.as_bytes()),
+                Segment::Field(field) => match value.pointer(field).and_then(value_text) {
+                    Some(text) => Cow::Owned(text.into_owned().into_bytes()),
+                    None if config.absent_fields_empty => Cow::Borrowed(&[][..]),
+                    None => return Err(VerifyError::MissingSignedField(format!("item {field}"))),
+                },
+                _ => return Err(VerifyError::MissingConfig),
+            });
+        }
+        let parts: Vec<&[u8]> = parts.iter().map(AsRef::as_ref).collect();
+        verified = first_matching_key(keys, &parts, &found.signatures)?;
+    }
+    Ok(verified)
 }
 
 /// What signs a delivery of a model source: a shared secret ([`SigningKey`]) or a provider's
