@@ -24,7 +24,8 @@ Fields some libraries need besides name/library/secret/body (in the spec and in 
   "method"       the HTTP method (hubspot; default "POST").
   "timestamp"    optional, the exact timestamp header value to sign instead of the one made
                  from "now" (unix seconds; hubspot: milliseconds).
-  "private_key"  sign only. sendgrid: the P-256 private key, PKCS#8 PEM or base64 of its DER;
+  "private_key"  sign only. sendgrid: the P-256 private key, PKCS#8 PEM, base64 of its DER,
+                 or its private scalar as 64 hex digits;
                  discord: the Ed25519 seed, 64 hex digits.
   "public_key"   verify only. sendgrid: base64 of the SPKI DER (as SendGrid's console shows
                  it); discord: the application's Ed25519 public key, 64 hex digits.
@@ -132,7 +133,9 @@ def _sign_sendgrid(d, now):
     from cryptography.hazmat.primitives.asymmetric import ec
 
     pem = d["private_key"]
-    if "-----BEGIN" in pem:
+    if len(pem) == 64 and all(c in "0123456789abcdefABCDEF" for c in pem):
+        key = ec.derive_private_key(int(pem, 16), ec.SECP256R1())
+    elif "-----BEGIN" in pem:
         key = serialization.load_pem_private_key(pem.encode(), password=None)
     else:
         key = serialization.load_der_private_key(base64.b64decode(pem), password=None)

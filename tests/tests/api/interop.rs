@@ -6,6 +6,7 @@ use std::io::Write as _;
 use std::process::{Command, Stdio};
 
 use base64::Engine as _;
+use hookledger_verify::extract;
 use hookledger_verify::generic::{self, Signer};
 use hookledger_verify::{
     Algorithm, PrivateKey, Request, Scheme, Verifier, VerifyError, DEFAULT_TOLERANCE_SECS,
@@ -288,8 +289,10 @@ async fn deliveries_we_sign_pass_the_official_verifiers() {
 }
 
 // The presets of the scheme model (`hookledger_verify::presets`) against the providers'
-// libraries: Twilio (`twilio` RequestValidator), Square (`squareup` verify_signature) and Discord
-// (`discord-interactions` verify_key; PyNaCl signs, as Discord's library only verifies).
+// libraries: Twilio (`twilio` RequestValidator), Square (`squareup` verify_signature), Discord
+// (`discord-interactions` verify_key; PyNaCl signs, as Discord's library only verifies), and the
+// batches: SendGrid (`sendgrid` EventWebhook.verify_signature; `cryptography` signs, as SendGrid's
+// library only verifies) and HubSpot (`hubspot-api-client` Signature, v3).
 
 /// A Twilio Auth Token (the HMAC-SHA1 key, UTF-8).
 const TWILIO_AUTH_TOKEN: &str = "hookledger0local0twilio0auth0tok";
@@ -299,14 +302,27 @@ const SQUARE_SIGNATURE_KEY: &str = "hookledger-local-square-signature-key";
 const DISCORD_SEED: &str = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f";
 /// Its public key, hex, as the developer portal shows it (the Discord source's secret).
 const DISCORD_PUBLIC_KEY: &str = "03a107bff3ce10be1d70dd18e74bc09967e4d6309ba50d5f1ddc8664125531b8";
+/// The demo SendGrid Event Webhook key (events/private-keys.local.json): its P-256 private
+/// scalar, hex, which only the tests hold.
+const SENDGRID_PRIVATE_KEY: &str =
+    "1fe8004ba4f5234439eed861c1a28c77f65db332d4ab06131e1b0e854cf24e7e";
+/// Its verification key, base64 of the SPKI DER, as SendGrid's settings page shows it (the
+/// SendGrid source's secret).
+const SENDGRID_PUBLIC_KEY: &str = "MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAEAMhAyPSWHZDxcVbZ4cbfFLi+UzEt3pYdyPo3xCI/K+m9bLLk6GFE0YVSQlzCznwrQQdGC5rOTxy4A0qCXwUNGQ==";
+/// A HubSpot app's client secret (the HMAC-SHA256 key, UTF-8).
+const HUBSPOT_CLIENT_SECRET: &str = "hookledger-local-hubspot-client-secret";
 
 /// One preset's delivery, for its provider's library.
 struct PresetCase {
     name: &'static str,
     library: &'static str,
     scheme: Scheme,
-    /// The source's secret: the shared key, or Discord's public key (hex).
+    /// The source's secret: the shared key, or the public key (Discord's hex, SendGrid's base64
+    /// DER).
     secret: &'static str,
+    /// The private key the provider signs with (Discord's seed, SendGrid's scalar; hex), empty
+    /// for a shared key.
+    private_key: &'static str,
     /// The URL the provider signs (empty where it signs none).
     url: &'static str,
     body: String,
@@ -326,6 +342,7 @@ fn preset_cases() -> Vec<PresetCase> {
             library: "twilio",
             scheme: Scheme::Twilio,
             secret: TWILIO_AUTH_TOKEN,
+            private_key: "",
             url: "https://hooks.example.com/webhooks/twilio?account=main&x=caf%C3%A9",
             body: TWILIO_FORM.to_owned(),
         },
@@ -334,6 +351,7 @@ fn preset_cases() -> Vec<PresetCase> {
             library: "square",
             scheme: Scheme::Square,
             secret: SQUARE_SIGNATURE_KEY,
+            private_key: "",
             url: "https://hooks.example.com/webhooks/square",
             body: json!({
                 "merchant_id": "MLINTEROP1", "type": "payment.updated",
@@ -348,6 +366,7 @@ fn preset_cases() -> Vec<PresetCase> {
             library: "discord",
             scheme: Scheme::Discord,
             secret: DISCORD_PUBLIC_KEY,
+            private_key: DISCORD_SEED,
             url: "",
             body: json!({
                 "type": 2, "id": "1180000000000000001", "application_id": "1170000000000000000",
@@ -356,18 +375,67 @@ fn preset_cases() -> Vec<PresetCase> {
             })
             .to_string(),
         },
+        PresetCase {
+            name: "sendgrid",
+            library: "sendgrid",
+            scheme: Scheme::Sendgrid,
+            secret: SENDGRID_PUBLIC_KEY,
+            private_key: SENDGRID_PRIVATE_KEY,
+            url: "",
+            body: json!([
+                sendgrid_event("sg_interop_1", "delivered"),
+                {"email": "ada@example.com", "timestamp": NOW - 4, "event": "click",
+                 "sg_event_id": "sg_interop_2", "url": "https://example.com/caf\u{e9}?q=\u{2603}",
+                 "sg_message_id": "14c5d75ce93.dfd.64b469.filter0001.16648.5515E0B88.0"},
+            ])
+            .to_string(),
+        },
+        PresetCase {
+            name: "hubspot",
+            library: "hubspot",
+            scheme: Scheme::Hubspot,
+            secret: HUBSPOT_CLIENT_SECRET,
+            private_key: "",
+            url: "https://hooks.example.com/webhooks/hubspot?portal=62515",
+            body: json!([
+                {"eventId": 1001, "subscriptionId": 7, "portalId": 62515, "appId": 54321,
+                 "occurredAt": 1_750_000_000_000_u64, "subscriptionType": "contact.creation",
+                 "attemptNumber": 0, "objectId": 123, "changeSource": "CRM", "changeFlag": "NEW"},
+                {"eventId": 1002, "subscriptionId": 7, "portalId": 62515, "appId": 54321,
+                 "occurredAt": 1_750_000_000_001_u64, "subscriptionType": "contact.propertyChange",
+                 "attemptNumber": 0, "objectId": 123, "propertyName": "firstname",
+                 "propertyValue": "Ren\u{e9}e \u{2603}"},
+            ])
+            .to_string(),
+        },
     ]
 }
 
-/// The spec `interop.py sign` reads for `cases`, at `now`.
-fn preset_sign_spec(cases: &[PresetCase], now: i64) -> Value {
+/// A SendGrid event as its Event Webhook posts it, one item of a batch.
+fn sendgrid_event(id: &str, event: &str) -> Value {
+    json!({"email": "ada@example.com", "timestamp": NOW - 5, "event": event, "sg_event_id": id,
+           "sg_message_id": "14c5d75ce93.dfd.64b469.filter0001.16648.5515E0B88.0"})
+}
+
+/// The spec `interop.py sign` reads for `cases`, at `now_ms` (unix milliseconds: HubSpot's
+/// timestamp as is, the others' the second it falls in).
+fn preset_sign_spec(cases: &[PresetCase], now_ms: i64) -> Value {
     json!({
-        "now": now,
+        "now": now_ms.div_euclid(1000),
         "deliveries": cases.iter().map(|c| json!({
             "name": c.name, "library": c.library, "secret": c.secret, "url": c.url,
-            "body": c.body, "private_key": DISCORD_SEED,
+            "body": c.body, "private_key": c.private_key,
+            "timestamp": (c.scheme == Scheme::Hubspot).then_some(now_ms.to_string()),
         })).collect::<Vec<_>>(),
     })
+}
+
+/// The real clock, unix milliseconds: HubSpot's library refuses a timestamp five minutes old.
+fn real_now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64
 }
 
 fn preset_verifier(case: &PresetCase) -> Verifier {
@@ -387,7 +455,11 @@ fn discord_public_key_is_the_seeds() {
 #[test]
 fn preset_deliveries_signed_by_the_official_libraries_verify() {
     let cases = preset_cases();
-    let signed = interop(Runtime::Python, "sign", &preset_sign_spec(&cases, NOW));
+    // HubSpot's timestamp is milliseconds at the real clock (not a whole second), as HubSpot
+    // sends it; the others sign that second.
+    let now_ms = real_now_ms();
+    let now = now_ms.div_euclid(1000);
+    let signed = interop(Runtime::Python, "sign", &preset_sign_spec(&cases, now_ms));
     let signed = signed.as_array().unwrap();
     assert_eq!(signed.len(), cases.len());
     for (case, delivery) in cases.iter().zip(signed) {
@@ -411,11 +483,47 @@ fn preset_deliveries_signed_by_the_official_libraries_verify() {
                     headers: &headers,
                     body,
                 },
-                NOW,
+                now,
             )
         };
         let verified = verify(url, &body).unwrap_or_else(|e| panic!("{name}: {e:?}"));
         assert_eq!(verified.key_index, 0, "{name}");
+        if case.scheme == Scheme::Hubspot {
+            assert_eq!(
+                headers["x-hubspot-request-timestamp"].to_str().unwrap(),
+                now_ms.to_string(),
+                "{name}: the library signed another timestamp"
+            );
+        }
+        if matches!(case.scheme, Scheme::Sendgrid | Scheme::Hubspot) {
+            // A batch: every item is an event, named inside it, with its own bytes.
+            let items = serde_json::from_slice::<Vec<Value>>(&body).unwrap();
+            match extract::extract(case.scheme, verifier.generic(), &headers, &body) {
+                Ok(extract::Extracted::Batch(events)) => {
+                    assert_eq!(events.len(), items.len(), "{name}");
+                    for (event, item) in events.iter().zip(&items) {
+                        let id = item
+                            .get("sg_event_id")
+                            .or_else(|| item.get("eventId"))
+                            .unwrap();
+                        let id = id.as_str().map_or_else(|| id.to_string(), str::to_owned);
+                        assert_eq!(event.event_id, id, "{name}");
+                        let event_type = item.get("event").or_else(|| item.get("subscriptionType"));
+                        assert_eq!(
+                            event.event_type,
+                            event_type.unwrap().as_str().unwrap(),
+                            "{name}"
+                        );
+                        assert_eq!(
+                            &serde_json::from_slice::<Value>(&event.document).unwrap(),
+                            item,
+                            "{name}"
+                        );
+                    }
+                }
+                other => panic!("{name}: not a batch: {other:?}"),
+            }
+        }
         // The same signature over a body with one byte changed is refused.
         let mut tampered = body.clone();
         let last = tampered.len() - 2;
@@ -439,11 +547,11 @@ fn preset_deliveries_signed_by_the_official_libraries_verify() {
 
 #[test]
 fn preset_deliveries_we_sign_pass_the_official_verifiers() {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs() as i64;
+    // HubSpot's library checks the timestamp against the real clock.
+    let now = real_now_ms().div_euclid(1000);
     let discord_key = PrivateKey::parse(Algorithm::Ed25519, DISCORD_SEED, None).unwrap();
+    let sendgrid_key =
+        PrivateKey::parse(Algorithm::EcdsaP256Sha256, SENDGRID_PRIVATE_KEY, None).unwrap();
     let mut deliveries = Vec::new();
     for case in preset_cases() {
         let verifier = preset_verifier(&case);
@@ -457,6 +565,7 @@ fn preset_deliveries_we_sign_pass_the_official_verifiers() {
         };
         let signer = match case.scheme {
             Scheme::Discord => Signer::Private(&discord_key),
+            Scheme::Sendgrid => Signer::Private(&sendgrid_key),
             _ => Signer::Secret(verifier.key(0).unwrap()),
         };
         let signed = generic::sign(model, signer, &request, now)
@@ -479,7 +588,7 @@ fn preset_deliveries_we_sign_pass_the_official_verifiers() {
         let delivery = |name: String, url: &str, body: &str| {
             json!({
                 "name": name, "library": case.library, "secret": case.secret, "url": url,
-                "public_key": DISCORD_PUBLIC_KEY, "headers": headers.clone(), "body": body,
+                "public_key": case.secret, "headers": headers.clone(), "body": body,
             })
         };
         deliveries.push(delivery(case.name.to_owned(), case.url, &case.body));
@@ -506,12 +615,12 @@ fn preset_deliveries_we_sign_pass_the_official_verifiers() {
         let accepted = result["accepted"].as_bool().unwrap();
         assert_eq!(accepted, !name.contains('('), "{name}: {}", result["error"]);
     }
-    // Each case, its tampered copy, and for Twilio and Square the other URL.
-    assert_eq!(results.len(), preset_cases().len() * 2 + 2);
+    // Each case, its tampered copy, and for Twilio, Square and HubSpot the other URL.
+    assert_eq!(results.len(), preset_cases().len() * 2 + 3);
 }
 
 /// The end-to-end sources: Twilio behind a proxy (its `public_url`, the URL configured in
-/// Twilio), and a Discord application.
+/// Twilio), a Discord application, and a SendGrid Event Webhook (its tolerance the preset's).
 fn preset_sources() -> Value {
     json!([
         {
@@ -525,6 +634,12 @@ fn preset_sources() -> Value {
             "name": "discord-interop",
             "scheme": "discord",
             "secrets": [DISCORD_PUBLIC_KEY],
+            "mode": "inline",
+        },
+        {
+            "name": "sendgrid-interop",
+            "scheme": "sendgrid",
+            "secrets": [SENDGRID_PUBLIC_KEY],
             "mode": "inline",
         },
     ])
@@ -619,4 +734,73 @@ async fn a_discord_ping_signed_with_pynacl_is_answered_pong_and_not_recorded() {
         .await;
     assert_eq!(refused.status, 401, "{refused:?}");
     assert_eq!(app.ledger_rows().await, 0);
+}
+
+#[tokio::test]
+async fn a_sendgrid_batch_signed_by_the_library_is_one_row_per_event_and_recorded_once() {
+    let (app, _) = spawn_app_with_sources(preset_sources()).await;
+    let body = json!([
+        sendgrid_event("sg_e2e_1", "processed"),
+        sendgrid_event("sg_e2e_2", "delivered"),
+        {"email": "ada@example.com", "timestamp": NOW - 3, "event": "open",
+         "sg_event_id": "sg_e2e_3", "useragent": "caf\u{e9} \u{2603}",
+         "sg_message_id": "14c5d75ce93.dfd.64b469.filter0001.16648.5515E0B88.0"},
+    ])
+    .to_string();
+    let spec = json!({"now": NOW, "deliveries": [{
+        "name": "sendgrid", "library": "sendgrid", "private_key": SENDGRID_PRIVATE_KEY,
+        "body": body,
+    }]});
+    let signed = interop(Runtime::Python, "sign", &spec);
+    assert_eq!(signed[0]["body"], body.as_str());
+    let headers = header_map(&signed[0]["headers"]);
+    let url = "https://hooks.example.com/webhooks/sendgrid";
+    let first = app
+        .receiver()
+        .receive_at("sendgrid-interop", url, &headers, body.as_bytes(), NOW)
+        .await;
+    assert_eq!(first.status, 200, "{first:?}");
+    let answer: Value = serde_json::from_str(&first.body).unwrap();
+    assert_eq!(answer["events"], 3, "{answer}");
+    // No handler is configured for this source: each event is recorded, completed, ignored.
+    assert_eq!(answer["outcomes"], json!({"ignored": 3}), "{answer}");
+    assert_eq!(first.outcome, Outcome::Ignored, "{first:?}");
+    assert_eq!(
+        app.texts(
+            "SELECT event_id || ' ' || event_type || ' ' || status::text FROM webhook_event \
+             WHERE source = 'sendgrid-interop' ORDER BY event_id"
+        )
+        .await,
+        [
+            "sg_e2e_1 processed completed",
+            "sg_e2e_2 delivered completed",
+            "sg_e2e_3 open completed",
+        ]
+    );
+    assert_eq!(app.ledger_rows().await, 3);
+    // SendGrid posts the same batch again (a retry, ten minutes later: past the default five
+    // minutes, within the preset's 24 h tolerance): 200, and no new row.
+    let again = app
+        .receiver()
+        .receive_at(
+            "sendgrid-interop",
+            url,
+            &headers,
+            body.as_bytes(),
+            NOW + 600,
+        )
+        .await;
+    assert_eq!(again.status, 200, "{again:?}");
+    let answer: Value = serde_json::from_str(&again.body).unwrap();
+    assert_eq!(answer["events"], 3, "{answer}");
+    assert_eq!(answer["outcomes"], json!({"replayed": 3}), "{answer}");
+    assert_eq!(app.ledger_rows().await, 3);
+    // The same signature over another batch is refused.
+    let forged = body.replace("\"open\"", "\"click\"");
+    let refused = app
+        .receiver()
+        .receive_at("sendgrid-interop", url, &headers, forged.as_bytes(), NOW)
+        .await;
+    assert_eq!(refused.status, 401, "{refused:?}");
+    assert_eq!(app.ledger_rows().await, 3);
 }
