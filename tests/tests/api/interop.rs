@@ -642,7 +642,93 @@ fn preset_sources() -> Value {
             "secrets": [SENDGRID_PUBLIC_KEY],
             "mode": "inline",
         },
+        {
+            "name": "adyen-interop",
+            "scheme": "adyen",
+            "secrets": [ADYEN_HMAC_KEY],
+            "mode": "inline",
+        },
     ])
+}
+
+/// An Adyen HMAC key, as the Customer Area shows it: hex digits.
+const ADYEN_HMAC_KEY: &str = "44782DEF547AAA06C910C43932B1EB0C71FC68D9D0C057550C48EC2ACF6BA056";
+
+/// An Adyen notification of two items (a capture has an `originalReference`, the
+/// authorisation none: an absent field signs as empty).
+fn adyen_notification(capture_value: u64) -> String {
+    json!({"live": "false", "notificationItems": [
+        {"NotificationRequestItem": {
+            "additionalData": {"authCode": "58747"},
+            "amount": {"currency": "EUR", "value": 1130},
+            "eventCode": "AUTHORISATION", "eventDate": "2026-12-03T13:00:00+01:00",
+            "merchantAccountCode": "HookledgerECOM", "merchantReference": "ord_1042",
+            "paymentMethod": "visa", "pspReference": "QFQTPCQ8HXSKGK82", "reason": "58747:1111:03/2030",
+            "success": "true"}},
+        {"NotificationRequestItem": {
+            "additionalData": {},
+            "amount": {"currency": "EUR", "value": capture_value},
+            "eventCode": "CAPTURE", "eventDate": "2026-12-03T13:05:00+01:00",
+            "merchantAccountCode": "HookledgerECOM", "merchantReference": "ord_1042",
+            "originalReference": "QFQTPCQ8HXSKGK82", "paymentMethod": "visa",
+            "pspReference": "LF2BNT5KWBW2MPK6", "success": "true"}}
+    ]})
+    .to_string()
+}
+
+#[tokio::test]
+async fn an_adyen_batch_signed_item_by_item_by_the_library_is_accepted_once_per_item() {
+    let (app, _) = spawn_app_with_sources(preset_sources()).await;
+    let sign = |body: String| {
+        let spec = json!({"now": NOW, "deliveries": [{
+            "name": "adyen", "library": "adyen", "secret": ADYEN_HMAC_KEY, "body": body,
+        }]});
+        let signed = interop(Runtime::Python, "sign", &spec);
+        signed[0]["body"].as_str().unwrap().to_owned()
+    };
+    let body = sign(adyen_notification(1130));
+    let receiver = app.receiver();
+    let url = "https://hooks.example.com/webhooks/adyen";
+    let headers = HeaderMap::new();
+    let first = receiver
+        .receive_at("adyen-interop", url, &headers, body.as_bytes(), NOW)
+        .await;
+    assert_eq!(
+        (first.status, first.content_type),
+        (200, "text/plain"),
+        "{first:?}"
+    );
+    assert_eq!(first.body, "[accepted]");
+    // Adyen retries the same notification: nothing new.
+    let again = receiver
+        .receive_at("adyen-interop", url, &headers, body.as_bytes(), NOW)
+        .await;
+    assert_eq!(
+        (again.status, again.outcome),
+        (200, Outcome::Replayed),
+        "{again:?}"
+    );
+    assert_eq!(
+        app.texts("SELECT event_id || ' ' || event_type FROM webhook_event ORDER BY event_id")
+            .await,
+        [
+            "LF2BNT5KWBW2MPK6:CAPTURE:true CAPTURE",
+            "QFQTPCQ8HXSKGK82:AUTHORISATION:true AUTHORISATION",
+        ]
+    );
+    // A signed field changed in one item (the capture's amount): the whole delivery is 401.
+    let tampered = sign(adyen_notification(2500)).replace("\"value\":2500", "\"value\":25000");
+    let reply = receiver
+        .receive_at("adyen-interop", url, &headers, tampered.as_bytes(), NOW)
+        .await;
+    assert_eq!(reply.status, 401, "{reply:?}");
+    // Our verifier and Adyen's agree on the library's signatures.
+    let verify = json!([{
+        "name": "adyen", "library": "adyen", "secret": ADYEN_HMAC_KEY, "headers": {}, "body": body,
+    }]);
+    let verdict = interop(Runtime::Python, "verify", &verify);
+    assert_eq!(verdict[0]["error"], Value::Null, "{verdict}");
+    assert_eq!(app.ledger_rows().await, 2);
 }
 
 #[tokio::test]

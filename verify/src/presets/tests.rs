@@ -690,6 +690,8 @@ fn each_presets_signature_header_agrees_with_the_scheme() {
             Scheme::Discord | Scheme::StandardWebhooksV1a => valid(p.scheme).secret,
             // The demo SendGrid verification key (events/sources.local.json).
             Scheme::Sendgrid => "MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAEAMhAyPSWHZDxcVbZ4cbfFLi+UzEt3pYdyPo3xCI/K+m9bLLk6GFE0YVSQlzCznwrQQdGC5rOTxy4A0qCXwUNGQ==".to_owned(),
+            // Adyen's HMAC key is hex.
+            Scheme::Adyen => "44782DEF547AAA06C910C43932B1EB0C".to_owned(),
             _ => "secret".to_owned(),
         };
         let verifier = Verifier::new(p.scheme, &[&secret], 300, None).unwrap();
