@@ -8,15 +8,20 @@
 //! strings belong, NUL in ids, deep nesting, wrong encodings, invalid JSON): their expected status
 //! is 400 (or 413 past the source's body limit), which proves they got that far; an unsigned or
 //! wrongly signed case expects 401. The test that runs it: tests/tests/api/hostile.rs.
+//!
+//! A public-key source (Discord's Ed25519, SendGrid's ECDSA P-256) is signed with its provider's
+//! local private key (`events/private-keys.local.json`), as `EventFile::sign` does, so its
+//! correctly signed cases reach extraction and its signature cases reach the public-key
+//! verification; a batch source (SendGrid) also gets cases for its batch splitter.
 
 use std::collections::BTreeMap;
 
 use anyhow::{anyhow, Context, Result};
 use base64::Engine as _;
-use hookledger_verify::Verifier;
+use hookledger_verify::{GenericHmac, PrivateKey, Verifier};
 use serde_json::{json, Value};
 
-use crate::{local_source, EventFile};
+use crate::{local_private_key, local_source, EventFile};
 
 /// Where a provider keeps an event's id or type: a JSON pointer into the body, or a header.
 #[derive(Debug, Clone, Copy)]
@@ -31,50 +36,75 @@ struct Provider {
     template: &'static str,
     id: Loc,
     ty: Loc,
+    /// Pointer to the event object the cases add fields to: the body (`""`), or a batch's
+    /// first item (`"/0"`).
+    object: &'static str,
 }
 
-const PROVIDERS: [Provider; 7] = [
+const PROVIDERS: [Provider; 9] = [
     Provider {
         source: "stripe",
         template: "receiver/stripe-payment-intent-succeeded.json",
         id: Loc::Body("/id"),
         ty: Loc::Body("/type"),
+        object: "",
     },
     Provider {
         source: "github",
         template: "receiver/github-push.json",
         id: Loc::Header("x-github-delivery"),
         ty: Loc::Header("x-github-event"),
+        object: "",
     },
     Provider {
         source: "shopify",
         template: "receiver/shopify-orders-create.json",
         id: Loc::Header("x-shopify-event-id"),
         ty: Loc::Header("x-shopify-topic"),
+        object: "",
     },
     Provider {
         source: "slack",
         template: "receiver/slack-app-mention.json",
         id: Loc::Body("/event_id"),
         ty: Loc::Body("/event/type"),
+        object: "",
     },
     Provider {
         source: "paddle",
         template: "receiver/paddle-transaction-completed.json",
         id: Loc::Body("/event_id"),
         ty: Loc::Body("/event_type"),
+        object: "",
     },
     Provider {
         source: "acme",
         template: "receiver/standard-webhooks-invoice-paid.json",
         id: Loc::Header("webhook-id"),
         ty: Loc::Body("/type"),
+        object: "",
     },
     Provider {
         source: "partner",
         template: "receiver/generic-partner-order-shipped.json",
         id: Loc::Body("/event/id"),
         ty: Loc::Body("/event/type"),
+        object: "",
+    },
+    Provider {
+        source: "discord",
+        template: "receiver/discord-application-command.json",
+        id: Loc::Body("/id"),
+        ty: Loc::Body("/type"),
+        object: "",
+    },
+    // A batch: the cases change its first item (the template has three).
+    Provider {
+        source: "sendgrid",
+        template: "receiver/sendgrid-event-batch.json",
+        id: Loc::Body("/0/sg_event_id"),
+        ty: Loc::Body("/0/event"),
+        object: "/0",
     },
 ];
 
@@ -167,10 +197,42 @@ impl Rng {
     }
 }
 
+/// What signs a source's deliveries in the corpus: its verifier (a shared secret), or for a
+/// public-key source its model and a private key (the provider's, or another for a wrong
+/// signature).
+#[derive(Clone)]
+enum Key {
+    Secret(Verifier),
+    Private(GenericHmac, PrivateKey),
+}
+
+impl Key {
+    /// The headers that sign `body` at `at` (`msg_id`: Standard Webhooks' `webhook-id`).
+    fn sign(&self, msg_id: &str, at: i64, body: &[u8]) -> Vec<(String, String)> {
+        match self {
+            Key::Secret(verifier) => verifier.sign(0, msg_id, at, body),
+            Key::Private(model, key) => {
+                // The public-key presets sign `{timestamp}{body}`: no header of the delivery.
+                let headers = http::HeaderMap::new();
+                let request = hookledger_verify::Request::post(&headers, body);
+                hookledger_verify::generic::sign(
+                    model,
+                    hookledger_verify::Signer::Private(key),
+                    &request,
+                    at,
+                )
+                .unwrap_or_default()
+            }
+        }
+    }
+}
+
 /// A provider with its verifier and its template delivery (signature headers removed).
 struct Prepared {
     p: &'static Provider,
     verifier: Verifier,
+    /// What signs its deliveries correctly.
+    key: Key,
     scheme: String,
     base: Draft,
     /// The names the verifier's `sign` sets (timestamp and signature headers).
@@ -184,12 +246,19 @@ impl Prepared {
         let config = local_source(p.source)?;
         let event = EventFile::load(p.template)?;
         let body = event.body()?;
-        let signing_headers: Vec<String> = config
-            .verifier
-            .sign(0, "msg", 1, b"{}")
+        // A public-key source: the verifier cannot sign (it holds the public key only).
+        let key = match config.verifier.generic().filter(|m| !m.algorithm.is_hmac()) {
+            Some(model) => Key::Private(model.clone(), local_private_key(p.source, model)?),
+            None => Key::Secret(config.verifier.clone()),
+        };
+        let signing_headers: Vec<String> = key
+            .sign("msg", 1, b"{}")
             .into_iter()
             .map(|(name, _)| name)
             .collect();
+        if signing_headers.is_empty() {
+            return Err(anyhow!("{}: cannot sign its deliveries", p.source));
+        }
         let headers = event
             .headers()
             .into_iter()
@@ -203,6 +272,7 @@ impl Prepared {
         Ok(Self {
             p,
             verifier: config.verifier.clone(),
+            key,
             scheme,
             base: Draft {
                 method: "POST".to_owned(),
@@ -220,20 +290,31 @@ impl Prepared {
         serde_json::from_slice(self.base.bytes()).context("template body")
     }
 
-    /// Signs `draft`'s body at `at` with the configured secret (replacing earlier signatures).
+    /// Signs `draft`'s body at `at` with the configured secret, or the provider's private key
+    /// (replacing earlier signatures).
     fn sign(&self, draft: &mut Draft, at: i64) {
-        self.sign_with(&self.verifier, draft, at)
+        self.sign_with(&self.key, draft, at)
     }
 
-    fn sign_with(&self, verifier: &Verifier, draft: &mut Draft, at: i64) {
+    fn sign_with(&self, key: &Key, draft: &mut Draft, at: i64) {
         let msg_id = draft.get("webhook-id").unwrap_or("").to_owned();
         for name in &self.signing_headers {
             draft.remove(name);
         }
         let body = draft.bytes().to_vec();
-        for (name, value) in verifier.sign(0, &msg_id, at, &body) {
+        for (name, value) in key.sign(&msg_id, at, &body) {
             draft.set(&name, &value);
         }
+    }
+
+    /// Whether the source verifies with a public key (Ed25519, ECDSA).
+    fn public_key(&self) -> bool {
+        matches!(self.key, Key::Private(..))
+    }
+
+    /// The pointer of a new field `name` of the event object.
+    fn field(&self, name: &str) -> String {
+        format!("{}/{name}", self.p.object)
     }
 
     /// The base delivery with `body`, signed at `at`.
@@ -460,6 +541,12 @@ pub fn corpus(seed: u64, now: i64) -> Result<Vec<Case>> {
     let prepared: Vec<Prepared> = PROVIDERS.iter().map(Prepared::new).collect::<Result<_>>()?;
     for p in &prepared {
         provider_cases(&mut b, p, now)?;
+        if p.public_key() {
+            public_key_cases(&mut b, p, now)?;
+        }
+        if p.verifier.generic().is_some_and(|m| m.batch.is_some()) {
+            batch_cases(&mut b, p, now)?;
+        }
     }
     route_cases(&mut b, &prepared[0], now)?;
     Ok(b.cases)
@@ -501,11 +588,11 @@ fn provider_cases(b: &mut Builder, p: &Prepared, now: i64) -> Result<()> {
     // Oversized: one byte past the source's limit, signed and not.
     {
         let mut doc = p.body_json()?;
-        set_pointer(&mut doc, "/padding", json!(""))?;
+        set_pointer(&mut doc, &p.field("padding"), json!(""))?;
         let short = serde_json::to_vec(&doc)?.len();
         set_pointer(
             &mut doc,
-            "/padding",
+            &p.field("padding"),
             json!("x".repeat(p.max_body_bytes + 1 - short)),
         )?;
         let body = serde_json::to_vec(&doc)?;
@@ -594,7 +681,7 @@ fn provider_cases(b: &mut Builder, p: &Prepared, now: i64) -> Result<()> {
         ("encoded surrogate", b"\xed\xa0\x80"),
     ] {
         let mut doc = p.body_json()?;
-        set_pointer(&mut doc, "/note", json!("MARKER"))?;
+        set_pointer(&mut doc, &p.field("note"), json!("MARKER"))?;
         let text = serde_json::to_vec(&doc)?;
         let at = text
             .windows(6)
@@ -875,8 +962,8 @@ fn provider_cases(b: &mut Builder, p: &Prepared, now: i64) -> Result<()> {
                 json!(1.5),
                 json!("t".repeat(256)),
             ];
-            // Paddle and generic sources read an integer type as its text.
-            if !matches!(p.p.source, "paddle" | "partner") {
+            // Paddle and model sources read an integer type as its text (Discord's is one).
+            if !matches!(p.p.source, "paddle" | "partner" | "discord" | "sendgrid") {
                 wrong_types.push(json!(123));
             }
             for value in wrong_types {
@@ -1219,14 +1306,28 @@ fn provider_cases(b: &mut Builder, p: &Prepared, now: i64) -> Result<()> {
         }
         let mut draft = signed.clone();
         draft.set(&sig_header, &good_sig.to_uppercase());
-        if draft.get(&sig_header) != Some(good_sig.as_str()) && p.p.source != "partner" {
+        // (Discord's hex has no prefix: upper-cased it is the same signature.)
+        if draft.get(&sig_header) != Some(good_sig.as_str())
+            && !matches!(p.p.source, "partner" | "discord")
+        {
             b.push("wrong value", p, "upper-cased signature", draft, false, 401)?;
         }
         let secret = match p.scheme.as_str() {
             "standard-webhooks" => "whsec_d3Jvbmcgc2VjcmV0IGZvciB0aGUgY29ycHVz",
             _ => "whsec_wrong_secret_for_the_hostile_corpus",
         };
-        let wrong = crate::verifier_with_secret(&*local_source(p.p.source)?, secret)?;
+        let wrong = match &p.key {
+            // Another private key of the same algorithm.
+            Key::Private(model, _) => Key::Private(
+                model.clone(),
+                PrivateKey::parse(model.algorithm, &"17".repeat(32), None)
+                    .map_err(|e| anyhow!("{e}"))?,
+            ),
+            Key::Secret(_) => Key::Secret(crate::verifier_with_secret(
+                &*local_source(p.p.source)?,
+                secret,
+            )?),
+        };
         let mut draft = p.base.clone();
         p.sign_with(&wrong, &mut draft, now);
         b.push(
@@ -1291,5 +1392,516 @@ fn route_cases(b: &mut Builder, stripe: &Prepared, now: i64) -> Result<()> {
             last.scheme = "none".to_owned();
         }
     }
+    Ok(())
+}
+
+/// The signature cases of a public-key source (Ed25519, ECDSA P-256): signatures that do not
+/// decode, have another length, sign something else, are repeated or are not ASCII. Each must
+/// be refused by the public-key verification: 401.
+fn public_key_cases(b: &mut Builder, p: &Prepared, now: i64) -> Result<()> {
+    use hookledger_verify::Encoding;
+    let Key::Private(model, key) = &p.key else {
+        return Ok(());
+    };
+    let full = p.base.bytes().to_vec();
+    let signed = p.signed_body(full.clone(), now);
+    let sig_header = p.signature_header().to_owned();
+    let good_sig = signed.get(&sig_header).unwrap_or("").to_owned();
+    let hex = matches!(model.encoding, Encoding::Hex);
+    let decode = |text: &str| -> Result<Vec<u8>> {
+        Ok(if hex {
+            hex::decode(text)?
+        } else {
+            base64::engine::general_purpose::STANDARD.decode(text)?
+        })
+    };
+    let encode = |bytes: &[u8]| -> String {
+        if hex {
+            hex::encode(bytes)
+        } else {
+            base64::engine::general_purpose::STANDARD.encode(bytes)
+        }
+    };
+    let good = decode(&good_sig)?;
+    let max = model.algorithm.max_signature_len();
+    // (Unpadded base64 of the same bytes is the same signature: cut the digits, not the `=`.)
+    let digits = good_sig.trim_end_matches('=');
+    let mut values: Vec<(String, String)> = vec![
+        (
+            "signature cut by two characters".to_owned(),
+            digits[..digits.len() - 2].to_owned(),
+        ),
+        (
+            "signature cut to half".to_owned(),
+            digits[..digits.len() / 2].to_owned(),
+        ),
+        (
+            "signature of one character".to_owned(),
+            digits[..1].to_owned(),
+        ),
+        ("one byte short".to_owned(), encode(&good[..good.len() - 1])),
+        ("one byte too long (zero appended)".to_owned(), {
+            let mut long = good.clone();
+            long.push(0);
+            encode(&long)
+        }),
+        (
+            "the signature twice over".to_owned(),
+            encode(&good.repeat(2)),
+        ),
+        ("64 zero bytes".to_owned(), encode(&[0; 64])),
+        ("64 0xFF bytes".to_owned(), encode(&[0xFF; 64])),
+        (
+            format!("{} zero bytes (one past the longest)", max + 1),
+            encode(&vec![0; max + 1]),
+        ),
+        ("a 512-byte signature".to_owned(), encode(&[0x30; 512])),
+        ("one zero byte".to_owned(), encode(&[0])),
+        (
+            "a character outside the alphabet".to_owned(),
+            format!("{}{}", if hex { "g" } else { "!" }, &good_sig[1..]),
+        ),
+        (
+            "a space inside".to_owned(),
+            format!("{} {}", &digits[..8], &good_sig[8..]),
+        ),
+        (
+            "the other encoding".to_owned(),
+            if hex {
+                base64::engine::general_purpose::STANDARD.encode(&good)
+            } else {
+                hex::encode(&good)
+            },
+        ),
+        (
+            "non-ASCII character in place of the first".to_owned(),
+            format!("\u{e9}{}", &good_sig[1..]),
+        ),
+        (
+            "trailing no-break space".to_owned(),
+            format!("{good_sig}\u{a0}"),
+        ),
+        (
+            "fullwidth first character".to_owned(),
+            format!("\u{ff10}{}", &good_sig[1..]),
+        ),
+    ];
+    if hex {
+        values.push(("0x prefix".to_owned(), format!("0x{good_sig}")));
+        values.push((
+            "odd number of hex digits".to_owned(),
+            good_sig[1..].to_owned(),
+        ));
+    } else {
+        let url_safe = good_sig.replace('+', "-").replace('/', "_");
+        if url_safe != good_sig {
+            values.push(("URL-safe alphabet".to_owned(), url_safe));
+        }
+        values.push((
+            "padding in the middle".to_owned(),
+            format!("{}=={}", &digits[..4], &digits[4..]),
+        ));
+    }
+    for (what, value) in values {
+        if value == good_sig {
+            continue;
+        }
+        let mut draft = signed.clone();
+        draft.set(&sig_header, &value);
+        b.push("public-key signature", p, what, draft, false, 401)?;
+    }
+
+    // Valid signatures of something else.
+    {
+        // Another body (one byte changed), sent with this one.
+        let mut other = full.clone();
+        let last = other.len() - 2;
+        other[last] = if other[last] == b' ' { b'\t' } else { b' ' };
+        let mut draft = signed.clone();
+        for (name, value) in p.key.sign("", now, &other) {
+            draft.set(&name, &value);
+        }
+        b.push(
+            "public-key signature",
+            p,
+            "the signature of another body",
+            draft,
+            false,
+            401,
+        )?;
+        // The signature made one second earlier, under this timestamp.
+        let mut draft = signed.clone();
+        let earlier = p.key.sign("", now - 1, &full);
+        if let Some((_, value)) = earlier.iter().find(|(name, _)| *name == sig_header) {
+            draft.set(&sig_header, value);
+        }
+        b.push(
+            "public-key signature",
+            p,
+            "the signature of another timestamp",
+            draft,
+            false,
+            401,
+        )?;
+        // The body alone signed, and the timestamp alone.
+        for (what, template) in [
+            ("the signature of the body without the timestamp", "{body}"),
+            (
+                "the signature of the timestamp without the body",
+                "{timestamp}",
+            ),
+            ("the signature of timestamp.body", "{timestamp}.{body}"),
+        ] {
+            let mut other = model.clone();
+            other.signed_payload = Some(template.to_owned());
+            let mut draft = p.base.clone();
+            p.sign_with(&Key::Private(other, key.clone()), &mut draft, now);
+            b.push("public-key signature", p, what, draft, false, 401)?;
+        }
+    }
+
+    // Repeated headers: the good signature twice (both shapes that keep the values apart or
+    // join them), the timestamp twice.
+    for (what, name) in [
+        ("signature header twice", sig_header.clone()),
+        (
+            "timestamp header twice",
+            p.signing_headers
+                .iter()
+                .find(|name| **name != sig_header)
+                .cloned()
+                .unwrap_or_default(),
+        ),
+    ] {
+        if name.is_empty() {
+            continue;
+        }
+        for shape in [Shape::HttpApiV2, Shape::Alb] {
+            let mut draft = signed.clone();
+            let value = draft.get(&name).unwrap_or("").to_owned();
+            draft.headers.push((name.clone(), value));
+            b.push_as(
+                "public-key signature",
+                p,
+                format!("{what}, same value, as {shape:?}"),
+                draft,
+                false,
+                401,
+                shape,
+            )?;
+        }
+    }
+    // A non-ASCII timestamp.
+    if let Some(ts_header) = p.signing_headers.iter().find(|name| **name != sig_header) {
+        let now_text = now.to_string();
+        for (what, text) in [
+            (
+                "fullwidth last digit",
+                format!("{}\u{ff11}", &now_text[..now_text.len() - 1]),
+            ),
+            ("Arabic-Indic digits", "\u{0663}".repeat(now_text.len())),
+            ("trailing no-break space", format!("{now_text}\u{a0}")),
+        ] {
+            let mut draft = signed.clone();
+            draft.set(ts_header, &text);
+            b.push(
+                "public-key signature",
+                p,
+                format!("timestamp with a {what}"),
+                draft,
+                false,
+                401,
+            )?;
+        }
+    }
+    Ok(())
+}
+
+/// The batch splitter's cases (SendGrid: the body is a JSON array of events, each named by
+/// its `sg_event_id` and typed by its `event`), correctly signed: every one is refused whole at
+/// extraction (400) and writes nothing, whichever item is wrong.
+fn batch_cases(b: &mut Builder, p: &Prepared, now: i64) -> Result<()> {
+    let template = p.body_json()?;
+    let items: Vec<Value> = template
+        .as_array()
+        .ok_or_else(|| anyhow!("{}: the template body is not an array", p.p.source))?
+        .clone();
+    let first = items
+        .first()
+        .cloned()
+        .ok_or_else(|| anyhow!("{}: the template batch is empty", p.p.source))?;
+    let (id_key, type_key) = ("sg_event_id", "event");
+    let push = |b: &mut Builder, what: String, body: Vec<u8>| {
+        b.push("batch", p, what, p.signed_body(body, now), true, 400)
+    };
+    let with_last = |last: Value| -> Result<Vec<u8>> {
+        let mut all = items.clone();
+        all.push(last);
+        Ok(serde_json::to_vec(&all)?)
+    };
+    // The last item with one field changed, or removed (`None`).
+    let last_with = |key: &str, value: Option<Value>| -> Result<Vec<u8>> {
+        let mut item = first.clone();
+        let object = item
+            .as_object_mut()
+            .ok_or_else(|| anyhow!("item is no object"))?;
+        object.insert(id_key.to_owned(), json!("sg_hostile_last"));
+        match value {
+            Some(value) => object.insert(key.to_owned(), value),
+            None => object.remove(key),
+        };
+        with_last(item)
+    };
+
+    // Items that are not objects, after good ones and alone.
+    for (what, item) in [
+        ("a number", json!(42)),
+        ("a string", json!("rbtnWrG1DVDGGGFHFyun0A")),
+        ("null", Value::Null),
+        ("true", json!(true)),
+        ("a nested array of an event", json!([first.clone()])),
+        ("an empty array", json!([])),
+        ("a float", json!(1.5)),
+    ] {
+        push(
+            b,
+            format!("{what} item after good ones"),
+            with_last(item.clone())?,
+        )?;
+        push(
+            b,
+            format!("{what} as the only item"),
+            serde_json::to_vec(&json!([item]))?,
+        )?;
+    }
+    // The event id: absent, of a wrong type, out of bounds (in the last item; the first is
+    // covered by the provider's cases).
+    push(
+        b,
+        format!("last item without {id_key}"),
+        last_with(id_key, None)?,
+    )?;
+    for value in [
+        json!(true),
+        json!(false),
+        json!(1.5),
+        json!(-0.0),
+        json!({"id": "sg_1"}),
+        json!(["sg_1"]),
+        json!(""),
+        json!("s".repeat(256)),
+        json!("sg_\u{0}1"),
+    ] {
+        let label: String = value.to_string().chars().take(24).collect();
+        push(
+            b,
+            format!("last item's {id_key} {label}"),
+            last_with(id_key, Some(value))?,
+        )?;
+    }
+    // The event type of a wrong type or out of bounds.
+    for value in [
+        json!(true),
+        json!(1.5),
+        json!({}),
+        json!([]),
+        json!("e".repeat(256)),
+        json!("open\u{0}"),
+    ] {
+        let label: String = value.to_string().chars().take(24).collect();
+        push(
+            b,
+            format!("last item's {type_key} {label}"),
+            last_with(type_key, Some(value))?,
+        )?;
+    }
+    // Every item without an id.
+    let bare: Vec<Value> = items
+        .iter()
+        .map(|item| {
+            let mut item = item.clone();
+            if let Some(object) = item.as_object_mut() {
+                object.remove(id_key);
+            }
+            item
+        })
+        .collect();
+    push(
+        b,
+        "no item has an id".to_owned(),
+        serde_json::to_vec(&bare)?,
+    )?;
+
+    // No items, or no array.
+    for (what, body) in [
+        ("empty array with whitespace", " [ \n ] ".to_owned()),
+        ("an array of an empty array", "[[]]".to_owned()),
+        (
+            "an object instead of an array (the first event)",
+            serde_json::to_string(&first)?,
+        ),
+        (
+            "the events under a key",
+            serde_json::to_string(&json!({ "events": items }))?,
+        ),
+        ("an empty object", "{}".to_owned()),
+        (
+            "a string holding the array",
+            serde_json::to_string(&serde_json::to_string(&items)?)?,
+        ),
+    ] {
+        push(b, what.to_owned(), body.into_bytes())?;
+    }
+
+    // Broken array syntax around good items.
+    let one = serde_json::to_string(&first)?;
+    for (what, body) in [
+        ("trailing comma after the last item", format!("[{one},]")),
+        ("leading comma", format!("[,{one}]")),
+        ("two commas between items", format!("[{one},,{one}]")),
+        ("no comma between items", format!("[{one}{one}]")),
+        ("unclosed array", format!("[{one}")),
+        (
+            "unclosed last item",
+            format!("[{one},{}", &one[..one.len() - 1]),
+        ),
+        ("garbage after the array", format!("[{one}]x")),
+        ("two arrays", format!("[{one}][{one}]")),
+        (
+            "a number past f64 (1e400) in the last item",
+            format!("[{one},{}", {
+                let mut item = one.clone();
+                item.insert_str(1, "\"n\":1e400,");
+                format!("{item}]")
+            }),
+        ),
+    ] {
+        push(b, what.to_owned(), body.into_bytes())?;
+    }
+
+    // Deep nesting: 200 levels (past serde_json's 128) inside an item, as an item, around the
+    // items.
+    let deep_arrays = format!("{}1{}", "[".repeat(200), "]".repeat(200));
+    let deep_objects = format!("{}1{}", "{\"a\":".repeat(200), "}".repeat(200));
+    for (what, body) in [
+        (
+            "200 nested arrays inside the last item",
+            format!(
+                "[{one},{}",
+                one.replacen('{', &format!("{{\"deep\":{deep_arrays},"), 1) + "]"
+            ),
+        ),
+        (
+            "200 nested objects inside the last item",
+            format!(
+                "[{one},{}",
+                one.replacen('{', &format!("{{\"deep\":{deep_objects},"), 1) + "]"
+            ),
+        ),
+        (
+            "an item of 200 nested arrays",
+            format!("[{one},{deep_arrays}]"),
+        ),
+        (
+            "an item of 200 nested objects",
+            format!("[{one},{deep_objects}]"),
+        ),
+        (
+            "the items 200 arrays deep",
+            format!("{}{one}{}", "[".repeat(200), "]".repeat(200)),
+        ),
+        (
+            "an item of 10,000 unclosed arrays",
+            format!("[{one},{}", "[".repeat(10_000)),
+        ),
+    ] {
+        push(b, what.to_owned(), body.into_bytes())?;
+    }
+
+    // Too many items: one past the limit, of tiny valid events and of nothing at all; the limit
+    // itself of items without an id.
+    let limit = hookledger_verify::generic::MAX_BATCH_ITEMS;
+    let tiny: Vec<String> = (0..=limit)
+        .map(|n| format!("{{\"{id_key}\":\"s{n}\",\"{type_key}\":\"open\"}}"))
+        .collect();
+    push(
+        b,
+        format!("{} tiny events (one past the limit)", limit + 1),
+        format!("[{}]", tiny.join(",")).into_bytes(),
+    )?;
+    push(
+        b,
+        format!("{} empty objects", limit + 1),
+        format!("[{}]", vec!["{}"; limit + 1].join(",")).into_bytes(),
+    )?;
+    push(
+        b,
+        "100,000 zeros".to_owned(),
+        format!("[{}]", vec!["0"; 100_000].join(",")).into_bytes(),
+    )?;
+    push(
+        b,
+        format!("{limit} empty objects (the limit, no ids)"),
+        format!("[{}]", vec!["{}"; limit].join(",")).into_bytes(),
+    )?;
+
+    // Invalid UTF-8 inside the last item, and between items.
+    for (what, bytes) in [
+        ("Latin-1 e-acute", &b"caf\xe9"[..]),
+        ("lone 0xFF", b"\xff"),
+        ("overlong slash", b"\xc0\xaf"),
+        ("encoded surrogate", b"\xed\xa0\x80"),
+    ] {
+        let text = with_last({
+            let mut item = first.clone();
+            set_pointer(&mut item, "/note", json!("MARKER"))?;
+            set_pointer(&mut item, &format!("/{id_key}"), json!("sg_hostile_last"))?;
+            item
+        })?;
+        let at = text
+            .windows(6)
+            .position(|w| w == b"MARKER")
+            .ok_or_else(|| anyhow!("marker"))?;
+        let mut body = text[..at].to_vec();
+        body.extend_from_slice(bytes);
+        body.extend_from_slice(&text[at + 6..]);
+        push(b, format!("{what} in the last item's string"), body)?;
+        let mut body = format!("[{one},").into_bytes();
+        body.extend_from_slice(bytes);
+        body.extend_from_slice(format!("{one}]").as_bytes());
+        push(b, format!("{what} between items"), body)?;
+    }
+    let mut body = format!("[{one},").into_bytes();
+    body.extend_from_slice(&one.as_bytes()[..one.len() - 1]);
+    body.extend_from_slice(b",\"caf\xe9\":1}]");
+    push(b, "Latin-1 in the last item's key".to_owned(), body)?;
+
+    // Lone surrogate escapes: valid UTF-8, not valid JSON strings.
+    for (what, escape) in [
+        ("high", r"\ud800"),
+        ("low", r"\udc00"),
+        ("reversed pair", r"\udc00\ud800"),
+        ("high then a letter", r"\ud800\u0041"),
+        ("high at the end", r"abc\udbff"),
+    ] {
+        let note = one.replacen('{', &format!("{{\"note\":\"{escape}\","), 1);
+        push(
+            b,
+            format!("lone surrogate ({what}) in the last item"),
+            format!("[{one},{note}]").into_bytes(),
+        )?;
+    }
+    let id_surrogate = format!("{{\"{id_key}\":\"sg\\ud800\",\"{type_key}\":\"open\"}}");
+    push(
+        b,
+        format!("lone surrogate in the last item's {id_key}"),
+        format!("[{one},{id_surrogate}]").into_bytes(),
+    )?;
+    let key_surrogate = one.replacen('{', "{\"\\ud800\":1,", 1);
+    push(
+        b,
+        "lone surrogate in a key of the last item".to_owned(),
+        format!("[{one},{key_surrogate}]").into_bytes(),
+    )?;
     Ok(())
 }

@@ -128,6 +128,84 @@ async fn an_unreadable_item_fails_the_whole_batch_with_a_400_and_writes_nothing(
     assert_eq!(app.ledger_rows().await, 0);
 }
 
+/// Two items of one batch with the same `sg_event_id`: with the same bytes they are one row
+/// (the second a duplicate); with other bytes one row (the first item's) and a logged digest
+/// mismatch for the second, and the batch is still answered 200: a mismatching item does not
+/// stop the others (`process_batch`).
+#[tokio::test]
+async fn a_batch_repeating_an_id_is_one_row_and_a_changed_repeat_is_a_logged_digest_mismatch() {
+    let app = spawn_app().await;
+    let (logs, _guard) = capture_logs();
+    let same = sendgrid(&[
+        sendgrid_event("sg_dup", "open"),
+        sendgrid_event("sg_dup", "open"),
+        sendgrid_event("sg_after_dup", "click"),
+    ]);
+    let reply = app.receive("sendgrid", &same).await;
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    let answer: serde_json::Value = serde_json::from_str(&reply.body).unwrap();
+    assert_eq!(answer["events"], 3, "{answer}");
+    assert_eq!(answer["outcomes"]["replayed"], 1, "{answer}");
+    assert!(
+        answer["outcomes"].get("digest_mismatch").is_none(),
+        "{answer}"
+    );
+    assert_eq!(
+        app.count("SELECT count(*) FROM webhook_event WHERE event_id = 'sg_dup'")
+            .await,
+        1
+    );
+    assert_eq!(app.ledger_rows().await, 2);
+    assert!(logs.with("outcome", "digest_mismatch").is_empty());
+
+    let first = sendgrid_event("sg_mis", "open");
+    let mut changed = first.clone();
+    changed["email"] = json!("eve@example.com");
+    let mismatch = sendgrid(&[
+        first.clone(),
+        changed,
+        sendgrid_event("sg_after_mis", "click"),
+    ]);
+    let reply = app.receive("sendgrid", &mismatch).await;
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    let answer: serde_json::Value = serde_json::from_str(&reply.body).unwrap();
+    assert_eq!(answer["events"], 3, "{answer}");
+    assert_eq!(answer["outcomes"]["digest_mismatch"], 1, "{answer}");
+    assert_eq!(
+        app.count(
+            "SELECT count(*) FROM webhook_event WHERE event_id IN ('sg_mis', 'sg_after_mis')"
+        )
+        .await,
+        2
+    );
+    assert_eq!(app.ledger_rows().await, 4);
+    // The row keeps the first item's bytes.
+    let stored = app
+        .texts("SELECT convert_from(payload, 'UTF8') FROM webhook_event WHERE event_id = 'sg_mis'")
+        .await;
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(&stored[0]).unwrap(),
+        first
+    );
+    // Logged: the batch item's line names the mismatch.
+    let logged: Vec<serde_json::Value> = logs
+        .with("outcome", "digest_mismatch")
+        .into_iter()
+        .filter(|line| line["event_id"] == "sg_mis")
+        .collect();
+    assert_eq!(logged.len(), 1, "{}", logs.text());
+    assert_eq!(logged[0]["status"], 409, "{}", logged[0]);
+    assert!(
+        logged[0]["detail"]
+            .as_str()
+            .is_some_and(|detail| detail.contains("payload identity")),
+        "{}",
+        logged[0]
+    );
+    // Not a refused delivery: nothing counted in rejected_delivery.
+    assert_eq!(app.count("SELECT count(*) FROM rejected_delivery").await, 0);
+}
+
 #[tokio::test]
 async fn a_hubspot_retry_counts_its_attempt_in_each_event_and_is_still_a_duplicate() {
     let (app, _) = spawn_app_with_sources(json!([
