@@ -360,7 +360,8 @@ fn batch_of<'a>(
     body: &'a [u8],
 ) -> Result<Extracted<'a>, ExtractError> {
     let split = crate::generic::batch::events(body, batch).map_err(|error| match error {
-        SplitError::NotJson(summary) => ExtractError::NotJson(summary),
+        SplitError::NotUtf8 => ExtractError::NotJson("not UTF-8".to_owned()),
+        SplitError::NotJson(error) => ExtractError::NotJson(json_error(&error)),
         SplitError::Items(reason) => ExtractError::BadBatch(reason),
     })?;
     let mut events = Vec::with_capacity(split.len());

@@ -199,8 +199,10 @@ impl Verifier {
     /// for tests and the dev tool.
     ///
     /// Returns the headers to set, as `(lowercase name, value)` pairs, in a fixed order (see
-    /// [`sign`]; a generic source gets its timestamp header, if configured, then its signature
-    /// header with the configured prefix). `msg_id` is used by Standard Webhooks only;
+    /// [`sign`]; a model source gets the headers its template signs or names its id by, set to
+    /// `msg_id`, its timestamp header, if configured, then its signature). A source that signs
+    /// the URL (Twilio, Square, HubSpot) or uses a public key gets none: sign it with
+    /// [`generic::sign`](crate::generic::sign) and the request. `msg_id` is used by Standard Webhooks only;
     /// `timestamp` is unix seconds, ignored where no timestamp is signed.
     ///
     /// # Panics
@@ -232,6 +234,11 @@ impl Verifier {
                     .and_then(|name| http::HeaderName::from_bytes(name.as_bytes()).ok())
                 {
                     named.push(name);
+                }
+                // A signed URL is not known here: such a delivery is signed with the request
+                // (`generic::sign`), never over an empty URL that no receiver would see.
+                if prepared.parsed.template.contains(&generic::Segment::Url) {
+                    return Vec::new();
                 }
                 let mut out = Vec::new();
                 for name in named {

@@ -7,12 +7,15 @@ use serde_json::value::RawValue;
 
 use super::config::{Batch, MAX_BATCH_ITEMS};
 
-/// Why a batch cannot be split: the body is no JSON (`NotJson`, with a log-safe summary), or
-/// its items are not where and what the rule says (`Items`, a fixed reason).
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Why a batch cannot be split: the body is no JSON (`NotUtf8`, `NotJson` with serde's error,
+/// which the caller summarises without values), or its items are not where and what the rule
+/// says (`Items`, a fixed reason).
+#[derive(Debug)]
 pub(crate) enum SplitError {
-    /// The body is not JSON (UTF-8, well-formed).
-    NotJson(String),
+    /// The body is not UTF-8.
+    NotUtf8,
+    /// The body is not well-formed JSON.
+    NotJson(serde_json::Error),
     /// The items: absent, not an array, empty, too many, or an item without its event object.
     Items(&'static str),
 }
@@ -39,10 +42,8 @@ pub(crate) fn raw_at<'a>(raw: &'a RawValue, pointer: &str) -> Option<&'a RawValu
 /// # Errors
 /// [`SplitError`] as above.
 pub(crate) fn events<'a>(body: &'a [u8], batch: &Batch) -> Result<Vec<&'a RawValue>, SplitError> {
-    let text =
-        std::str::from_utf8(body).map_err(|_| SplitError::NotJson("not UTF-8".to_owned()))?;
-    let root: &'a RawValue = serde_json::from_str(text)
-        .map_err(|e| SplitError::NotJson(crate::extract::json_error(&e)))?;
+    let text = std::str::from_utf8(body).map_err(|_| SplitError::NotUtf8)?;
+    let root: &'a RawValue = serde_json::from_str(text).map_err(SplitError::NotJson)?;
     let array = raw_at(root, &batch.items_pointer)
         .ok_or(SplitError::Items("batch: no items where expected"))?;
     let items: Vec<&'a RawValue> = serde_json::from_str(array.get())

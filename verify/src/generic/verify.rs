@@ -289,8 +289,82 @@ pub(crate) fn verify(
             Segment::FormField(_) => Cow::Borrowed(&[][..]),
         });
     }
+    let first = {
+        let parts: Vec<&[u8]> = parts.iter().map(AsRef::as_ref).collect();
+        first_matching_key(keys, &parts, &found.signatures)
+    };
+    // The URL with and without its default port is one address, and providers sign either
+    // (twilio-python's validator tries both: "sig generation on back end is inconsistent").
+    let Err(VerifyError::NoSignatureMatched) = first else {
+        return first;
+    };
+    let Some(other) = other_port_form(request.url) else {
+        return first;
+    };
+    for (part, segment) in parts.iter_mut().zip(&parsed.template) {
+        if *segment == Segment::Url {
+            *part = Cow::Owned(other.clone().into_bytes());
+        }
+    }
     let parts: Vec<&[u8]> = parts.iter().map(AsRef::as_ref).collect();
     first_matching_key(keys, &parts, &found.signatures)
+}
+
+/// `url` with its default port made explicit (`https://host/x` -> `https://host:443/x`) or
+/// removed (`http://host:80/x` -> `http://host/x`); `None` for another port, another scheme or
+/// a URL without a host.
+fn other_port_form(url: &str) -> Option<String> {
+    let (scheme, rest) = url.split_once("://")?;
+    let default = match scheme {
+        "https" => "443",
+        "http" => "80",
+        _ => return None,
+    };
+    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let (authority, path) = rest.split_at(end);
+    if authority.is_empty() || authority.contains('@') {
+        return None;
+    }
+    match authority.rsplit_once(':') {
+        // An IPv6 literal's colons are inside brackets.
+        Some((host, port)) if !port.contains(']') => {
+            (port == default).then(|| format!("{scheme}://{host}{path}"))
+        }
+        _ => Some(format!("{scheme}://{authority}:{default}{path}")),
+    }
+}
+
+#[cfg(test)]
+mod port_tests {
+    use super::other_port_form;
+
+    #[test]
+    fn the_default_port_is_added_or_removed_and_other_ports_are_left() {
+        assert_eq!(
+            other_port_form("https://example.com/twilio/sms?x=1").as_deref(),
+            Some("https://example.com:443/twilio/sms?x=1")
+        );
+        assert_eq!(
+            other_port_form("https://example.com:443/twilio").as_deref(),
+            Some("https://example.com/twilio")
+        );
+        assert_eq!(
+            other_port_form("http://example.com:80").as_deref(),
+            Some("http://example.com")
+        );
+        assert_eq!(
+            other_port_form("https://[::1]/x").as_deref(),
+            Some("https://[::1]:443/x")
+        );
+        for unchanged in [
+            "https://example.com:8443/x",
+            "ftp://example.com/x",
+            "",
+            "https:///x",
+        ] {
+            assert_eq!(other_port_form(unchanged), None, "{unchanged}");
+        }
+    }
 }
 
 /// A batch whose every event object carries its own signature (Adyen): each must verify,

@@ -706,3 +706,65 @@ fn each_presets_signature_header_agrees_with_the_scheme() {
         }
     }
 }
+
+/// Twilio signs the URL with or without the default port; twilio-python's validator accepts
+/// both forms, and so do we (the port is tried the other way on a mismatch only).
+#[test]
+fn a_url_signed_with_or_without_its_default_port_verifies_either_way() {
+    use crate::generic::{sign, Signer};
+    use crate::Request;
+    let verifier = Verifier::new(Scheme::Twilio, &["12345"], 300, None).unwrap();
+    let model = verifier.generic().unwrap().clone();
+    let headers = http::HeaderMap::new();
+    let body = b"MessageSid=SM1&MessageStatus=sent";
+    for (signed_at, received_at, ok) in [
+        (
+            "https://example.com:443/sms?x=1",
+            "https://example.com/sms?x=1",
+            true,
+        ),
+        (
+            "https://example.com/sms?x=1",
+            "https://example.com:443/sms?x=1",
+            true,
+        ),
+        (
+            "https://example.com:8443/sms",
+            "https://example.com/sms",
+            false,
+        ),
+        ("https://example.com/sms", "https://example.org/sms", false),
+    ] {
+        let request = Request {
+            method: "POST",
+            url: signed_at,
+            headers: &headers,
+            body,
+        };
+        let mut signed = http::HeaderMap::new();
+        for (name, value) in sign(
+            &model,
+            Signer::Secret(verifier.key(0).unwrap()),
+            &request,
+            0,
+        )
+        .unwrap()
+        {
+            signed.insert(
+                http::HeaderName::from_bytes(name.as_bytes()).unwrap(),
+                http::HeaderValue::from_str(&value).unwrap(),
+            );
+        }
+        let received = Request {
+            method: "POST",
+            url: received_at,
+            headers: &signed,
+            body,
+        };
+        assert_eq!(
+            verifier.verify_request(&received, 0).is_ok(),
+            ok,
+            "{signed_at} -> {received_at}"
+        );
+    }
+}
