@@ -266,7 +266,11 @@ pub fn extract<'a>(
             )
         }
         // The scheme model: a preset, or generic-hmac as configured.
-        _ => return model(scheme, generic.ok_or(ExtractError::NoRule)?, headers, body),
+        _ => {
+            let rule = generic.ok_or(ExtractError::NoRule)?;
+            let parsed = rule.parse().map_err(|_| ExtractError::NoRule)?;
+            return model(scheme, rule, &parsed, headers, body);
+        }
     };
     finish(event_id, event_type, document)
 }
@@ -299,15 +303,17 @@ pub fn id_and_type_signed(scheme: Scheme, generic: Option<&GenericHmac>) -> bool
 /// A delivery of a model source (`rule` is its [`GenericHmac`]): its handshake, or its event
 /// named by the rule's templates. A form body's document is its fields as a JSON object of
 /// strings; a JSON body must be an object.
-fn model<'a>(
+/// `parsed` is the rule's parsed form (a [`crate::Verifier`] keeps it, so a delivery does not
+/// parse the rule again).
+pub(crate) fn model<'a>(
     scheme: Scheme,
     rule: &GenericHmac,
+    parsed: &Parsed,
     headers: &'a HeaderMap,
     body: &'a [u8],
 ) -> Result<Extracted<'a>, ExtractError> {
-    let parsed: Parsed = rule.parse().map_err(|_| ExtractError::NoRule)?;
     if let Some(batch) = &rule.batch {
-        return batch_of(&parsed, batch, headers, body);
+        return batch_of(parsed, batch, headers, body);
     }
     let (document, json, form): (Cow<'a, [u8]>, Option<Value>, FormFields) = match rule.body {
         BodyFormat::Json => (Cow::Borrowed(body), Some(object(body)?), Vec::new()),

@@ -188,6 +188,38 @@ impl Verifier {
         }
     }
 
+    /// The event id, type and document of a verified delivery (see [`crate::extract`]), for a
+    /// model source from the rules parsed once at [`Verifier::new`].
+    ///
+    /// # Errors
+    /// As [`crate::extract::extract`].
+    pub fn extract<'a>(
+        &self,
+        headers: &'a HeaderMap,
+        body: &'a [u8],
+    ) -> Result<crate::extract::Extracted<'a>, crate::extract::ExtractError> {
+        match &self.generic {
+            Some(prepared) => crate::extract::model(
+                self.scheme,
+                &prepared.config,
+                &prepared.parsed,
+                headers,
+                body,
+            ),
+            None => crate::extract::extract(self.scheme, None, headers, body),
+        }
+    }
+
+    /// Whether the event id and type this source reads are covered by its signature
+    /// ([`crate::extract::id_and_type_signed`], from the parsed rules for a model source).
+    #[must_use]
+    pub fn signs_id_and_type(&self) -> bool {
+        match &self.generic {
+            Some(prepared) => prepared.parsed.names_signed,
+            None => crate::extract::id_and_type_signed(self.scheme, None),
+        }
+    }
+
     /// The key `key_index` (0-based, configuration order), for a handshake that answers with a
     /// MAC (Zoom); `None` past the end.
     #[must_use]

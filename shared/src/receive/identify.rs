@@ -1,7 +1,7 @@
 //! Identifying a verified body: its event id, type and payload hashes, or the reply that ends
 //! the delivery there (a Slack challenge, a body that cannot be identified).
 
-use hookledger_verify::extract::{extract, EventMeta, Extracted};
+use hookledger_verify::extract::{EventMeta, Extracted};
 use hookledger_verify::identity::PayloadHashes;
 use http::HeaderMap;
 
@@ -30,7 +30,7 @@ pub(super) fn identify<'b>(
     headers: &'b HeaderMap,
     body: &'b [u8],
 ) -> Result<Identified<'b>, Reply> {
-    let meta = match extract(config.scheme, config.verifier.generic(), headers, body) {
+    let meta = match config.verifier.extract(headers, body) {
         Ok(Extracted::Event(meta)) => meta,
         Ok(Extracted::Batch(items)) => {
             // A batch (SendGrid, HubSpot): every item is identified before anything is

@@ -362,10 +362,7 @@ impl Receiver {
             replayed,
             // GitHub, Shopify, a generic source reading a header: one event per verified body
             // (the ledger's replay guard), or a captured body could come back under a new id.
-            unsigned_id: !hookledger_verify::extract::id_and_type_signed(
-                config.scheme,
-                config.verifier.generic(),
-            ),
+            unsigned_id: !config.verifier.signs_id_and_type(),
         };
         // A key past the source's retention counts as absent, swept or not.
         let expiry = Expiry {
