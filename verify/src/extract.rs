@@ -352,6 +352,16 @@ pub(crate) fn model<'a>(
         )?,
         None => None,
     };
+    // Twitch tells a revoked subscription with a message of its own type, whose body names the
+    // subscription's type: typed `revocation`, so a handler of `channel.follow` never reads a
+    // revocation as a follow.
+    let event_type = if scheme == Scheme::Twitch
+        && header(headers, TWITCH_MESSAGE_TYPE_HEADER)? == Some("revocation")
+    {
+        Some("revocation".to_owned())
+    } else {
+        event_type
+    };
     finish(id.map(Cow::Owned), event_type.map(Cow::Owned), document)
 }
 

@@ -768,3 +768,32 @@ fn a_url_signed_with_or_without_its_default_port_verifies_either_way() {
         );
     }
 }
+
+/// A Twitch revocation names the revoked subscription's type in its body: it is typed
+/// `revocation`, never as a notification of that type.
+#[test]
+fn a_twitch_revocation_is_typed_revocation() {
+    let verifier = Verifier::new(Scheme::Twitch, &["twitch-secret-0123"], 300, None).unwrap();
+    let mut headers = http::HeaderMap::new();
+    headers.insert("twitch-eventsub-message-id", "e76c6bd4".parse().unwrap());
+    headers.insert(
+        "twitch-eventsub-message-type",
+        "revocation".parse().unwrap(),
+    );
+    let body = br#"{"subscription":{"id":"f1c2","status":"authorization_revoked","type":"channel.follow"}}"#;
+    match verifier.extract(&headers, body).unwrap() {
+        Extracted::Event(meta) => assert_eq!(
+            (meta.event_id.as_ref(), meta.event_type.as_ref()),
+            ("e76c6bd4", "revocation")
+        ),
+        other => panic!("{other:?}"),
+    }
+    headers.insert(
+        "twitch-eventsub-message-type",
+        "notification".parse().unwrap(),
+    );
+    match verifier.extract(&headers, body).unwrap() {
+        Extracted::Event(meta) => assert_eq!(meta.event_type.as_ref(), "channel.follow"),
+        other => panic!("{other:?}"),
+    }
+}

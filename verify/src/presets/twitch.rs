@@ -6,7 +6,8 @@
 //! - Handshake: a delivery with `Twitch-Eventsub-Message-Type: webhook_callback_verification`
 //!   is answered with the body's `challenge`, as `text/plain`, and never recorded.
 //! - The id is `Twitch-Eventsub-Message-Id` (signed: it is in the signed content); the type is
-//!   the body's `subscription.type`.
+//!   the body's `subscription.type`, except for a `revocation` message (the subscription was
+//!   revoked), typed `revocation`.
 //! - Twitch retries a notification while it is unsure it arrived and revokes the subscription
 //!   after repeated failures; the horizon is one day.
 
@@ -30,7 +31,7 @@ pub(super) fn preset() -> Preset {
         }),
         signed: "HMAC-SHA256 of message id + timestamp + body",
         event_id: "header `Twitch-Eventsub-Message-Id` (signed)",
-        event_type: "body `subscription.type`",
+        event_type: "body `subscription.type`; `revocation` for a revocation",
         retry_horizon_hours: 24,
         default_tolerance_secs: None,
         handshake: Some(Handshake::TwitchCallbackVerification),
