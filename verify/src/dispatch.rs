@@ -130,6 +130,7 @@ impl Scheme {
             Self::Hubspot => "x-hubspot-signature-v3",
             Self::Gitlab => "x-gitlab-token",
             Self::Adyen => "body /additionalData/hmacSignature",
+            Self::Meta => "x-hub-signature-256",
         }
     }
 }

@@ -335,33 +335,35 @@ pub(crate) fn model<'a>(
             return Ok(found);
         }
     }
-    let id = name_of(
-        &parsed.id,
-        headers,
-        json.as_ref(),
-        &form,
-        ExtractError::BadEventId,
-    )?;
+    let read = (json.as_ref(), form.as_slice(), body);
+    let id = name_of(&parsed.id, headers, read, ExtractError::BadEventId)?;
     let event_type = match &parsed.event_type {
-        Some(rule) => name_of(
-            rule,
-            headers,
-            json.as_ref(),
-            &form,
-            ExtractError::BadEventType,
-        )?,
+        Some(rule) => name_of(rule, headers, read, ExtractError::BadEventType)?,
         None => None,
     };
     // Twitch tells a revoked subscription with a message of its own type, whose body names the
     // subscription's type: typed `revocation`, so a handler of `channel.follow` never reads a
     // revocation as a follow.
+    // Read from the signed body, not the (unsigned) message-type header: a revocation is the
+    // only message with a subscription and neither `event` nor `challenge`.
     let event_type = if scheme == Scheme::Twitch
-        && header(headers, TWITCH_MESSAGE_TYPE_HEADER)? == Some("revocation")
-    {
+        && json.as_ref().is_some_and(|body| {
+            body.pointer("/subscription").is_some()
+                && body.pointer("/event").is_none()
+                && body.pointer("/challenge").is_none()
+        }) {
         Some("revocation".to_owned())
     } else {
         event_type
     };
+    // Twilio signs its form fields end to end without separators, so a captured delivery's
+    // fields can be re-split (`MessageSid=SM1&MessageStatus=sent` and
+    // `MessageSid=SM1MessageStatussent` sign alike). Its ids are Twilio's SIDs (two capital
+    // letters, then lowercase hex: 32 digits in Twilio's own) and its statuses lowercase
+    // words, which no field name fits into: anything else is refused.
+    if scheme == Scheme::Twilio && id.as_deref().is_some_and(|id| !twilio_id_is_canonical(id)) {
+        return Err(ExtractError::BadEventId);
+    }
     finish(id.map(Cow::Owned), event_type.map(Cow::Owned), document)
 }
 
@@ -385,15 +387,10 @@ fn batch_of<'a>(
         let document = event.get().as_bytes();
         let value = object(document)
             .map_err(|_| ExtractError::BadBatch("batch: an item is not a JSON object"))?;
-        let id = name_of(
-            &parsed.id,
-            headers,
-            Some(&value),
-            &[],
-            ExtractError::BadEventId,
-        )?;
+        let read = (Some(&value), &[][..], document);
+        let id = name_of(&parsed.id, headers, read, ExtractError::BadEventId)?;
         let event_type = match &parsed.event_type {
-            Some(rule) => name_of(rule, headers, Some(&value), &[], ExtractError::BadEventType)?,
+            Some(rule) => name_of(rule, headers, read, ExtractError::BadEventType)?,
             None => None,
         };
         match finish(
@@ -406,6 +403,23 @@ fn batch_of<'a>(
         }
     }
     Ok(Extracted::Batch(events))
+}
+
+/// `SID:status` as Twilio writes them: `^[A-Z]{2}[0-9a-f]{1,32}:[a-z-]+$` (field names, which
+/// a re-split would move into a value, have capitals).
+fn twilio_id_is_canonical(id: &str) -> bool {
+    let Some((sid, status)) = id.split_once(':') else {
+        return false;
+    };
+    if !sid.is_ascii() {
+        return false;
+    }
+    let (prefix, hex) = sid.split_at(sid.len().min(2));
+    (3..=34).contains(&sid.len())
+        && prefix.bytes().all(|b| b.is_ascii_uppercase())
+        && hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+        && !status.is_empty()
+        && status.bytes().all(|b| b.is_ascii_lowercase() || b == b'-')
 }
 
 /// Whether a verified delivery is `handshake`'s request: `Some` with what answering it needs.
@@ -451,8 +465,7 @@ fn handshake_of<'a>(
 fn name_of(
     rule: &[Segment],
     headers: &HeaderMap,
-    json: Option<&Value>,
-    form: &[(String, String)],
+    (json, form, document): (Option<&Value>, &[(String, String)], &[u8]),
     bad: ExtractError,
 ) -> Result<Option<String>, ExtractError> {
     let bad = || bad.clone();
@@ -480,6 +493,7 @@ fn name_of(
                     None => return Ok(None),
                 }
             }
+            Segment::Digest => out.push_str(&hex::encode(Sha256::digest(document))),
             _ => return Err(ExtractError::NoRule),
         }
     }

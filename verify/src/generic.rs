@@ -26,6 +26,7 @@ pub mod template;
 #[cfg(test)]
 mod tests;
 mod timestamp;
+mod unique_keys;
 mod verify;
 
 #[allow(unused_imports)]

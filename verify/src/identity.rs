@@ -180,6 +180,8 @@ pub const fn rule(scheme: Scheme) -> IdentityRule {
         Scheme::Gitlab => IdentityRule::FullBody,
         // Adyen resends the same notification item (per batch item).
         Scheme::Adyen => IdentityRule::FullBody,
+        // Meta resends the same entries (per batch item).
+        Scheme::Meta => IdentityRule::FullBody,
         Scheme::Twilio
         | Scheme::Square
         | Scheme::Zoom

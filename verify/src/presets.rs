@@ -17,6 +17,7 @@ mod hubspot;
 mod intercom;
 mod linear;
 mod mailgun;
+mod meta;
 mod sendgrid;
 mod square;
 mod standard_webhooks_v1a;
@@ -59,6 +60,10 @@ pub enum Handshake {
     /// Twitch EventSub: a signed delivery with `Twitch-Eventsub-Message-Type:
     /// webhook_callback_verification`, answered with the body's `challenge` as `text/plain`.
     TwitchCallbackVerification,
+    /// Meta: an unsigned GET `?hub.mode=subscribe&hub.verify_token=...&hub.challenge=...`,
+    /// answered with the challenge as `text/plain` when the token is the source's
+    /// `verify_token` (the receiver function's GET route).
+    MetaSubscribe,
 }
 
 /// What a handshake is answered with (status 200).
@@ -87,7 +92,7 @@ impl Handshake {
                 "encryptedToken": hex::encode(key.tag(&[token.as_bytes()])),
             })),
             Self::DiscordPing => json(serde_json::json!({ "type": 1 })),
-            Self::TwitchCallbackVerification => HandshakeAnswer {
+            Self::TwitchCallbackVerification | Self::MetaSubscribe => HandshakeAnswer {
                 content_type: "text/plain",
                 body: token.to_owned(),
             },
@@ -102,6 +107,7 @@ impl Handshake {
             Self::ZoomUrlValidation => "`endpoint.url_validation` (HMAC of the plainToken)",
             Self::DiscordPing => "PING answered PONG",
             Self::TwitchCallbackVerification => "`webhook_callback_verification` challenge",
+            Self::MetaSubscribe => "GET `hub.challenge` with the `verify_token`",
         }
     }
 }
@@ -153,6 +159,7 @@ pub fn preset(scheme: Scheme) -> Option<Preset> {
         Scheme::Hubspot => hubspot::preset(),
         Scheme::Gitlab => gitlab::preset(),
         Scheme::Adyen => adyen::preset(),
+        Scheme::Meta => meta::preset(),
         Scheme::GenericHmac => return None,
         fixed_scheme => fixed(fixed_scheme)?,
     })

@@ -65,11 +65,14 @@ pub enum Scheme {
     Gitlab,
     /// Adyen standard webhooks: a batch whose items are signed one by one (HMAC-SHA256).
     Adyen,
+    /// Meta (Pages, Instagram, WhatsApp): `X-Hub-Signature-256`, a batch of entries, and the
+    /// GET subscription check.
+    Meta,
 }
 
 impl Scheme {
     /// Every scheme, in the providers table's order.
-    pub const ALL: [Scheme; 20] = [
+    pub const ALL: [Scheme; 21] = [
         Scheme::Stripe,
         Scheme::Github,
         Scheme::StandardWebhooks,
@@ -89,6 +92,7 @@ impl Scheme {
         Scheme::Hubspot,
         Scheme::Gitlab,
         Scheme::Adyen,
+        Scheme::Meta,
         Scheme::GenericHmac,
     ];
 
@@ -131,6 +135,7 @@ impl Scheme {
             Self::Hubspot => "hubspot",
             Self::Gitlab => "gitlab",
             Self::Adyen => "adyen",
+            Self::Meta => "meta",
         }
     }
 }

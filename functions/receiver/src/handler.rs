@@ -84,6 +84,14 @@ pub async fn handle_at(
             .await;
         return Ok(reply(&refused)?);
     };
+    // Meta's subscription check: a GET on the path of a source with a `verify_token`; any
+    // other GET is refused below like every method but POST.
+    if request.method() == Method::GET {
+        let query = request.uri().query().unwrap_or("").to_owned();
+        if let Some(answered) = state.receiver.subscribe(source, &query).await {
+            return Ok(reply(&answered)?);
+        }
+    }
     if request.method() != Method::POST {
         let refused = state
             .receiver

@@ -125,6 +125,11 @@ pub struct SourceSpec {
     /// `Host`, path, query), which is right unless a proxy or custom domain rewrites them.
     #[serde(default)]
     pub public_url: Option<String>,
+    /// Meta's subscription check: the token the app's webhook settings give Meta, which Meta
+    /// sends back in its GET `hub.verify_token` (`meta` sources only). Without it the check is
+    /// answered 405 and Meta cannot subscribe.
+    #[serde(default)]
+    pub verify_token: Option<String>,
     /// Built-in outbox targets: `forward`, `sqs`, `eventbridge` (see
     /// [`TargetSpec`](targets::TargetSpec)). Each matching event gets one message per target,
     /// committed with its claim and dispatched by the worker. None when absent.
@@ -170,6 +175,8 @@ pub struct SourceConfig {
     pub sql_handlers: Vec<super::sql_handlers::SqlHandlerConfig>,
     /// The URL the provider calls, when configured (`SourceSpec::public_url`).
     pub public_url: Option<String>,
+    /// Meta's subscription-check token (`SourceSpec::verify_token`), never logged.
+    pub verify_token: Option<SecretString>,
 }
 
 impl SourceConfig {
@@ -319,6 +326,16 @@ impl SourceConfig {
                 ));
             }
         }
+        let verify_token = match spec.verify_token {
+            None => None,
+            Some(_) if spec.scheme != Scheme::Meta => {
+                return Err(problem("verify_token applies to meta sources only"))
+            }
+            Some(token) if token.is_empty() || token.len() > 1024 => {
+                return Err(problem("verify_token must be 1 to 1024 characters"))
+            }
+            Some(token) => Some(SecretString::from(token)),
+        };
         let mut sql_handlers = Vec::new();
         for (at, handler) in spec.handlers.unwrap_or_default().into_iter().enumerate() {
             sql_handlers.push(
@@ -334,6 +351,7 @@ impl SourceConfig {
             targets,
             sql_handlers,
             public_url: spec.public_url,
+            verify_token,
             scheme: spec.scheme,
             verifier,
             mode,

@@ -108,6 +108,68 @@ impl Receiver {
         reply
     }
 
+    /// Meta's subscription check, a GET on the source's path with `query` (the raw query
+    /// string): `hub.mode=subscribe`, `hub.verify_token` equal to the source's `verify_token`
+    /// (compared in constant time) and `hub.challenge`, answered 200 with the challenge as
+    /// `text/plain`. A token that differs is 403; a missing or unreasonable challenge 400.
+    /// `None` for an unknown source or one without a `verify_token`: the GET is then refused
+    /// like any method other than POST. Nothing is written but the count of a refusal; one log
+    /// line records it (never the token).
+    pub async fn subscribe(&self, source: &str, query: &str) -> Option<Reply> {
+        let config = self.sources.get(source)?;
+        let expected = config.verify_token.as_ref()?;
+        let field = |name: &str| {
+            form_urlencoded::parse(query.as_bytes())
+                .find(|(key, _)| key == name)
+                .map(|(_, value)| value.into_owned())
+        };
+        let token = field("hub.verify_token").unwrap_or_default();
+        let matches: bool = {
+            use secrecy::ExposeSecret;
+            use subtle::ConstantTimeEq;
+            token
+                .as_bytes()
+                .ct_eq(expected.expose_secret().as_bytes())
+                .into()
+        };
+        if field("hub.mode").as_deref() != Some("subscribe") || !matches {
+            return Some(
+                self.refuse(source, 403, Outcome::Unauthorized, "verification failed")
+                    .await,
+            );
+        }
+        let challenge = field("hub.challenge").unwrap_or_default();
+        if challenge.is_empty()
+            || challenge.len() > 1024
+            || !challenge.bytes().all(|b| b.is_ascii_graphic())
+        {
+            return Some(
+                self.refuse(
+                    source,
+                    400,
+                    Outcome::BadRequest,
+                    "hub.challenge missing or malformed",
+                )
+                .await,
+            );
+        }
+        let reply = Reply {
+            status: 200,
+            content_type: "text/plain",
+            body: challenge,
+            replayed: false,
+            retry_after: None,
+            outcome: Outcome::Challenge,
+        };
+        tracing::info!(
+            source,
+            outcome = Outcome::Challenge.as_str(),
+            status = 200,
+            "subscription check answered"
+        );
+        Some(reply)
+    }
+
     /// Refuses a delivery the transport could not read (e.g. a body flagged base64 that does
     /// not decode), with `{"error": reason}`, logging the delivery line like [`Self::receive`]
     /// and counting it like a refusal of [`Self::receive`] (a `bad_request`; not a path that

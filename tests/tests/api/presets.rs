@@ -294,3 +294,99 @@ async fn a_gitlab_token_authenticates_and_the_replay_guard_keeps_one_event_per_b
         ["f0b4c2e1-0001 Push Hook"]
     );
 }
+
+#[tokio::test]
+async fn meta_checks_the_subscription_with_a_get_and_sends_entries_as_a_batch() {
+    const APP_SECRET: &str = "hookledger-local-meta-app-secret";
+    let (app, _) = spawn_app_with_sources(json!([
+        {"name": "whatsapp", "scheme": "meta", "secrets": [APP_SECRET],
+         "verify_token": "hookledger-meta-verify-token"},
+    ]))
+    .await;
+    // The subscription check: a GET through the receiver function, not signed.
+    let get = |query: &str| {
+        let mut request = lambda_http::Request::new(lambda_http::Body::Empty);
+        *request.method_mut() = http::Method::GET;
+        *request.uri_mut() = format!("https://example.test/webhooks/whatsapp?{query}")
+            .parse()
+            .unwrap();
+        request
+    };
+    let answered = receiver::handler::handle_at(
+        &app.state,
+        get("hub.mode=subscribe&hub.verify_token=hookledger-meta-verify-token&hub.challenge=1158201444"),
+        NOW,
+    )
+    .await
+    .unwrap();
+    assert_eq!(answered.status(), 200);
+    assert_eq!(answered.headers()["content-type"], "text/plain");
+    assert_eq!(std::str::from_utf8(answered.body()).unwrap(), "1158201444");
+    for (query, status) in [
+        (
+            "hub.mode=subscribe&hub.verify_token=guess&hub.challenge=1",
+            403,
+        ),
+        (
+            "hub.mode=unsubscribe&hub.verify_token=hookledger-meta-verify-token&hub.challenge=1",
+            403,
+        ),
+        (
+            "hub.mode=subscribe&hub.verify_token=hookledger-meta-verify-token",
+            400,
+        ),
+    ] {
+        let refused = receiver::handler::handle_at(&app.state, get(query), NOW)
+            .await
+            .unwrap();
+        assert_eq!(refused.status(), status, "{query}");
+    }
+    // A GET on a source without a verify_token is still 405.
+    let mut stripe = get("hub.mode=subscribe");
+    *stripe.uri_mut() = "https://example.test/webhooks/stripe?hub.mode=subscribe"
+        .parse()
+        .unwrap();
+    assert_eq!(
+        receiver::handler::handle_at(&app.state, stripe, NOW)
+            .await
+            .unwrap()
+            .status(),
+        405
+    );
+
+    // Two entries in one signed POST: two events, named by entry id and digest.
+    let body = json!({"object": "whatsapp_business_account", "entry": [
+        {"id": "102290129340398", "changes": [{"field": "messages", "value": {
+            "messaging_product": "whatsapp",
+            "statuses": [{"id": "wamid.HBgLMTY1MDM4Nzk0MzkVAgARGBI", "status": "delivered",
+                          "timestamp": "1750000000", "recipient_id": "16505551234"}]}}]},
+        {"id": "102290129340398", "changes": [{"field": "messages", "value": {
+            "messaging_product": "whatsapp",
+            "messages": [{"id": "wamid.HBgLMTY1MDM4Nzk0MzkVAgASGCA", "from": "16505551234",
+                          "timestamp": "1750000001", "type": "text", "text": {"body": "hi"}}]}}]}
+    ]})
+    .to_string();
+    let key = Verifier::new(Scheme::Meta, &[APP_SECRET], 300, None).unwrap();
+    let post = delivery(
+        Scheme::Meta,
+        Signer::Secret(key.key(0).unwrap()),
+        &[],
+        "",
+        &body,
+    );
+    let reply = app.receive("whatsapp", &post).await;
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    assert_eq!(
+        app.receive("whatsapp", &post).await.outcome,
+        Outcome::Replayed
+    );
+    let rows = app
+        .texts("SELECT event_id || ' ' || event_type FROM webhook_event ORDER BY event_id")
+        .await;
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    assert!(
+        rows.iter()
+            .all(|row| row.starts_with("102290129340398:") && row.ends_with(" messages")),
+        "{rows:?}"
+    );
+}

@@ -476,6 +476,7 @@ impl GenericHmac {
                 signs_body || template.contains(&Segment::Field(pointer.clone()))
             }
             Segment::FormField(_) => signs_body || signs_form,
+            Segment::Digest => signs_body,
             _ => false,
         };
         let names_signed = id.iter().chain(event_type.iter().flatten()).all(covered);

@@ -14,6 +14,7 @@
 //! | `{header:Name}` | that header's value | both |
 //! | `{field:/pointer}` | the JSON body's value at an RFC 6901 pointer (a string as is, a number as written) | both |
 //! | `{form:name}` | that form field's value; `{form:A\|B}` the first of A and B present | event id / type only |
+//! | `{digest}` | hex SHA-256 of the event's bytes (the body, or a batch item) | event id / type only |
 //!
 //! Everything else is literal text; `{{` and `}}` are not escapes (no literal braces).
 
@@ -50,6 +51,9 @@ pub(crate) enum Segment {
     Field(String),
     /// A form field's value: the first of these names present (`{form:A|B}`).
     FormField(Vec<String>),
+    /// The lowercase hex SHA-256 of the event's bytes (a batch item's, or the body), for a
+    /// provider whose events carry no id (Meta).
+    Digest,
 }
 
 /// Which placeholders a template may use.
@@ -128,6 +132,7 @@ fn placeholder_segment(
             "url" => signed_only(Segment::Url),
             "method" => signed_only(Segment::Method),
             "form" => signed_only(Segment::Form),
+            "digest" if kind == Use::Naming => Ok(Segment::Digest),
             _ => Err(unknown(field, template, inner)),
         },
         Some(("header", name)) => HeaderName::from_bytes(name.as_bytes())
@@ -152,7 +157,7 @@ fn unknown(field: &str, template: &str, inner: &str) -> String {
     format!(
         "{field} {template:?} has an unknown placeholder {{{inner}}} (known: {{body}}, \
          {{timestamp}}, {{url}}, {{method}}, {{form}}, {{header:Name}}, {{field:/pointer}}, and \
-         {{form:name}} in an event id or type)"
+         {{form:name}} and {{digest}} in an event id or type)"
     )
 }
 

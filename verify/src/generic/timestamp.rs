@@ -5,7 +5,14 @@ use crate::header::parse_unix_seconds;
 
 /// The unix seconds of `text` written in `unit` (milliseconds are truncated to the second;
 /// an RFC 3339 time with an offset is converted to UTC). `None` if it is not in that unit.
+///
+/// Digits must be canonical: no leading zero (`0` itself aside). Otherwise `01700000000`
+/// would be the same time as `1700000000` in other text, and a template that puts a variable
+/// part right before `{timestamp}` would let a captured signature move a digit between them.
 pub(crate) fn parse(text: &str, unit: TimestampUnit) -> Option<i64> {
+    if unit != TimestampUnit::Rfc3339 && text.len() > 1 && text.starts_with('0') {
+        return None;
+    }
     match unit {
         TimestampUnit::Seconds => parse_unix_seconds(text),
         TimestampUnit::Milliseconds => parse_unix_seconds(text).map(|ms| ms.div_euclid(1000)),
@@ -171,5 +178,9 @@ mod tests {
             "1573899072000"
         );
         assert_eq!(parse("-5", TimestampUnit::Milliseconds), None);
+        // Canonical digits only: a leading zero could shift a digit out of a variable part
+        // that the template puts right before the timestamp.
+        assert_eq!(parse("01700000000", TimestampUnit::Seconds), None);
+        assert_eq!(parse("0", TimestampUnit::Seconds), Some(0));
     }
 }

@@ -220,6 +220,11 @@ pub(crate) fn verify(
     }
     let config = &prepared.config;
     let parsed = &prepared.parsed;
+    // A signature over chosen fields (not the whole body) holds only if every reader sees the
+    // same fields: a repeated member name is refused before anything else.
+    if reads_signed_fields(prepared) && !super::unique_keys::unique_keys(request.body) {
+        return Err(malformed("body"));
+    }
     if let Some(batch) = config.batch.as_ref().filter(|batch| batch.signed_per_item) {
         return verify_items(prepared, batch, keys, request.body);
     }
@@ -286,7 +291,7 @@ pub(crate) fn verify(
                 None if config.absent_fields_empty => Cow::Borrowed(&[][..]),
                 None => return Err(VerifyError::MissingSignedField(format!("body {pointer}"))),
             },
-            Segment::FormField(_) => Cow::Borrowed(&[][..]),
+            Segment::FormField(_) | Segment::Digest => Cow::Borrowed(&[][..]),
         });
     }
     let first = {
@@ -365,6 +370,20 @@ mod port_tests {
             assert_eq!(other_port_form(unchanged), None, "{unchanged}");
         }
     }
+}
+
+/// Whether the model reads signed values out of the JSON body without signing the whole body:
+/// a signature or timestamp in a body field, or `{field:...}` without `{body}`.
+fn reads_signed_fields(prepared: &Prepared) -> bool {
+    let parsed = &prepared.parsed;
+    let whole_body = parsed.template.contains(&Segment::Body);
+    !whole_body
+        && (matches!(parsed.signature, SignatureAt::Field(_))
+            || matches!(parsed.timestamp, Some(TimestampAt::Field(_)))
+            || parsed
+                .template
+                .iter()
+                .any(|s| matches!(s, Segment::Field(_))))
 }
 
 /// A batch whose every event object carries its own signature (Adyen): each must verify,
@@ -473,12 +492,12 @@ pub fn sign(
                     .ok_or_else(|| format!("the signed header {name} is not set"))?;
                 message.extend_from_slice(value.as_bytes());
             }
-            Segment::Field(pointer) => message.extend_from_slice(
-                body.field(pointer)
-                    .ok_or_else(|| format!("the body has no field {pointer}"))?
-                    .as_bytes(),
-            ),
-            Segment::FormField(_) => {}
+            Segment::Field(pointer) => match body.field(pointer) {
+                Some(text) => message.extend_from_slice(text.as_bytes()),
+                None if config.absent_fields_empty => {}
+                None => return Err(format!("the body has no field {pointer}")),
+            },
+            Segment::FormField(_) | Segment::Digest => {}
         }
     }
     let signature = match signer {

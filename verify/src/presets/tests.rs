@@ -788,12 +788,43 @@ fn a_twitch_revocation_is_typed_revocation() {
         ),
         other => panic!("{other:?}"),
     }
-    headers.insert(
-        "twitch-eventsub-message-type",
-        "notification".parse().unwrap(),
-    );
+    // The (unsigned) header does not decide: a notification's signed body has its event.
+    let body = br#"{"subscription":{"id":"f1c2","status":"enabled","type":"channel.follow"},"event":{"user_id":"1"}}"#;
     match verifier.extract(&headers, body).unwrap() {
         Extracted::Event(meta) => assert_eq!(meta.event_type.as_ref(), "channel.follow"),
         other => panic!("{other:?}"),
     }
+}
+
+/// Twilio's signed content has no separators: a captured status callback re-split so that the
+/// next field's name and value sit inside the SID signs alike, and is refused for its id.
+#[test]
+fn a_re_split_twilio_form_is_refused_for_its_id() {
+    let verifier = Verifier::new(Scheme::Twilio, &["12345"], 300, None).unwrap();
+    let headers = http::HeaderMap::new();
+    let re_split =
+        b"AccountSid=AC1&MessageSid=SM1MessageStatusdelivered&SmsSid=SM1&SmsStatus=delivered";
+    assert_eq!(
+        verifier.extract(&headers, re_split),
+        Err(crate::extract::ExtractError::BadEventId)
+    );
+    let canonical = b"AccountSid=AC1&MessageSid=SM1&MessageStatus=delivered&SmsSid=SM1";
+    assert!(verifier.extract(&headers, canonical).is_ok());
+}
+
+/// A source whose signature covers chosen fields, not the whole body (Mailgun, Adyen): a body
+/// that repeats a member name could show one value to us and another to a first-wins reader,
+/// so it is refused whatever its signature.
+#[test]
+fn a_repeated_member_name_is_refused_where_only_fields_are_signed() {
+    let v = valid(Scheme::Mailgun);
+    assert!(v.verify(Scheme::Mailgun).is_ok());
+    let mut repeated = v.clone();
+    repeated.body = v
+        .body
+        .replacen('{', r#"{"event-data":{"event":"failed"},"#, 1);
+    assert_eq!(
+        repeated.verify(Scheme::Mailgun),
+        Err(VerifyError::MalformedHeader("body".into()))
+    );
 }

@@ -11,6 +11,11 @@
 //! - Retries: Twilio does not retry a webhook unless the URL carries connection overrides
 //!   (`#rc=`, at most 5 retries within seconds); the horizon is one hour
 //!   (<https://www.twilio.com/docs/usage/webhooks/webhooks-connection-overrides>).
+//! - Twilio joins the signed fields without separators, so the fields of a captured delivery
+//!   could be re-split into other values under the same signature. The id's parts are held to
+//!   Twilio's own formats (a SID is two capital letters then lowercase hex digits, a status a
+//!   lowercase word), which no field name fits into; the other fields a handler reads are not
+//!   so protected.
 //! - JSON bodies (Event Streams, `bodySHA256` in the URL) are not covered by this preset.
 
 use super::Preset;

@@ -6,8 +6,8 @@
 //! - Handshake: a delivery with `Twitch-Eventsub-Message-Type: webhook_callback_verification`
 //!   is answered with the body's `challenge`, as `text/plain`, and never recorded.
 //! - The id is `Twitch-Eventsub-Message-Id` (signed: it is in the signed content); the type is
-//!   the body's `subscription.type`, except for a `revocation` message (the subscription was
-//!   revoked), typed `revocation`.
+//!   the body's `subscription.type`, except for a revocation (the signed body has a
+//!   `subscription` but neither `event` nor `challenge`), typed `revocation`.
 //! - Twitch retries a notification while it is unsure it arrived and revokes the subscription
 //!   after repeated failures; the horizon is one day.
 
