@@ -436,6 +436,21 @@ impl GenericHmac {
             _ => {}
         }
         let signs_timestamp = timestamp.is_some();
+        // Only chosen fields signed, and no timestamp: whatever else the body holds could be
+        // changed on a captured delivery and sent again for ever. Adyen's items (each signed on
+        // its own) are the one shape that does it by design.
+        let per_item = self
+            .batch
+            .as_ref()
+            .is_some_and(|batch| batch.signed_per_item);
+        if !token && !signs_body && !signs_form && !signs_timestamp && !per_item {
+            return Err(
+                "signed_payload signs only fields of the body and no timestamp: the rest \
+                        of the body could be changed and replayed for ever; sign {body}, or a \
+                        timestamp"
+                    .to_owned(),
+            );
+        }
         // The event id and type.
         let id = naming_rule(
             "event_id",

@@ -346,3 +346,20 @@ fn a_verifier_refuses_an_empty_secret() {
         }
     );
 }
+
+#[test]
+fn signing_only_fields_needs_a_timestamp() {
+    // The rest of the body would be unsigned and replayable for ever.
+    assert_invalid(
+        &GenericHmac {
+            signed_payload: Some("{field:/id}".to_owned()),
+            ..minimal()
+        },
+        "signs only fields of the body and no timestamp",
+    );
+    let with_timestamp = GenericHmac {
+        signed_payload: Some("{timestamp}.{field:/id}".to_owned()),
+        ..timestamped()
+    };
+    assert_eq!(with_timestamp.validate(), Ok(()));
+}
