@@ -65,7 +65,10 @@ impl std::fmt::Debug for PublicKey {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PublicKeyError {
     /// Not PEM, hex or base64 of a key of the algorithm.
-    #[error("not a {0} public key (PEM, base64 of the raw key or its DER, or hex for Ed25519)")]
+    #[error(
+        "not a valid {0} public key (PEM with its lines wrapped as issued, base64 of the raw key \
+         or its DER, or hex for Ed25519)"
+    )]
     Unreadable(&'static str),
     /// An RSA key outside 2048 to 4096 bits.
     #[error("RSA key of {0} bits; 2048 to 4096 are accepted")]

@@ -385,7 +385,8 @@ impl Receiver {
             status: 200,
             content_type,
             body,
-            replayed: false,
+            // Every item a completed duplicate: the batch is a replay (`Idempotent-Replayed`).
+            replayed: outcome == Outcome::Replayed,
             retry_after: None,
             outcome,
         }
