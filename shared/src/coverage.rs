@@ -36,6 +36,12 @@ pub enum Gap {
         /// The configured source.
         source: String,
     },
+    /// A `meta` source without a `verify_token`: Meta's GET subscription check is answered
+    /// 405, so Meta cannot subscribe the endpoint.
+    NoSubscriptionCheck {
+        /// The configured source.
+        source: String,
+    },
 }
 
 impl std::fmt::Display for Gap {
@@ -52,6 +58,10 @@ impl std::fmt::Display for Gap {
             Gap::NothingRuns { source } => write!(
                 f,
                 "source \"{source}\" has no handler and no built-in target: every event is recorded and answered 200 \"ignored\""
+            ),
+            Gap::NoSubscriptionCheck { source } => write!(
+                f,
+                "source \"{source}\" (meta) has no verify_token: Meta's GET subscription check is answered 405 and Meta cannot subscribe"
             ),
         }
     }
@@ -103,6 +113,15 @@ impl Coverage {
                     source: s.source.clone(),
                 }),
         );
+        let mut unsubscribable: Vec<Gap> = sources
+            .iter()
+            .filter(|s| s.scheme == hookledger_verify::Scheme::Meta && s.verify_token.is_none())
+            .map(|s| Gap::NoSubscriptionCheck {
+                source: s.name.clone(),
+            })
+            .collect();
+        unsubscribable.sort_by_key(|gap| gap.to_string());
+        gaps.extend(unsubscribable);
         Self {
             sources: covered,
             gaps,
@@ -162,11 +181,13 @@ impl Coverage {
 }
 
 impl Gap {
-    /// The gap's kind for log lines: `unconfigured_source` or `nothing_runs`.
+    /// The gap's kind for log lines: `unconfigured_source`, `nothing_runs` or
+    /// `no_subscription_check`.
     pub fn kind(&self) -> &'static str {
         match self {
             Gap::UnconfiguredSource { .. } => "unconfigured_source",
             Gap::NothingRuns { .. } => "nothing_runs",
+            Gap::NoSubscriptionCheck { .. } => "no_subscription_check",
         }
     }
 }
@@ -174,6 +195,31 @@ impl Gap {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_meta_source_without_a_verify_token_is_a_gap() {
+        let mut registry = Registry::new();
+        registry.register("wa", "messages", crate::handler_fn!(noop));
+        registry.register("wa2", "messages", crate::handler_fn!(noop));
+        let coverage = Coverage::of(
+            &registry,
+            &sources(
+                r#"[{"name": "wa", "scheme": "meta", "secrets": ["s"]},
+                    {"name": "wa2", "scheme": "meta", "secrets": ["s"], "verify_token": "t"}]"#,
+            ),
+        );
+        assert_eq!(
+            coverage.gaps,
+            vec![Gap::NoSubscriptionCheck {
+                source: "wa".into()
+            }]
+        );
+        assert!(
+            coverage.text().contains("has no verify_token"),
+            "{}",
+            coverage.text()
+        );
+    }
     use crate::effect::{Effect, Event, HandlerError};
     use crate::ledger::Tx;
 
