@@ -210,6 +210,15 @@ impl Verifier {
         }
     }
 
+    /// Whether this source's signature covers the request URL (Twilio, Square, HubSpot, a
+    /// model with `{url}`), so that a `public_url` means something for it.
+    #[must_use]
+    pub fn signs_url(&self) -> bool {
+        self.generic
+            .as_ref()
+            .is_some_and(|prepared| prepared.parsed.template.contains(&generic::Segment::Url))
+    }
+
     /// Whether the event id and type this source reads are covered by its signature
     /// ([`crate::extract::id_and_type_signed`], from the parsed rules for a model source).
     #[must_use]

@@ -318,6 +318,12 @@ impl SourceConfig {
             }
             targets.push(target);
         }
+        if spec.public_url.is_some() && !verifier.signs_url() {
+            return Err(problem(
+                "public_url applies to a scheme that signs the URL (twilio, square, hubspot, a \
+                 generic-hmac template with {url}); this one does not",
+            ));
+        }
         if let Some(url) = &spec.public_url {
             let scheme_ok = url.starts_with("https://") || url.starts_with("http://");
             if !scheme_ok || url.contains(['?', '#']) || url.chars().any(char::is_whitespace) {
@@ -439,6 +445,38 @@ mod tests {
         assert_eq!(gh.max_body_bytes, 100);
         assert!(!gh.store_payload);
         assert!(sources.get("nope").is_none());
+    }
+
+    #[test]
+    fn public_url_and_verify_token_belong_to_the_schemes_that_use_them() {
+        let e = error_of(
+            r#"[{"name": "s", "scheme": "stripe", "secrets": ["whsec_x"],
+                 "public_url": "https://hooks.example.com/webhooks/s"}]"#,
+        );
+        assert!(
+            e.contains("public_url applies to a scheme that signs the URL"),
+            "{e}"
+        );
+        let e = error_of(
+            r#"[{"name": "t", "scheme": "twilio", "secrets": ["x"],
+                 "public_url": "https://hooks.example.com/t?x=1"}]"#,
+        );
+        assert!(e.contains("without query"), "{e}");
+        let e = error_of(
+            r#"[{"name": "t", "scheme": "twilio", "secrets": ["x"], "verify_token": "v"}]"#,
+        );
+        assert!(
+            e.contains("verify_token applies to meta sources only"),
+            "{e}"
+        );
+        let ok = Sources::from_json(
+            r#"[{"name": "t", "scheme": "twilio", "secrets": ["x"],
+                 "public_url": "https://hooks.example.com/t"},
+                {"name": "m", "scheme": "meta", "secrets": ["x"], "verify_token": "v"}]"#,
+        )
+        .unwrap();
+        assert!(ok.get("t").unwrap().verifier.signs_url());
+        assert!(ok.get("m").unwrap().verify_token.is_some());
     }
 
     #[test]
