@@ -269,7 +269,8 @@ pub fn extract<'a>(
         _ => {
             let rule = generic.ok_or(ExtractError::NoRule)?;
             let parsed = rule.parse().map_err(|_| ExtractError::NoRule)?;
-            return model(scheme, rule, &parsed, headers, body);
+            let handshake = crate::presets::handshake(scheme);
+            return model(scheme, (rule, &parsed, handshake), headers, body);
         }
     };
     finish(event_id, event_type, document)
@@ -303,12 +304,11 @@ pub fn id_and_type_signed(scheme: Scheme, generic: Option<&GenericHmac>) -> bool
 /// A delivery of a model source (`rule` is its [`GenericHmac`]): its handshake, or its event
 /// named by the rule's templates. A form body's document is its fields as a JSON object of
 /// strings; a JSON body must be an object.
-/// `parsed` is the rule's parsed form (a [`crate::Verifier`] keeps it, so a delivery does not
-/// parse the rule again).
+/// `parsed` is the rule's parsed form and `handshake` the scheme's (a [`crate::Verifier`] keeps
+/// both, so a delivery neither parses the rule nor builds the preset again).
 pub(crate) fn model<'a>(
     scheme: Scheme,
-    rule: &GenericHmac,
-    parsed: &Parsed,
+    (rule, parsed, handshake): (&GenericHmac, &Parsed, Option<Handshake>),
     headers: &'a HeaderMap,
     body: &'a [u8],
 ) -> Result<Extracted<'a>, ExtractError> {
@@ -330,7 +330,7 @@ pub(crate) fn model<'a>(
             (Cow::Owned(document), None, fields)
         }
     };
-    if let Some(handshake) = crate::presets::preset(scheme).and_then(|p| p.handshake) {
+    if let Some(handshake) = handshake {
         if let Some(found) = handshake_of(handshake, headers, json.as_ref())? {
             return Ok(found);
         }

@@ -165,6 +165,12 @@ pub fn preset(scheme: Scheme) -> Option<Preset> {
     })
 }
 
+/// The handshake `scheme`'s receiver answers, if any ([`Preset::handshake`]).
+#[must_use]
+pub fn handshake(scheme: Scheme) -> Option<Handshake> {
+    preset(scheme).and_then(|preset| preset.handshake)
+}
+
 /// Every scheme with a preset, in the providers table's order.
 #[must_use]
 pub fn all() -> Vec<Preset> {

@@ -25,6 +25,8 @@ pub struct Verifier {
     keys: Vec<SigningKey>,
     /// Timestamp tolerance in seconds, both directions, where a timestamp is signed.
     tolerance_secs: u64,
+    /// The scheme's handshake ([`crate::presets::Preset::handshake`]), read once.
+    handshake: Option<crate::presets::Handshake>,
     /// The validated model (header names parsed, templates split): the source's
     /// `generic-hmac` configuration, or the scheme's preset; `None` for a fixed scheme.
     generic: Option<generic::Prepared>,
@@ -89,6 +91,7 @@ impl Verifier {
             })
             .collect::<Result<Vec<_>, _>>()?;
         Ok(Verifier {
+            handshake: crate::presets::handshake(scheme),
             scheme,
             keys,
             tolerance_secs,
@@ -201,8 +204,7 @@ impl Verifier {
         match &self.generic {
             Some(prepared) => crate::extract::model(
                 self.scheme,
-                &prepared.config,
-                &prepared.parsed,
+                (&prepared.config, &prepared.parsed, self.handshake),
                 headers,
                 body,
             ),
