@@ -164,7 +164,10 @@ impl App {
         let key = SigningKey::new(Scheme::Stripe, STRIPE_SECRET).unwrap();
         let mut headers = axum::http::HeaderMap::new();
         for (name, value) in hookledger_verify::sign(Scheme::Stripe, &key, "", now, &body) {
-            headers.insert(name, value.parse().unwrap());
+            headers.insert(
+                axum::http::HeaderName::try_from(name).unwrap(),
+                value.parse().unwrap(),
+            );
         }
         receiver.receive("stripe", &headers, &body, now).await
     }

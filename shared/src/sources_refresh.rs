@@ -594,7 +594,10 @@ mod tests {
         for (name, value) in
             hookledger_verify::sign(hookledger_verify::Scheme::Github, &key, "", 0, body)
         {
-            headers.insert(name, value.parse().unwrap());
+            headers.insert(
+                http::HeaderName::try_from(name).unwrap(),
+                value.parse().unwrap(),
+            );
         }
         headers
     }

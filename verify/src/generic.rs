@@ -31,12 +31,14 @@ mod verify;
 
 #[allow(unused_imports)]
 pub(crate) use config::Parsed;
-pub(crate) use config::Prepared;
 pub use config::{
     Algorithm, Batch, BodyFormat, Encoding, GenericHmac, SecretEncoding, SignatureFormat,
     TimestampUnit, CONFIGURED_HEADER, MAX_BATCH_ITEMS,
 };
+pub(crate) use config::{Naming, Prepared};
 pub(crate) use template::Segment;
 pub use template::{BODY_PLACEHOLDER, DEFAULT_SIGNED_PAYLOAD, TIMESTAMP_PLACEHOLDER};
-pub(crate) use verify::verify;
+#[cfg(test)]
+pub(crate) use verify::decode_signature;
 pub use verify::{sign, Signer};
+pub(crate) use verify::{sign_with_id, verify};

@@ -7,18 +7,6 @@ use http::HeaderMap;
 use crate::limits::MAX_HEADER_LEN;
 use crate::outcome::VerifyError;
 
-/// The single value of header `name`, as a string.
-///
-/// `Ok(None)` if absent. A header present more than once is ambiguous (which one did the
-/// provider sign?), so it is [`VerifyError::MalformedHeader`], as is a value longer than
-/// [`MAX_HEADER_LEN`] or not visible ASCII ([`http::HeaderValue::to_str`]).
-pub(crate) fn single_header<'h>(
-    headers: &'h HeaderMap,
-    name: &'static str,
-) -> Result<Option<&'h str>, VerifyError> {
-    single_value(headers, name).map_err(|Malformed| VerifyError::MalformedHeader(name.into()))
-}
-
 /// A header value that is duplicated, too long or not visible ASCII (see [`single_header`]).
 pub(crate) struct Malformed;
 

@@ -17,7 +17,6 @@ use subtle::{Choice, ConstantTimeEq};
 pub use crate::algorithm::Algorithm;
 use crate::asymmetric::{PublicKey, PublicKeyError};
 use crate::outcome::{Verified, VerifyError};
-use crate::scheme::Scheme;
 use crate::tag::AnyTag;
 
 /// One configured key, prepared for a scheme: the keyed HMAC state (computed once at start-up
@@ -78,60 +77,6 @@ pub(crate) const SECRET_BASE64: GeneralPurpose = GeneralPurpose::new(
 );
 
 impl SigningKey {
-    /// Prepare `secret` (the string as configured, used verbatim: no trimming) for `scheme`.
-    ///
-    /// The key bytes are:
-    ///
-    /// - Stripe: the secret string *including* its `whsec_` prefix, as UTF-8 bytes (Stripe's
-    ///   libraries key the HMAC with the whole endpoint secret);
-    /// - GitHub: the secret string's UTF-8 bytes (GitHub docs, "Validating webhook deliveries");
-    /// - Standard Webhooks: the secret without an optional `whsec_` prefix, base64-decoded
-    ///   (standard alphabet; missing or partial padding accepted, as the Python and JS libraries
-    ///   do; no whitespace);
-    /// - Shopify: the app's client secret, UTF-8 bytes (Shopify docs, "Verify webhooks");
-    /// - Slack: the app's signing secret, UTF-8 bytes (Slack docs, "Verifying requests from
-    ///   Slack");
-    /// - Paddle: the notification destination's secret key *including* its `pdl_ntfset_`
-    ///   prefix, UTF-8 bytes (Paddle's SDKs key the HMAC with the whole string);
-    /// - a source of the scheme model (a preset, or generic-hmac): the secret's UTF-8 bytes, for
-    ///   HMAC-SHA256. Such sources are built through [`Verifier::new`](crate::Verifier::new),
-    ///   which keys them as configured ([`SigningKey::for_algorithm`]).
-    ///
-    /// # Errors
-    ///
-    /// [`KeyError::Empty`] if the secret is empty (for Standard Webhooks: nothing after the
-    /// prefix, or it decodes to no bytes); [`KeyError::NotBase64`] if a Standard Webhooks secret
-    /// does not decode. Neither error carries the secret.
-    pub fn new(scheme: Scheme, secret: &str) -> Result<SigningKey, KeyError> {
-        if secret.is_empty() {
-            return Err(KeyError::Empty);
-        }
-        let mac = match scheme {
-            Scheme::StandardWebhooks => {
-                let encoded = secret
-                    .strip_prefix(STANDARD_WEBHOOKS_SECRET_PREFIX)
-                    .unwrap_or(secret);
-                if encoded.is_empty() {
-                    return Err(KeyError::Empty);
-                }
-                let key = SECRET_BASE64
-                    .decode(encoded)
-                    .map_err(|_| KeyError::NotBase64)?;
-                if key.is_empty() {
-                    return Err(KeyError::Empty);
-                }
-                KeyedMac::Sha256(mac_from(&key))
-            }
-            // Stripe, GitHub, Shopify, Slack, Paddle: the string's bytes. A source of the
-            // model (a preset, generic-hmac) is keyed through its configuration instead
-            // (`SigningKey::for_algorithm`, called by `Verifier::new`).
-            _ => KeyedMac::Sha256(mac_from(secret.as_bytes())),
-        };
-        Ok(SigningKey {
-            kind: KeyKind::Mac(mac),
-        })
-    }
-
     /// Prepare one key of a model source (a preset or `generic-hmac`) for `algorithm`.
     ///
     /// `prefix`, when the key starts with it, is stripped first (Standard Webhooks' `whsec_` /
@@ -311,6 +256,3 @@ pub(crate) fn first_matching_key<C: AsRef<[u8]>>(
     }
     Err(VerifyError::NoSignatureMatched)
 }
-
-/// Prefix of Standard Webhooks secrets (`whsec_<base64>`), stripped before decoding when present.
-pub const STANDARD_WEBHOOKS_SECRET_PREFIX: &str = "whsec_";

@@ -3,24 +3,34 @@
 //! handshake it answers, whether it batches, and the provider's documentation as the source.
 //! One file per provider.
 //!
-//! The fixed schemes (Stripe, GitHub, Standard Webhooks, Shopify, Slack, Paddle) keep their own
-//! modules; their rows in the providers table come from [`fixed`].
+//! Every built-in scheme is a preset, the six first ones too (Stripe, GitHub, Standard Webhooks,
+//! Shopify, Slack, Paddle): their signatures are verified by the model, and their event ids and
+//! types are read by code ([`Preset::names_in_code`]: Slack's three body kinds and GitHub's form
+//! payload have no words in the model).
 
-use crate::generic::GenericHmac;
+use std::sync::OnceLock;
+
+use crate::generic::{GenericHmac, Naming, Prepared};
 use crate::key::SigningKey;
 use crate::scheme::Scheme;
 
 mod adyen;
 mod discord;
+pub mod github;
 mod gitlab;
 mod hubspot;
 mod intercom;
 mod linear;
 mod mailgun;
 mod meta;
+pub mod paddle;
 mod sendgrid;
+pub mod shopify;
+pub mod slack;
 mod square;
+pub mod standard_webhooks;
 mod standard_webhooks_v1a;
+pub mod stripe;
 #[cfg(test)]
 mod tests;
 mod twilio;
@@ -119,8 +129,14 @@ pub struct Preset {
     pub scheme: Scheme,
     /// The provider, as its documentation names it.
     pub provider: &'static str,
-    /// The signing rules as data; `None` for a fixed scheme (its own module).
+    /// The signing rules as data (every preset has them; an `Option` for presets to come that
+    /// the model cannot express).
     pub model: Option<GenericHmac>,
+    /// Whether the event id and type are read by code ([`crate::extract::extract`]) rather than
+    /// by the model's `event_id*` / `event_type*` rules: the six first schemes, whose ids take
+    /// shapes the model has no words for (Slack's body kinds, GitHub's form payload, Shopify's
+    /// and Svix's fallback headers). Their models then verify only.
+    pub names_in_code: bool,
     /// What is signed, in words, e.g. `` `{t}.{body}` ``.
     pub signed: &'static str,
     /// Where the event id is, in words.
@@ -142,6 +158,54 @@ pub struct Preset {
     pub source: &'static str,
 }
 
+impl Preset {
+    /// A preset's facts for the providers table, with no model, no handshake, no batch and the
+    /// default tolerance: the start of every preset's literal.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn row(
+        scheme: Scheme,
+        provider: &'static str,
+        signed: &'static str,
+        event_id: &'static str,
+        event_type: &'static str,
+        retry_horizon_hours: u64,
+        replay: bool,
+        source: &'static str,
+    ) -> Preset {
+        Preset {
+            scheme,
+            provider,
+            model: None,
+            names_in_code: false,
+            signed,
+            event_id,
+            event_type,
+            retry_horizon_hours,
+            default_tolerance_secs: None,
+            handshake: None,
+            batch: false,
+            replay,
+            source,
+        }
+    }
+
+    /// The model, validated and prepared for deliveries.
+    ///
+    /// # Errors
+    ///
+    /// The model's first broken rule ([`GenericHmac::validate`]), or a sentence when the preset
+    /// has no model.
+    pub(crate) fn prepare(&self) -> Result<Prepared, String> {
+        let model = self.model.clone().ok_or("the preset has no model")?;
+        let naming = if self.names_in_code {
+            Naming::Code
+        } else {
+            Naming::Model
+        };
+        Prepared::with_naming(model, naming)
+    }
+}
+
 /// The preset of `scheme`; `None` for [`Scheme::GenericHmac`], which is configured per source.
 #[must_use]
 pub fn preset(scheme: Scheme) -> Option<Preset> {
@@ -160,9 +224,33 @@ pub fn preset(scheme: Scheme) -> Option<Preset> {
         Scheme::Gitlab => gitlab::preset(),
         Scheme::Adyen => adyen::preset(),
         Scheme::Meta => meta::preset(),
+        Scheme::Stripe => stripe::preset(),
+        Scheme::Github => github::preset(),
+        Scheme::StandardWebhooks => standard_webhooks::preset(),
+        Scheme::Shopify => shopify::preset(),
+        Scheme::Slack => slack::preset(),
+        Scheme::Paddle => paddle::preset(),
         Scheme::GenericHmac => return None,
-        fixed_scheme => fixed(fixed_scheme)?,
     })
+}
+
+/// The prepared model of `scheme`'s preset, built once per process; `None` for
+/// [`Scheme::GenericHmac`] (configured per source).
+///
+/// A preset's model is checked by the tests of this module: one that did not validate would
+/// be `None` here, and [`crate::Verifier::new`] reports it.
+pub(crate) fn prepared(scheme: Scheme) -> Option<&'static Prepared> {
+    static PREPARED: OnceLock<Vec<(Scheme, Prepared)>> = OnceLock::new();
+    PREPARED
+        .get_or_init(|| {
+            Scheme::ALL
+                .iter()
+                .filter_map(|scheme| Some((*scheme, preset(*scheme)?.prepare().ok()?)))
+                .collect()
+        })
+        .iter()
+        .find(|(each, _)| *each == scheme)
+        .map(|(_, prepared)| prepared)
 }
 
 /// The handshake `scheme`'s receiver answers, if any ([`Preset::handshake`]).
@@ -213,82 +301,4 @@ pub fn providers_table() -> String {
         ));
     }
     table
-}
-
-/// The table rows of the fixed schemes (their rules live in their own modules).
-fn fixed(scheme: Scheme) -> Option<Preset> {
-    let row = |provider, signed, event_id, event_type, hours, replay, source| Preset {
-        scheme,
-        provider,
-        model: None,
-        signed,
-        event_id,
-        event_type,
-        retry_horizon_hours: hours,
-        default_tolerance_secs: None,
-        handshake: None,
-        batch: false,
-        replay,
-        source,
-    };
-    Some(match scheme {
-        Scheme::Stripe => row(
-            "Stripe",
-            "HMAC-SHA256 of `{t}.{body}` (`Stripe-Signature: t=...,v1=...`)",
-            "body `id`",
-            "body `type`",
-            72,
-            true,
-            "https://docs.stripe.com/webhooks#verify-manually",
-        ),
-        Scheme::Github => row(
-            "GitHub",
-            "HMAC-SHA256 of the body (`X-Hub-Signature-256: sha256=...`)",
-            "header `X-GitHub-Delivery` (not signed)",
-            "header `X-GitHub-Event` (not signed)",
-            72,
-            true,
-            "https://docs.github.com/en/webhooks/using-webhooks/validating-webhook-deliveries",
-        ),
-        Scheme::StandardWebhooks => row(
-            "Standard Webhooks (Svix, Clerk, Resend, OpenAI, ...)",
-            "HMAC-SHA256 of `{webhook-id}.{webhook-timestamp}.{body}`",
-            "header `webhook-id` (signed)",
-            "body `type`",
-            76,
-            false,
-            "https://github.com/standard-webhooks/standard-webhooks/blob/main/spec/standard-webhooks.md",
-        ),
-        Scheme::Shopify => row(
-            "Shopify",
-            "HMAC-SHA256 of the body (`X-Shopify-Hmac-Sha256`, base64)",
-            "header `X-Shopify-Event-Id` (not signed)",
-            "header `X-Shopify-Topic` (not signed)",
-            4,
-            false,
-            "https://shopify.dev/docs/apps/build/webhooks/subscribe/https",
-        ),
-        Scheme::Slack => Preset {
-            handshake: Some(Handshake::SlackUrlVerification),
-            ..row(
-                "Slack",
-                "HMAC-SHA256 of `v0:{timestamp}:{body}`",
-                "body `event_id`, or the form's `trigger_id`",
-                "body `event.type`",
-                1,
-                false,
-                "https://api.slack.com/authentication/verifying-requests-from-slack",
-            )
-        },
-        Scheme::Paddle => row(
-            "Paddle Billing",
-            "HMAC-SHA256 of `{ts}:{body}` (`Paddle-Signature: ts=...;h1=...`)",
-            "body `event_id`",
-            "body `event_type`",
-            72,
-            true,
-            "https://developer.paddle.com/webhooks/signature-verification",
-        ),
-        _ => return None,
-    })
 }

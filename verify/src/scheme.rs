@@ -2,10 +2,9 @@
 
 /// Which signing scheme a source uses.
 ///
-/// In configuration (serde) the names are those of [`Scheme::name`]: the six fixed schemes
-/// (`"stripe"`, `"github"`, `"standard-webhooks"`, `"shopify"`, `"slack"`, `"paddle"`), the
-/// presets of the scheme model ([`crate::presets`]) and `"generic-hmac"` (the model configured
-/// per source). Svix signs with Standard Webhooks (its `svix-*` header names are accepted too).
+/// In configuration (serde) the names are those of [`Scheme::name`]: the presets of the scheme
+/// model ([`crate::presets`]: `"stripe"`, `"github"`, `"standard-webhooks"`, `"twilio"`, ...)
+/// and `"generic-hmac"` (the model configured per source). Svix signs with Standard Webhooks (its `svix-*` header names are accepted too).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Scheme {
@@ -95,21 +94,6 @@ impl Scheme {
         Scheme::Meta,
         Scheme::GenericHmac,
     ];
-
-    /// Whether the scheme is verified by the scheme model ([`crate::GenericHmac`]): a preset,
-    /// or `generic-hmac` configured per source. The six fixed schemes have their own modules.
-    #[must_use]
-    pub fn is_model(self) -> bool {
-        !matches!(
-            self,
-            Self::Stripe
-                | Self::Github
-                | Self::StandardWebhooks
-                | Self::Shopify
-                | Self::Slack
-                | Self::Paddle
-        )
-    }
 
     /// The configuration name, as in the sources JSON: `"stripe"`, `"standard-webhooks-v1a"`...
     #[must_use]

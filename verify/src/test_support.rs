@@ -28,8 +28,11 @@ pub(crate) fn header_map(pairs: &[(&str, &str)]) -> HeaderMap {
 }
 
 /// A header map from the pairs [`crate::sign`] returns.
-pub(crate) fn signed_map(pairs: &[(&'static str, String)]) -> HeaderMap {
-    let pairs: Vec<(&str, &str)> = pairs.iter().map(|(n, v)| (*n, v.as_str())).collect();
+pub(crate) fn signed_map<N: AsRef<str>>(pairs: &[(N, String)]) -> HeaderMap {
+    let pairs: Vec<(&str, &str)> = pairs
+        .iter()
+        .map(|(n, v)| (n.as_ref(), v.as_str()))
+        .collect();
     header_map(&pairs)
 }
 

@@ -1,9 +1,29 @@
 //! The crate-level test matrix: every scheme through [`crate::Verifier`], the published
 //! vectors, rotation, tolerance and hostile headers.
 
-use crate::header::{check_tolerance, parse_unix_seconds, single_header};
+use crate::generic::{decode_signature, Encoding};
+use crate::header::{check_tolerance, parse_unix_seconds, single_value, Malformed};
 use crate::key::first_matching_key;
-use crate::tag::{decode_base64_tag, decode_lower_hex, AnyTag, TAG_LEN};
+use crate::tag::{AnyTag, TAG_LEN};
+use crate::Algorithm;
+
+/// A built-in preset's hex signature (`strict_encoding`).
+fn decode_lower_hex(text: &str) -> Option<Vec<u8>> {
+    decode_signature(text, Algorithm::Sha256, Encoding::Hex, true)
+}
+
+/// A built-in preset's base64 signature (`strict_encoding`).
+fn decode_base64_tag(text: &str) -> Option<Vec<u8>> {
+    decode_signature(text, Algorithm::Sha256, Encoding::Base64, true)
+}
+
+/// A signature header read as every scheme reads it, errors naming it.
+fn single_header<'h>(
+    headers: &'h HeaderMap,
+    name: &'static str,
+) -> Result<Option<&'h str>, VerifyError> {
+    single_value(headers, name).map_err(|Malformed| VerifyError::MalformedHeader(name.into()))
+}
 use crate::test_support::{header_map, owned_map, signed_map};
 use crate::*;
 use http::HeaderMap;

@@ -3,9 +3,7 @@
 
 use http::HeaderMap;
 
-use crate::dispatch::{sign, verify};
-
-use crate::generic::{self, GenericHmac, Signer};
+use crate::generic::{self, GenericHmac};
 use crate::key::{KeyError, SigningKey};
 use crate::outcome::{Verified, VerifyError};
 use crate::request::Request;
@@ -29,7 +27,7 @@ pub struct Verifier {
     handshake: Option<crate::presets::Handshake>,
     /// The validated model (header names parsed, templates split): the source's
     /// `generic-hmac` configuration, or the scheme's preset; `None` for a fixed scheme.
-    generic: Option<generic::Prepared>,
+    model: generic::Prepared,
 }
 
 impl Verifier {
@@ -55,18 +53,17 @@ impl Verifier {
         tolerance_secs: u64,
         generic: Option<GenericHmac>,
     ) -> Result<Verifier, VerifierError> {
-        let generic = match (scheme, generic) {
+        let model = match (scheme, generic) {
             (Scheme::GenericHmac, Some(config)) => {
-                Some(generic::Prepared::new(config).map_err(VerifierError::Generic)?)
+                generic::Prepared::new(config).map_err(VerifierError::Generic)?
             }
             (Scheme::GenericHmac, None) => return Err(VerifierError::MissingGeneric),
             (_, Some(_)) => return Err(VerifierError::UnexpectedGeneric(scheme)),
-            (_, None) => match crate::presets::preset(scheme).and_then(|preset| preset.model) {
-                Some(model) => Some(generic::Prepared::new(model).map_err(|error| {
-                    VerifierError::Generic(format!("preset {}: {error}", scheme.name()))
-                })?),
-                None => None,
-            },
+            (_, None) => crate::presets::prepared(scheme)
+                .ok_or_else(|| {
+                    VerifierError::Generic(format!("preset {}: no valid model", scheme.name()))
+                })?
+                .clone(),
         };
         if secrets.is_empty() {
             return Err(VerifierError::NoSecrets);
@@ -75,18 +72,13 @@ impl Verifier {
             .iter()
             .enumerate()
             .map(|(index, secret)| {
-                match &generic {
-                    Some(prepared) => {
-                        let config = prepared.config();
-                        SigningKey::for_algorithm(
-                            config.algorithm,
-                            secret,
-                            config.secret_encoding,
-                            config.key_prefix.as_deref(),
-                        )
-                    }
-                    None => SigningKey::new(scheme, secret),
-                }
+                let config = model.config();
+                SigningKey::for_algorithm(
+                    config.algorithm,
+                    secret,
+                    config.secret_encoding,
+                    config.key_prefix.as_deref(),
+                )
                 .map_err(|error| VerifierError::Key { index, error })
             })
             .collect::<Result<Vec<_>, _>>()?;
@@ -95,7 +87,7 @@ impl Verifier {
             scheme,
             keys,
             tolerance_secs,
-            generic,
+            model,
         })
     }
 
@@ -105,11 +97,13 @@ impl Verifier {
         self.scheme
     }
 
-    /// The model, for [`Scheme::GenericHmac`] (as configured, validated) and every preset
-    /// (its [`crate::presets::Preset::model`]); `None` for a fixed scheme.
+    /// The model that names this source's events, for [`Scheme::GenericHmac`] (as configured,
+    /// validated) and every preset whose model reads the event id and type (its
+    /// [`crate::presets::Preset::model`]); `None` for the six first schemes, whose events are
+    /// named by code ([`crate::presets::Preset::names_in_code`]; their models verify only).
     #[must_use]
     pub fn generic(&self) -> Option<&GenericHmac> {
-        self.generic.as_ref().map(generic::Prepared::config)
+        (self.model.naming == generic::Naming::Model).then(|| self.model.config())
     }
 
     /// The timestamp tolerance, seconds, both directions.
@@ -128,28 +122,21 @@ impl Verifier {
     /// or for a generic source whether `timestamp_header` is configured.
     #[must_use]
     pub fn signs_timestamp(&self) -> bool {
-        match &self.generic {
-            Some(prepared) => prepared.signs_timestamp(),
-            None => self.scheme.signs_timestamp(),
-        }
+        self.model.signs_timestamp()
     }
 
     /// Lowercase name of the header that carries the signature: [`Scheme::signature_header`],
     /// or for a generic source the configured `signature_header`, normalised to lowercase.
     #[must_use]
     pub fn signature_header(&self) -> &str {
-        match &self.generic {
-            Some(prepared) => prepared.signature_header(),
-            None => self.scheme.signature_header(),
-        }
+        self.model.signature_header()
     }
 
     /// Verify `body` (the exact raw bytes received) against every key of the source.
     ///
     /// `now` is the current time in unix seconds (injected clock); the tolerance applies as in
-    /// [`verify`]. The rules of each scheme are documented on its `verify` function
-    /// ([`stripe::verify`](crate::stripe::verify), [`github::verify`](crate::github::verify), [`standard_webhooks::verify`](crate::standard_webhooks::verify),
-    /// [`shopify::verify`](crate::shopify::verify), [`slack::verify`](crate::slack::verify), [`paddle::verify`](crate::paddle::verify)) and on [`GenericHmac`].
+    /// [`crate::verify`]. Every scheme is the scheme model ([`GenericHmac`]): a preset's rules
+    /// are documented in its file ([`crate::presets`], e.g. [`crate::stripe`]).
     ///
     /// # Errors
     ///
@@ -176,19 +163,7 @@ impl Verifier {
     /// signed header or body field is absent) or [`VerifyError::MissingConfig`] (the URL is
     /// signed and `request.url` is empty).
     pub fn verify_request(&self, request: &Request<'_>, now: i64) -> Result<Verified, VerifyError> {
-        match &self.generic {
-            Some(prepared) => {
-                generic::verify(prepared, &self.keys, request, now, self.tolerance_secs)
-            }
-            None => verify(
-                self.scheme,
-                &self.keys,
-                request.headers,
-                request.body,
-                now,
-                self.tolerance_secs,
-            ),
-        }
+        generic::verify(&self.model, &self.keys, request, now, self.tolerance_secs)
     }
 
     /// The event id, type and document of a verified delivery (see [`crate::extract`]), for a
@@ -201,14 +176,14 @@ impl Verifier {
         headers: &'a HeaderMap,
         body: &'a [u8],
     ) -> Result<crate::extract::Extracted<'a>, crate::extract::ExtractError> {
-        match &self.generic {
-            Some(prepared) => crate::extract::model(
+        match self.model.naming {
+            generic::Naming::Model => crate::extract::model(
                 self.scheme,
-                (&prepared.config, &prepared.parsed, self.handshake),
+                (&self.model.config, &self.model.parsed, self.handshake),
                 headers,
                 body,
             ),
-            None => crate::extract::extract(self.scheme, None, headers, body),
+            generic::Naming::Code => crate::extract::extract(self.scheme, None, headers, body),
         }
     }
 
@@ -216,18 +191,16 @@ impl Verifier {
     /// model with `{url}`), so that a `public_url` means something for it.
     #[must_use]
     pub fn signs_url(&self) -> bool {
-        self.generic
-            .as_ref()
-            .is_some_and(|prepared| prepared.parsed.template.contains(&generic::Segment::Url))
+        self.model.parsed.template.contains(&generic::Segment::Url)
     }
 
     /// Whether the event id and type this source reads are covered by its signature
     /// ([`crate::extract::id_and_type_signed`], from the parsed rules for a model source).
     #[must_use]
     pub fn signs_id_and_type(&self) -> bool {
-        match &self.generic {
-            Some(prepared) => prepared.parsed.names_signed,
-            None => crate::extract::id_and_type_signed(self.scheme, None),
+        match self.model.naming {
+            generic::Naming::Model => self.model.parsed.names_signed,
+            generic::Naming::Code => crate::extract::id_and_type_signed(self.scheme, None),
         }
     }
 
@@ -242,7 +215,7 @@ impl Verifier {
     /// for tests and the dev tool.
     ///
     /// Returns the headers to set, as `(lowercase name, value)` pairs, in a fixed order (see
-    /// [`sign`]; a model source gets the headers its template signs or names its id by, set to
+    /// [`crate::sign`]; a model source gets the headers its template signs or names its id by, set to
     /// `msg_id`, its timestamp header, if configured, then its signature). A source that signs
     /// the URL (Twilio, Square, HubSpot) or uses a public key gets none: sign it with
     /// [`generic::sign`](crate::generic::sign) and the request. `msg_id` is used by Standard Webhooks only;
@@ -259,51 +232,7 @@ impl Verifier {
         timestamp: i64,
         body: &[u8],
     ) -> Vec<(String, String)> {
-        let key = &self.keys[key_index];
-        match &self.generic {
-            Some(prepared) => {
-                let config = prepared.config();
-                // The headers the model signs or names the event by carry `msg_id`.
-                let mut headers = HeaderMap::new();
-                let mut named = Vec::new();
-                for segment in &prepared.parsed.template {
-                    if let generic::Segment::Header(name) = segment {
-                        named.push(name.clone());
-                    }
-                }
-                if let Some(name) = config
-                    .event_id_header
-                    .as_deref()
-                    .and_then(|name| http::HeaderName::from_bytes(name.as_bytes()).ok())
-                {
-                    named.push(name);
-                }
-                // A signed URL is not known here: such a delivery is signed with the request
-                // (`generic::sign`), never over an empty URL that no receiver would see.
-                if prepared.parsed.template.contains(&generic::Segment::Url) {
-                    return Vec::new();
-                }
-                let mut out = Vec::new();
-                for name in named {
-                    if let Ok(value) = http::HeaderValue::from_str(msg_id) {
-                        if !headers.contains_key(&name) {
-                            out.push((name.as_str().to_owned(), msg_id.to_owned()));
-                        }
-                        headers.insert(name, value);
-                    }
-                }
-                let request = Request::post(&headers, body);
-                match generic::sign(config, Signer::Secret(key), &request, timestamp) {
-                    Ok(signed) => out.extend(signed),
-                    Err(_) => return Vec::new(),
-                }
-                out
-            }
-            None => sign(self.scheme, key, msg_id, timestamp, body)
-                .into_iter()
-                .map(|(name, value)| (name.to_owned(), value))
-                .collect(),
-        }
+        generic::sign_with_id(&self.model, &self.keys[key_index], msg_id, timestamp, body)
     }
 }
 

@@ -28,8 +28,7 @@ use reqwest::StatusCode;
 
 use super::excerpt::excerpt;
 use super::{DispatchError, Dispatched, Message};
-use hookledger_verify::standard_webhooks;
-use hookledger_verify::SigningKey;
+use hookledger_verify::{Scheme, SigningKey};
 
 /// `User-Agent` of every forward request: `hookledger/<version>`.
 pub const USER_AGENT: &str = concat!("hookledger/", env!("CARGO_PKG_VERSION"));
@@ -100,8 +99,26 @@ fn headers(
         .unwrap_or(0);
     let id = header_text(&message.idempotency_key()).into_owned();
     let mut headers = HeaderMap::new();
-    for (name, value) in standard_webhooks::sign(key, &id, timestamp, &message.payload) {
-        headers.insert(HeaderName::from_static(name), text_value(&value));
+    let signed = hookledger_verify::sign(
+        Scheme::StandardWebhooks,
+        key,
+        &id,
+        timestamp,
+        &message.payload,
+    );
+    if signed.is_empty() {
+        return Err(DispatchError::Fatal {
+            reason: "the message could not be signed (its idempotency key is no header value)"
+                .to_owned(),
+            status: None,
+        });
+    }
+    for (name, value) in signed {
+        let name = HeaderName::try_from(name).map_err(|_| DispatchError::Fatal {
+            reason: "a signature header name is invalid".to_owned(),
+            status: None,
+        })?;
+        headers.insert(name, text_value(&value));
     }
     let content_type =
         HeaderValue::from_str(&message.content_type).map_err(|_| DispatchError::Fatal {
@@ -298,7 +315,8 @@ mod tests {
             .iter()
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
-        standard_webhooks::verify(
+        hookledger_verify::verify(
+            Scheme::StandardWebhooks,
             std::slice::from_ref(&key),
             &http,
             &m.payload,
@@ -307,7 +325,15 @@ mod tests {
         )
         .unwrap();
         // Tampering with the body or the id breaks it.
-        assert!(standard_webhooks::verify(&[key], &http, b"{}", 1_700_000_000, 300).is_err());
+        assert!(hookledger_verify::verify(
+            Scheme::StandardWebhooks,
+            &[key],
+            &http,
+            b"{}",
+            1_700_000_000,
+            300
+        )
+        .is_err());
         // Nothing secret in the headers.
         assert!(!format!("{headers:?}").contains("MfKQ9r8"));
     }

@@ -490,7 +490,10 @@ fn stripe_signed_with(secret: &str, event_id: &str, order_id: &str) -> crate::he
     let mut headers = http::HeaderMap::new();
     headers.insert("content-type", "application/json".parse().unwrap());
     for (name, value) in sign(Scheme::Stripe, &key, "", NOW, &body) {
-        headers.insert(name, value.parse().unwrap());
+        headers.insert(
+            http::HeaderName::try_from(name).unwrap(),
+            value.parse().unwrap(),
+        );
     }
     crate::helpers::Delivery { headers, body }
 }

@@ -59,7 +59,7 @@ fn shopify(event_id: &str, topic: &str, body: &str) -> Delivery {
     headers.insert("content-type", HeaderValue::from_static("application/json"));
     for (name, value) in hookledger_verify::sign(Scheme::Shopify, &key, "", NOW, body.as_bytes()) {
         headers.insert(
-            HeaderName::from_static(name),
+            HeaderName::try_from(name).expect("a signature header name"),
             HeaderValue::from_str(&value).unwrap(),
         );
     }
@@ -77,7 +77,7 @@ fn shopify(event_id: &str, topic: &str, body: &str) -> Delivery {
 /// `delivery` with `name` set to `value` (the signature untouched: it does not cover headers).
 fn with_header(mut delivery: Delivery, name: &'static str, value: &str) -> Delivery {
     delivery.headers.insert(
-        HeaderName::from_static(name),
+        HeaderName::try_from(name).expect("a signature header name"),
         HeaderValue::from_str(value).unwrap(),
     );
     delivery

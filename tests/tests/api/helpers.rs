@@ -180,7 +180,7 @@ fn signed(scheme: Scheme, secret: &str, msg_id: &str, at: i64, body: Vec<u8>) ->
     headers.insert("content-type", HeaderValue::from_static("application/json"));
     for (name, value) in hookledger_verify::sign(scheme, &key, msg_id, at, &body) {
         headers.insert(
-            HeaderName::from_static(name),
+            HeaderName::try_from(name).expect("a signature header name"),
             HeaderValue::from_str(&value).unwrap(),
         );
     }

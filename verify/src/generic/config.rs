@@ -212,6 +212,21 @@ pub struct GenericHmac {
     /// type rules then read each item (`{field:...}` pointers are relative to the event object).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub batch: Option<Batch>,
+    /// Whether a signature must be written exactly as the provider writes it: lowercase hex
+    /// only, base64 with its `=` padding only. Off by default (hex in either case, padding
+    /// optional). The built-in Stripe, GitHub, Slack, Paddle, Shopify and Standard Webhooks
+    /// presets set it: their providers' own libraries compare the text, so another spelling
+    /// never comes from the provider.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub strict_encoding: bool,
+    /// Header names read in place of others when those are absent: `{"svix-signature":
+    /// "webhook-signature"}` reads a delivery without `webhook-signature` but with
+    /// `svix-signature` as if it carried the latter's value under the former's name (Svix
+    /// sends the Standard Webhooks headers under `svix-*` names). Each name is looked up on
+    /// its own; a header present under its own name always wins. Keys and values are header
+    /// names (any case).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub header_aliases: std::collections::BTreeMap<String, String>,
 }
 
 /// Where the timestamp is.
@@ -277,6 +292,21 @@ impl GenericHmac {
 
     /// [`GenericHmac::validate`], keeping what was parsed.
     pub(crate) fn parse(&self) -> Result<Parsed, String> {
+        self.parse_with(Naming::Model)
+    }
+
+    /// [`GenericHmac::parse`], the event id and type rules read by the model (`Naming::Model`)
+    /// or by the preset's own code (`Naming::Code`: the built-in Stripe, GitHub, Shopify, Slack,
+    /// Paddle and Standard Webhooks presets, whose ids take shapes the model has no words for:
+    /// Slack's three body kinds, GitHub's form payload; the model then holds no id or type rule
+    /// and verifies only).
+    pub(crate) fn parse_with(&self, naming: Naming) -> Result<Parsed, String> {
+        for (from, to) in &self.header_aliases {
+            let from = header_name("header_aliases", from)?;
+            if from == header_name("header_aliases", to)? {
+                return Err(format!("header_aliases maps {from} to itself"));
+            }
+        }
         let signature = match (&self.signature_header, &self.signature_pointer) {
             (Some(name), None) => SignatureAt::Header(header_name("signature_header", name)?),
             (None, Some(pointer)) => {
@@ -451,6 +481,40 @@ impl GenericHmac {
                     .to_owned(),
             );
         }
+        // A leading zero would let a variable part right before `{timestamp}` take or give a
+        // digit under one signature: canonical digits are required there (and only there).
+        let timestamp_canonical = template
+            .windows(2)
+            .any(|pair| pair[1] == Segment::Timestamp && !matches!(pair[0], Segment::Literal(_)));
+        if naming == Naming::Code {
+            if [
+                &self.event_id_header,
+                &self.event_id_pointer,
+                &self.event_id,
+            ]
+            .into_iter()
+            .chain([
+                &self.event_type_header,
+                &self.event_type_pointer,
+                &self.event_type,
+            ])
+            .any(Option::is_some)
+                || self.batch.is_some()
+            {
+                return Err(
+                    "a preset whose code names its events has no id, type or batch rule".to_owned(),
+                );
+            }
+            return Ok(Parsed {
+                signature,
+                timestamp,
+                template,
+                id: Vec::new(),
+                event_type: None,
+                names_signed: false,
+                timestamp_canonical,
+            });
+        }
         // The event id and type.
         let id = naming_rule(
             "event_id",
@@ -579,8 +643,18 @@ impl GenericHmac {
             id,
             event_type,
             names_signed,
+            timestamp_canonical,
         })
     }
+}
+
+/// Who reads a model's event id and type: the model's own rules, or the preset's code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Naming {
+    /// `event_id*` / `event_type*` (required), as for every configured source.
+    Model,
+    /// The preset's own code ([`crate::extract::extract`]); the model verifies only.
+    Code,
 }
 
 /// One naming rule (event id or type) out of its three spellings, as template segments.
@@ -643,6 +717,9 @@ pub(crate) struct Parsed {
     pub(crate) event_type: Option<Vec<Segment>>,
     /// Whether every part of the id and type is covered by the signature.
     pub(crate) names_signed: bool,
+    /// Whether the timestamp's digits must be canonical (no leading zero): a variable part
+    /// comes right before `{timestamp}` in the signed content.
+    pub(crate) timestamp_canonical: bool,
 }
 
 /// A validated [`GenericHmac`], ready for every delivery: header names parsed, templates split.
@@ -655,6 +732,10 @@ pub(crate) struct Prepared {
     pub(crate) parsed: Parsed,
     /// The signature's name in errors and logs ([`SignatureAt::name`]).
     signature_name: String,
+    /// Who reads the event id and type.
+    pub(crate) naming: Naming,
+    /// `header_aliases`, parsed: (read this header, when that one is absent).
+    pub(crate) aliases: Vec<(HeaderName, HeaderName)>,
 }
 
 impl Prepared {
@@ -664,12 +745,33 @@ impl Prepared {
     ///
     /// As [`GenericHmac::validate`].
     pub(crate) fn new(config: GenericHmac) -> Result<Prepared, String> {
-        let parsed = config.parse()?;
+        Self::with_naming(config, Naming::Model)
+    }
+
+    /// [`Prepared::new`] with the event id and type read by `naming`.
+    ///
+    /// # Errors
+    ///
+    /// As [`GenericHmac::validate`].
+    pub(crate) fn with_naming(config: GenericHmac, naming: Naming) -> Result<Prepared, String> {
+        let parsed = config.parse_with(naming)?;
         let signature_name = parsed.signature.name();
+        let aliases = config
+            .header_aliases
+            .iter()
+            .map(|(from, to)| {
+                Ok((
+                    header_name("header_aliases", from)?,
+                    header_name("header_aliases", to)?,
+                ))
+            })
+            .collect::<Result<_, String>>()?;
         Ok(Prepared {
             config,
             parsed,
             signature_name,
+            naming,
+            aliases,
         })
     }
 

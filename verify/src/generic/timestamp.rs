@@ -6,11 +6,13 @@ use crate::header::parse_unix_seconds;
 /// The unix seconds of `text` written in `unit` (milliseconds are truncated to the second;
 /// an RFC 3339 time with an offset is converted to UTC). `None` if it is not in that unit.
 ///
-/// Digits must be canonical: no leading zero (`0` itself aside). Otherwise `01700000000`
-/// would be the same time as `1700000000` in other text, and a template that puts a variable
-/// part right before `{timestamp}` would let a captured signature move a digit between them.
-pub(crate) fn parse(text: &str, unit: TimestampUnit) -> Option<i64> {
-    if unit != TimestampUnit::Rfc3339 && text.len() > 1 && text.starts_with('0') {
+/// With `canonical`, digits must be canonical: no leading zero (`0` itself aside). Otherwise
+/// `01700000000` would be the same time as `1700000000` in other text, and a template that
+/// puts a variable part right before `{timestamp}` would let a captured signature move a digit
+/// between them ([`super::config::Parsed::timestamp_canonical`] says when). Elsewhere the
+/// text is signed as received, leading zeros included (Slack's SDK builds its basestring so).
+pub(crate) fn parse(text: &str, unit: TimestampUnit, canonical: bool) -> Option<i64> {
+    if canonical && unit != TimestampUnit::Rfc3339 && text.len() > 1 && text.starts_with('0') {
         return None;
     }
     match unit {
@@ -147,7 +149,7 @@ mod tests {
         for seconds in [0, 951_782_400, 1_573_899_072, 1_796_306_400, 4_102_444_800] {
             let text = format(seconds, TimestampUnit::Rfc3339);
             assert_eq!(
-                parse(&text, TimestampUnit::Rfc3339),
+                parse(&text, TimestampUnit::Rfc3339, true),
                 Some(seconds),
                 "{text}"
             );
@@ -163,24 +165,29 @@ mod tests {
             "+019-11-16T10:11:12Z",
             "2019-11-16T10:11:12ZZ",
         ] {
-            assert_eq!(parse(bad, TimestampUnit::Rfc3339), None, "{bad}");
+            assert_eq!(parse(bad, TimestampUnit::Rfc3339, true), None, "{bad}");
         }
     }
 
     #[test]
     fn milliseconds_truncate_to_seconds() {
         assert_eq!(
-            parse("1573899072999", TimestampUnit::Milliseconds),
+            parse("1573899072999", TimestampUnit::Milliseconds, true),
             Some(1_573_899_072)
         );
         assert_eq!(
             format(1_573_899_072, TimestampUnit::Milliseconds),
             "1573899072000"
         );
-        assert_eq!(parse("-5", TimestampUnit::Milliseconds), None);
+        assert_eq!(parse("-5", TimestampUnit::Milliseconds, true), None);
         // Canonical digits only: a leading zero could shift a digit out of a variable part
         // that the template puts right before the timestamp.
-        assert_eq!(parse("01700000000", TimestampUnit::Seconds), None);
-        assert_eq!(parse("0", TimestampUnit::Seconds), Some(0));
+        assert_eq!(parse("01700000000", TimestampUnit::Seconds, true), None);
+        assert_eq!(parse("0", TimestampUnit::Seconds, true), Some(0));
+        // Elsewhere the text is signed as received: the same second.
+        assert_eq!(
+            parse("01700000000", TimestampUnit::Seconds, false),
+            Some(1_700_000_000)
+        );
     }
 }

@@ -35,12 +35,17 @@ const SIGNATURE_BASE64URL: GeneralPurpose = GeneralPurpose::new(
 
 /// Decode one signature written as `encoding` for `algorithm`: exactly the MAC length for an
 /// HMAC, 1 to [`Algorithm::max_signature_len`] bytes for a public-key signature. `None` if it
-/// does not decode or has another length (hex in either case; base64 with or without padding).
+/// does not decode or has another length (hex in either case; base64 with or without padding;
+/// with `strict`, only lowercase hex and padded base64: `strict_encoding`).
 pub(crate) fn decode_signature(
     text: &str,
     algorithm: Algorithm,
     encoding: Encoding,
+    strict: bool,
 ) -> Option<Vec<u8>> {
+    if strict && !is_canonical_text(text, encoding) {
+        return None;
+    }
     let max = algorithm.max_signature_len();
     // A token is compared as sent: no encoding.
     if algorithm == Algorithm::Token {
@@ -63,6 +68,17 @@ pub(crate) fn decode_signature(
         Some(len) if bytes.len() != len => None,
         _ if bytes.is_empty() || bytes.len() > max => None,
         _ => Some(bytes),
+    }
+}
+
+/// Whether `text` is written as the provider writes it (`strict_encoding`): hex in lowercase,
+/// standard base64 with its padding (a length that is a multiple of 4). URL-safe base64 has
+/// no rule here: providers write it either way.
+fn is_canonical_text(text: &str, encoding: Encoding) -> bool {
+    match encoding {
+        Encoding::Hex => !text.bytes().any(|b| b.is_ascii_uppercase()),
+        Encoding::Base64 => text.len().is_multiple_of(4),
+        Encoding::Base64url => true,
     }
 }
 
@@ -89,7 +105,14 @@ struct Candidates<'v> {
 /// key, or the timestamp key twice. Undecodable entries of a `pairs` or `list` value are dropped
 /// (they could never match), as Stripe's libraries do.
 fn candidates<'v>(value: &'v str, config: &GenericHmac) -> Option<Candidates<'v>> {
-    let decode = |text: &str| decode_signature(text, config.algorithm, config.encoding);
+    let decode = |text: &str| {
+        decode_signature(
+            text,
+            config.algorithm,
+            config.encoding,
+            config.strict_encoding,
+        )
+    };
     match &config.signature_format {
         SignatureFormat::Plain => {
             let text = match &config.prefix {
@@ -135,13 +158,28 @@ fn candidates<'v>(value: &'v str, config: &GenericHmac) -> Option<Candidates<'v>
             Some(found)
         }
         SignatureFormat::List { separator, version } => {
-            let signatures = value
-                .split(separator.as_str())
-                .filter_map(|entry| entry.strip_prefix(version.as_str()))
-                .take(MAX_SIGNATURES)
-                .filter_map(decode)
-                .collect();
-            Some(Candidates {
+            // Every entry is `<name><delimiter><signature>`, the delimiter being `version`'s
+            // last character (`v1,` -> `,`), as the Standard Webhooks list is written: an entry
+            // without it or with an empty name, or a list with no entry, is malformed. Empty
+            // entries (runs of separators) are skipped; other versions are ignored.
+            let delimiter = version.chars().next_back()?;
+            let mut signatures = Vec::new();
+            let mut entries = 0_usize;
+            let mut seen = 0_usize;
+            for entry in value.split(separator.as_str()).filter(|e| !e.is_empty()) {
+                entries += 1;
+                let (name, _) = entry.split_once(delimiter)?;
+                if name.is_empty() {
+                    return None;
+                }
+                if let Some(text) = entry.strip_prefix(version.as_str()) {
+                    seen = seen.saturating_add(1);
+                    if seen <= MAX_SIGNATURES {
+                        signatures.extend(decode(text));
+                    }
+                }
+            }
+            (entries > 0).then_some(Candidates {
                 signatures,
                 timestamp: None,
             })
@@ -228,6 +266,11 @@ pub(crate) fn verify(
     if let Some(batch) = config.batch.as_ref().filter(|batch| batch.signed_per_item) {
         return verify_items(prepared, batch, keys, request.body);
     }
+    let aliased = aliased(prepared, request.headers)?;
+    let request = &Request {
+        headers: aliased.as_ref(),
+        ..*request
+    };
     let mut body = Body {
         raw: request.body,
         parsed: None,
@@ -255,11 +298,13 @@ pub(crate) fn verify(
         ),
     };
     if let (Some(at), Some(text)) = (&parsed.timestamp, &timestamp_text) {
-        let seconds = timestamp::parse(text, config.timestamp_unit).ok_or_else(|| match at {
-            TimestampAt::Header(name) => malformed(name.as_str()),
-            TimestampAt::Pair(_) => malformed(&signature_name),
-            TimestampAt::Field(pointer) => malformed(&format!("body {pointer}")),
-        })?;
+        let canonical = parsed.timestamp_canonical;
+        let seconds =
+            timestamp::parse(text, config.timestamp_unit, canonical).ok_or_else(|| match at {
+                TimestampAt::Header(name) => malformed(name.as_str()),
+                TimestampAt::Pair(_) => malformed(&signature_name),
+                TimestampAt::Field(pointer) => malformed(&format!("body {pointer}")),
+            })?;
         check_tolerance(seconds, now, tolerance_secs)?;
     }
     let mut parts: Vec<Cow<'_, [u8]>> = Vec::with_capacity(parsed.template.len());
@@ -282,10 +327,16 @@ pub(crate) fn verify(
             }
             Segment::Method => Cow::Borrowed(request.method.as_bytes()),
             Segment::Form => Cow::Owned(sorted_form(request.body).into_bytes()),
-            Segment::Header(name) => single_value(request.headers, name)
-                .map_err(|Malformed| malformed(name.as_str()))?
-                .map(|value| Cow::Borrowed(value.as_bytes()))
-                .ok_or_else(|| VerifyError::MissingSignedField(name.as_str().to_owned()))?,
+            // A signed header is required and non-empty (Standard Webhooks' `webhook-id`).
+            Segment::Header(name) => match single_value(request.headers, name) {
+                Ok(Some(value)) if !value.is_empty() => Cow::Borrowed(value.as_bytes()),
+                Ok(None) => {
+                    return Err(VerifyError::MissingHeader(Cow::Owned(
+                        name.as_str().to_owned(),
+                    )))
+                }
+                Ok(Some(_)) | Err(Malformed) => return Err(malformed(name.as_str())),
+            },
             Segment::Field(pointer) => match body.field(pointer) {
                 Some(text) => Cow::Owned(text.into_bytes()),
                 None if config.absent_fields_empty => Cow::Borrowed(&[][..]),
@@ -313,6 +364,36 @@ pub(crate) fn verify(
     }
     let parts: Vec<&[u8]> = parts.iter().map(AsRef::as_ref).collect();
     first_matching_key(keys, &parts, &found.signatures)
+}
+
+/// `headers` as the model reads them: each `header_aliases` header that is present stands in
+/// for its target when the target is absent (Svix's `svix-*` for `webhook-*`). Borrowed, with
+/// no copy, when no alias applies (every delivery of a source without aliases).
+///
+/// # Errors
+///
+/// [`VerifyError::MalformedHeader`] naming the alias as received (`svix-signature`) when it
+/// is repeated, too long or not visible ASCII.
+fn aliased<'h>(
+    prepared: &Prepared,
+    headers: &'h HeaderMap,
+) -> Result<Cow<'h, HeaderMap>, VerifyError> {
+    let applies = |(from, to): &&(HeaderName, HeaderName)| {
+        !headers.contains_key(to) && headers.contains_key(from)
+    };
+    if !prepared.aliases.iter().any(|alias| applies(&alias)) {
+        return Ok(Cow::Borrowed(headers));
+    }
+    let mut copy = headers.clone();
+    for (from, to) in prepared.aliases.iter().filter(applies) {
+        if single_value(headers, from).is_err() {
+            return Err(malformed(from.as_str()));
+        }
+        for value in headers.get_all(from) {
+            copy.append(to.clone(), value.clone());
+        }
+    }
+    Ok(Cow::Owned(copy))
 }
 
 /// `url` with its default port made explicit (`https://host/x` -> `https://host:443/x`) or
@@ -462,7 +543,21 @@ pub fn sign(
     request: &Request<'_>,
     timestamp: i64,
 ) -> Result<Vec<(String, String)>, String> {
-    let prepared = Prepared::new(config.clone())?;
+    sign_prepared(&Prepared::new(config.clone())?, signer, request, timestamp)
+}
+
+/// [`sign`] with a prepared model (a preset's, or a [`crate::Verifier`]'s).
+///
+/// # Errors
+///
+/// As [`sign`].
+pub(crate) fn sign_prepared(
+    prepared: &Prepared,
+    signer: Signer<'_>,
+    request: &Request<'_>,
+    timestamp: i64,
+) -> Result<Vec<(String, String)>, String> {
+    let config = &prepared.config;
     let parsed = &prepared.parsed;
     let text = timestamp::format(timestamp, config.timestamp_unit);
     let mut body = Body {
@@ -549,5 +644,62 @@ pub(super) fn parse_signature(
         Some(prefix) => value.strip_prefix(prefix)?,
         None => value,
     };
-    decode_signature(text, algorithm, encoding)
+    decode_signature(text, algorithm, encoding, false)
+}
+
+/// Sign a delivery of `body` at `timestamp` (unix seconds) with `key`, as the provider of
+/// `prepared` would, for tests, the local dev tool and replay: every header the signed content
+/// or the event id names carries `msg_id`. Returns the headers to set, `(lowercase name,
+/// value)`, the named ones first, then the timestamp's, then the signature's; empty when the
+/// model signs the request's URL (which only the request knows: use [`sign`]) or cannot sign
+/// this body (a signed body field it lacks).
+pub(crate) fn sign_with_id(
+    prepared: &Prepared,
+    key: &SigningKey,
+    msg_id: &str,
+    timestamp: i64,
+    body: &[u8],
+) -> Vec<(String, String)> {
+    // A signed URL is not known here: such a delivery is signed with the request (`sign`),
+    // never over an empty URL that no receiver would see.
+    if prepared.parsed.template.contains(&Segment::Url) {
+        return Vec::new();
+    }
+    let mut named: Vec<HeaderName> = prepared
+        .parsed
+        .template
+        .iter()
+        .filter_map(|segment| match segment {
+            Segment::Header(name) => Some(name.clone()),
+            _ => None,
+        })
+        .collect();
+    if let Some(name) = prepared
+        .config
+        .event_id_header
+        .as_deref()
+        .and_then(|name| HeaderName::from_bytes(name.as_bytes()).ok())
+    {
+        named.push(name);
+    }
+    let mut headers = HeaderMap::new();
+    let mut out = Vec::new();
+    for name in named {
+        if let Ok(value) = http::HeaderValue::from_str(msg_id) {
+            if !headers.contains_key(&name) {
+                out.push((name.as_str().to_owned(), msg_id.to_owned()));
+            }
+            headers.insert(name, value);
+        }
+    }
+    match sign_prepared(
+        prepared,
+        Signer::Secret(key),
+        &Request::post(&headers, body),
+        timestamp,
+    ) {
+        Ok(signed) => out.extend(signed),
+        Err(_) => return Vec::new(),
+    }
+    out
 }

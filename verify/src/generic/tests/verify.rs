@@ -239,11 +239,42 @@ fn a_timestamp_changed_after_signing_is_no_signature_matched() {
         check_timestamped(&headers, TS_BODY, T),
         Err(VerifyError::NoSignatureMatched)
     );
-    // A leading zero is not the same timestamp's text: refused before any HMAC.
+    // A leading zero is other signed text (the timestamp is signed as received).
     let headers = timestamped_headers("01700000000", &format!("v1={TS_SHA512_BASE64}"));
     assert_eq!(
         check_timestamped(&headers, TS_BODY, T),
+        Err(VerifyError::NoSignatureMatched)
+    );
+}
+
+#[test]
+fn a_leading_zero_is_refused_where_a_variable_part_comes_right_before_the_timestamp() {
+    // `{header:x-id}{timestamp}`: `ab0` + `1700000000` and `ab` + `01700000000` sign alike, so
+    // only canonical digits are read there, before any MAC.
+    let config = GenericHmac {
+        signed_payload: Some("{header:x-id}{timestamp}.{body}".to_owned()),
+        ..timestamped()
+    };
+    let v = verifier(config, &[TS_SECRET]);
+    let signed = v.sign(0, "ab0", T, TS_BODY);
+    let mut headers = owned_map(&signed);
+    headers.insert("x-id", "ab".parse().unwrap());
+    headers.insert("x-timestamp", "01700000000".parse().unwrap());
+    assert_eq!(
+        v.verify(&headers, TS_BODY, T),
         Err(VerifyError::MalformedHeader("x-timestamp".into()))
+    );
+    // Where a literal comes before it, a leading zero is just other text (Slack, Paddle).
+    let literal = GenericHmac {
+        signed_payload: Some("v0:{timestamp}:{body}".to_owned()),
+        ..timestamped()
+    };
+    let v = verifier(literal, &[TS_SECRET]);
+    let mut headers = owned_map(&v.sign(0, "", T, TS_BODY));
+    headers.insert("x-timestamp", "01700000000".parse().unwrap());
+    assert_eq!(
+        v.verify(&headers, TS_BODY, T),
+        Err(VerifyError::NoSignatureMatched)
     );
 }
 

@@ -1,4 +1,4 @@
-//! GitHub's signing scheme: the `X-Hub-Signature-256` header, its parser, verify and sign.
+//! GitHub: the `X-Hub-Signature-256` header (a preset of the scheme model).
 //!
 //! Source: GitHub docs, "Validating webhook deliveries"
 //! (docs.github.com/en/webhooks/using-webhooks/validating-webhook-deliveries):
@@ -8,85 +8,64 @@
 //!   raw body;
 //! - no timestamp is signed, so there is no tolerance (the legacy SHA-1 `X-Hub-Signature` header
 //!   is not read).
+//! - The id and type are the `X-GitHub-Delivery` and `X-GitHub-Event` headers (not signed: the
+//!   ledger keeps one event per body), and a form-encoded delivery's document is its `payload`
+//!   field: read by [`crate::extract::extract`].
 
-use http::HeaderMap;
+use super::Preset;
+use crate::generic::GenericHmac;
+use crate::Scheme;
 
-use crate::header::single_header;
-use crate::key::{first_matching_key, SigningKey};
-use crate::outcome::{Verified, VerifyError};
-use crate::tag::{decode_lower_hex, Tag};
-
-/// Name of GitHub's SHA-256 signature header, lowercase (`X-Hub-Signature-256`).
+/// The signature header's name, lowercase.
 pub const SIGNATURE_HEADER: &str = "x-hub-signature-256";
 
-/// The algorithm label GitHub puts before the hex digest in [`SIGNATURE_HEADER`].
-const ALGORITHM: &str = "sha256";
-
-/// A parsed `X-Hub-Signature-256` value: the decoded digest.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct GithubSignature(Tag);
-
-/// Parse an `X-Hub-Signature-256` value: `sha256=` followed by exactly 64 lowercase hex digits.
-///
-/// `None` (malformed) for anything else: no `=`, another label (`sha1=`, `SHA256=`), whitespace,
-/// uppercase or non-hex digits, a wrong length, several digests.
-fn parse_signature(value: &str) -> Option<GithubSignature> {
-    let (algorithm, digest) = value.split_once('=')?;
-    if algorithm != ALGORITHM {
-        return None;
+pub(super) fn preset() -> Preset {
+    Preset {
+        model: Some(GenericHmac {
+            signature_header: Some("X-Hub-Signature-256".into()),
+            prefix: Some("sha256=".into()),
+            strict_encoding: true,
+            ..GenericHmac::default()
+        }),
+        names_in_code: true,
+        ..Preset::row(
+            Scheme::Github,
+            "GitHub",
+            "HMAC-SHA256 of the body (`X-Hub-Signature-256: sha256=...`)",
+            "header `X-GitHub-Delivery` (not signed)",
+            "header `X-GitHub-Event` (not signed)",
+            72,
+            true,
+            "https://docs.github.com/en/webhooks/using-webhooks/validating-webhook-deliveries",
+        )
     }
-    decode_lower_hex(digest).map(GithubSignature)
-}
-
-/// Verify a GitHub delivery: `body` is the exact raw bytes received.
-///
-/// Reads `X-Hub-Signature-256` (exactly once), parses it, and compares HMAC-SHA256(key, body)
-/// of every key with the digest in constant time. `_now` and `_tolerance_secs` are ignored
-/// (GitHub signs no timestamp); they keep the signature uniform with the other schemes.
-///
-/// # Errors
-///
-/// - [`VerifyError::NoKeys`]: `keys` is empty;
-/// - [`VerifyError::MissingHeader`]`("x-hub-signature-256")`: header absent (a delivery with
-///   only the legacy SHA-1 `X-Hub-Signature` is rejected this way);
-/// - [`VerifyError::MalformedHeader`]`("x-hub-signature-256")`: repeated, over
-///   [`super::MAX_HEADER_LEN`] bytes, not visible ASCII, or not `sha256=<64 lowercase hex>`
-///   (a `sha1=` label included);
-/// - [`VerifyError::NoSignatureMatched`]: the digest matches no key.
-pub fn verify(
-    keys: &[SigningKey],
-    headers: &HeaderMap,
-    body: &[u8],
-    _now: i64,
-    _tolerance_secs: u64,
-) -> Result<Verified, VerifyError> {
-    if keys.is_empty() {
-        return Err(VerifyError::NoKeys);
-    }
-    let value = single_header(headers, SIGNATURE_HEADER)?
-        .ok_or(VerifyError::MissingHeader(SIGNATURE_HEADER.into()))?;
-    let GithubSignature(digest) =
-        parse_signature(value).ok_or(VerifyError::MalformedHeader(SIGNATURE_HEADER.into()))?;
-    first_matching_key(keys, &[body], &[digest])
-}
-
-/// Sign `body` as GitHub does.
-///
-/// Returns one pair: `("x-hub-signature-256", "sha256=<64 lowercase hex>")`.
-#[must_use]
-pub fn sign(key: &SigningKey, body: &[u8]) -> Vec<(&'static str, String)> {
-    let tag = key.tag(&[body]);
-    vec![(
-        SIGNATURE_HEADER,
-        format!("{ALGORITHM}={}", hex::encode(tag)),
-    )]
 }
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_support::{header_map, signed_map};
-    use super::super::{Scheme, MAX_HEADER_LEN};
     use super::*;
+    use crate::test_support::{header_map, signed_map};
+    use crate::{SigningKey, Verified, VerifyError, MAX_HEADER_LEN};
+    use http::HeaderMap;
+
+    /// The preset through the crate's dispatch, as every source of this scheme runs it.
+    fn verify(
+        keys: &[SigningKey],
+        headers: &HeaderMap,
+        body: &[u8],
+        now: i64,
+        tolerance_secs: u64,
+    ) -> Result<Verified, VerifyError> {
+        crate::verify(Scheme::Github, keys, headers, body, now, tolerance_secs)
+    }
+
+    /// The preset's signature headers, names as `&'static str` for comparing with literals.
+    fn sign(key: &SigningKey, body: &[u8]) -> Vec<(&'static str, String)> {
+        crate::sign(Scheme::Github, key, "", 0, body)
+            .into_iter()
+            .map(|(name, value)| (&*Box::leak(name.into_boxed_str()), value))
+            .collect()
+    }
     use proptest::prelude::*;
 
     const SECRET: &str = "It's a Secret to Everybody";
@@ -231,21 +210,12 @@ mod tests {
         assert_eq!(verify(&[], &headers, BODY, 0, 0), Err(VerifyError::NoKeys));
     }
 
-    #[test]
-    fn parse_decodes_the_digest() {
-        let GithubSignature(digest) = parse_signature(&format!("sha256={DIGEST}")).unwrap();
-        assert_eq!(hex::encode(digest), DIGEST);
-    }
-
     proptest! {
-        #[test]
-        fn the_parser_never_panics(value in any::<String>()) {
-            let _ = parse_signature(&value);
-        }
 
         #[test]
-        fn the_parser_never_panics_on_header_like_strings(value in "(sha256=)?[a-f0-9=A-Z ]{0,80}") {
-            let _ = parse_signature(&value);
+        fn verify_never_panics_on_header_like_strings(value in "(sha256=)?[a-f0-9=A-Z ]{0,80}") {
+            let keys = [SigningKey::new(Scheme::Github, "a2V5").unwrap()];
+            let _ = verify(&keys, &header_map(&[(SIGNATURE_HEADER, &value)]), b"{}", 0, 300);
         }
 
         #[test]

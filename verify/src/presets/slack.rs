@@ -1,5 +1,5 @@
-//! Slack's signing scheme: the `X-Slack-Request-Timestamp` and `X-Slack-Signature` headers,
-//! their parsers, verify and sign.
+//! Slack: the `X-Slack-Request-Timestamp` and `X-Slack-Signature` headers (a preset of the
+//! scheme model).
 //!
 //! Source: Slack docs, "Verifying requests from Slack"
 //! (api.slack.com/authentication/verifying-requests-from-slack), and the reference
@@ -12,127 +12,69 @@
 //! - signature: lowercase hex of HMAC-SHA256 keyed with the app's signing secret (UTF-8 bytes);
 //! - tolerance: the docs reject a timestamp "more than five minutes from local time", and the
 //!   SDK checks `abs(now - timestamp) > 60 * 5`: both directions, 300 s.
+//! - The id and type (Events API `event_id` and `event.type`, a form's `trigger_id`, the
+//!   `url_verification` handshake) are read by [`crate::extract::extract`].
 
-use http::HeaderMap;
+use super::{Handshake, Preset};
+use crate::generic::GenericHmac;
+use crate::Scheme;
 
-use crate::header::{check_tolerance, parse_unix_seconds, single_header};
-use crate::key::{first_matching_key, SigningKey};
-use crate::outcome::{Verified, VerifyError};
-use crate::tag::{decode_lower_hex, Tag};
-
-/// Name of Slack's signature header, lowercase (`X-Slack-Signature`).
+/// The signature header's name, lowercase.
 pub const SIGNATURE_HEADER: &str = "x-slack-signature";
 
-/// Name of Slack's timestamp header, lowercase (`X-Slack-Request-Timestamp`): unix seconds.
+/// The timestamp header's name, lowercase.
 pub const TIMESTAMP_HEADER: &str = "x-slack-request-timestamp";
 
-/// The only signature version Slack defines; also the first field of the basestring.
-const VERSION: &str = "v0";
-
-/// A parsed `X-Slack-Signature` value: the decoded `v0` digest.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct SlackSignature(Tag);
-
-/// Parse an `X-Slack-Signature` value: `v0=` followed by exactly 64 lowercase hex digits (the
-/// SDK compares against `"v0=" + hexdigest()`, lowercase).
-///
-/// `None` (malformed) for anything else: no `=`, another version (`v1=`, `V0=`), whitespace,
-/// uppercase or non-hex digits, a wrong length, several signatures.
-fn parse_signature(value: &str) -> Option<SlackSignature> {
-    let (version, digest) = value.split_once('=')?;
-    if version != VERSION {
-        return None;
+pub(super) fn preset() -> Preset {
+    Preset {
+        model: Some(GenericHmac {
+            signature_header: Some("X-Slack-Signature".into()),
+            prefix: Some("v0=".into()),
+            timestamp_header: Some("X-Slack-Request-Timestamp".into()),
+            signed_payload: Some("v0:{timestamp}:{body}".into()),
+            strict_encoding: true,
+            ..GenericHmac::default()
+        }),
+        names_in_code: true,
+        handshake: Some(Handshake::SlackUrlVerification),
+        ..Preset::row(
+            Scheme::Slack,
+            "Slack",
+            "HMAC-SHA256 of `v0:{timestamp}:{body}`",
+            "body `event_id`, or the form's `trigger_id`",
+            "body `event.type`",
+            1,
+            false,
+            "https://api.slack.com/authentication/verifying-requests-from-slack",
+        )
     }
-    decode_lower_hex(digest).map(SlackSignature)
-}
-
-/// A parsed `X-Slack-Request-Timestamp` value.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct SlackTimestamp<'h> {
-    /// Unix seconds, for the tolerance check.
-    seconds: i64,
-    /// The header value as received (ASCII digits), for the basestring.
-    text: &'h str,
-}
-
-/// Parse an `X-Slack-Request-Timestamp` value: unix seconds in ASCII digits only. `None`
-/// (malformed) for an empty value, a sign, spaces, a fraction, or a value beyond `i64`.
-fn parse_timestamp(value: &str) -> Option<SlackTimestamp<'_>> {
-    parse_unix_seconds(value).map(|seconds| SlackTimestamp {
-        seconds,
-        text: value,
-    })
-}
-
-/// Verify a Slack request: `body` is the exact raw bytes received.
-///
-/// Steps: read `X-Slack-Signature` then `X-Slack-Request-Timestamp` (each exactly once) and
-/// parse them; check the timestamp against `now` (unix seconds) within `tolerance_secs` seconds
-/// in both directions, before any HMAC; then compare HMAC-SHA256(key,
-/// `v0:{timestamp}:{body}`) of every key with the digest, in constant time. The timestamp is
-/// signed as received (leading zeros included), as the SDK builds the basestring.
-///
-/// # Errors
-///
-/// - [`VerifyError::NoKeys`]: `keys` is empty;
-/// - [`VerifyError::MissingHeader`]`("x-slack-signature")` or
-///   `("x-slack-request-timestamp")`: the first absent header, signature first;
-/// - [`VerifyError::MalformedHeader`] with the header's name: repeated, over
-///   [`super::MAX_HEADER_LEN`] bytes, not visible ASCII, a signature that is not
-///   `v0=<64 lowercase hex>`, a timestamp that is not unix seconds in ASCII digits;
-/// - [`VerifyError::TimestampOutsideTolerance`]: `|now - timestamp| > tolerance_secs`;
-/// - [`VerifyError::NoSignatureMatched`]: the digest matches no key.
-pub fn verify(
-    keys: &[SigningKey],
-    headers: &HeaderMap,
-    body: &[u8],
-    now: i64,
-    tolerance_secs: u64,
-) -> Result<Verified, VerifyError> {
-    if keys.is_empty() {
-        return Err(VerifyError::NoKeys);
-    }
-    let signature = single_header(headers, SIGNATURE_HEADER)?
-        .ok_or(VerifyError::MissingHeader(SIGNATURE_HEADER.into()))?;
-    let timestamp = single_header(headers, TIMESTAMP_HEADER)?
-        .ok_or(VerifyError::MissingHeader(TIMESTAMP_HEADER.into()))?;
-    let SlackSignature(digest) =
-        parse_signature(signature).ok_or(VerifyError::MalformedHeader(SIGNATURE_HEADER.into()))?;
-    let timestamp =
-        parse_timestamp(timestamp).ok_or(VerifyError::MalformedHeader(TIMESTAMP_HEADER.into()))?;
-    check_tolerance(timestamp.seconds, now, tolerance_secs)?;
-    first_matching_key(
-        keys,
-        &[
-            VERSION.as_bytes(),
-            b":",
-            timestamp.text.as_bytes(),
-            b":",
-            body,
-        ],
-        &[digest],
-    )
-}
-
-/// Sign `body` as Slack does at `timestamp` (unix seconds, non-negative to verify).
-///
-/// Returns two pairs, in this order: `("x-slack-request-timestamp", "<timestamp>")`,
-/// `("x-slack-signature", "v0=<64 lowercase hex>")`.
-#[must_use]
-pub fn sign(key: &SigningKey, timestamp: i64, body: &[u8]) -> Vec<(&'static str, String)> {
-    let t = timestamp.to_string();
-    let tag = key.tag(&[VERSION.as_bytes(), b":", t.as_bytes(), b":", body]);
-    vec![
-        (TIMESTAMP_HEADER, t),
-        (SIGNATURE_HEADER, format!("{VERSION}={}", hex::encode(tag))),
-    ]
 }
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_support::{header_map, signed_map};
-    use super::super::{KeyError, Scheme, MAX_HEADER_LEN};
     use super::*;
+    use crate::test_support::{header_map, signed_map};
+    use crate::{KeyError, SigningKey, Verified, VerifyError, MAX_HEADER_LEN};
+    use http::HeaderMap;
+
+    /// The preset through the crate's dispatch, as every source of this scheme runs it.
+    fn verify(
+        keys: &[SigningKey],
+        headers: &HeaderMap,
+        body: &[u8],
+        now: i64,
+        tolerance_secs: u64,
+    ) -> Result<Verified, VerifyError> {
+        crate::verify(Scheme::Slack, keys, headers, body, now, tolerance_secs)
+    }
+
+    /// The preset's signature headers, names as `&'static str` for comparing with literals.
+    fn sign(key: &SigningKey, timestamp: i64, body: &[u8]) -> Vec<(&'static str, String)> {
+        crate::sign(Scheme::Slack, key, "", timestamp, body)
+            .into_iter()
+            .map(|(name, value)| (&*Box::leak(name.into_boxed_str()), value))
+            .collect()
+    }
     use proptest::prelude::*;
 
     // Vector: the published slack vectors, copied here (Slack's docs example, also in
@@ -389,35 +331,14 @@ mod tests {
         );
     }
 
-    #[test]
-    fn parse_decodes_the_digest_and_keeps_the_timestamp_text() {
-        let SlackSignature(digest) = parse_signature(SIGNATURE).unwrap();
-        assert_eq!(format!("v0={}", hex::encode(digest)), SIGNATURE);
-        assert_eq!(
-            parse_timestamp("0042"),
-            Some(SlackTimestamp {
-                seconds: 42,
-                text: "0042"
-            })
-        );
-    }
-
     proptest! {
-        #[test]
-        fn the_signature_parser_never_panics(value in any::<String>()) {
-            let _ = parse_signature(&value);
-        }
 
         #[test]
-        fn the_signature_parser_never_panics_on_header_like_strings(
+        fn verify_never_panics_on_header_like_signatures(
             value in "(v0=)?[a-f0-9=A-Z ]{0,80}"
         ) {
-            let _ = parse_signature(&value);
-        }
-
-        #[test]
-        fn the_timestamp_parser_never_panics(value in any::<String>()) {
-            let _ = parse_timestamp(&value);
+            let keys = [SigningKey::new(Scheme::Slack, "a2V5").unwrap()];
+            let _ = verify(&keys, &header_map(&[(SIGNATURE_HEADER, &value)]), b"{}", 0, 300);
         }
 
         #[test]

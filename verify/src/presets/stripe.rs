@@ -1,4 +1,4 @@
-//! Stripe's signing scheme: the `Stripe-Signature` header, its parser, verify and sign.
+//! Stripe: the `Stripe-Signature` header (a preset of the scheme model).
 //!
 //! Source: Stripe docs, "Check the webhook signatures" (stripe.com/docs/webhooks#verify-manually),
 //! and the reference implementation in stripe-python `stripe/_webhook.py` (`WebhookSignature`):
@@ -6,120 +6,73 @@
 //! - header `Stripe-Signature: t=<unix seconds>,v1=<hex>[,v1=<hex>...]`, comma-separated
 //!   `key=value` entries; Stripe sends one `v1` per active endpoint secret during a rotation,
 //!   and may add entries of other schemes (`v0`, test-mode extras) that are ignored;
-//! - signed payload: the bytes `{t}.{body}`;
+//! - signed payload: the bytes `{t}.{body}`, `t` as received;
 //! - signature: lowercase hex of HMAC-SHA256 keyed with the endpoint secret *including* its
 //!   `whsec_` prefix;
 //! - default tolerance 300 s (the libraries check only the past; we check both directions).
+//! - The id and type are the body's `id` and `type` (signed), read by
+//!   [`crate::extract::extract`].
 
-use http::HeaderMap;
+use super::Preset;
+use crate::generic::{GenericHmac, SignatureFormat};
+use crate::Scheme;
 
-use crate::header::{check_tolerance, parse_unix_seconds, single_header};
-use crate::key::{first_matching_key, SigningKey};
-use crate::limits::MAX_SIGNATURES;
-use crate::outcome::{Verified, VerifyError};
-use crate::tag::{decode_lower_hex, Tag};
-
-/// Name of Stripe's signature header, lowercase (`Stripe-Signature`).
+/// The signature header's name, lowercase.
 pub const SIGNATURE_HEADER: &str = "stripe-signature";
 
-/// The only signature scheme Stripe's libraries accept (`EXPECTED_SCHEME = "v1"`).
-const EXPECTED_SCHEME: &str = "v1";
-
-/// A parsed `Stripe-Signature` value.
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct StripeSignature {
-    /// The `t` entry: unix seconds.
-    timestamp: i64,
-    /// The decodable `v1` entries (64 lowercase hex digits), in header order, at most
-    /// [`MAX_SIGNATURES`] of the first `v1` entries considered. A `v1` entry that is not 64
-    /// lowercase hex digits is dropped: it could never match.
-    v1: Vec<Tag>,
-}
-
-/// Parse a `Stripe-Signature` value.
-///
-/// Entries are separated by `,` and split at their first `=`; no whitespace is trimmed (Stripe
-/// sends none; like Stripe's libraries, ` v1` is then an unknown key). Unknown keys (`v0`, ...)
-/// are ignored. `None` (malformed) if the value is empty, an entry is empty, has no `=` or an
-/// empty key, or if `t` is missing, repeated, or not unix seconds in ASCII digits.
-fn parse_signature(value: &str) -> Option<StripeSignature> {
-    let mut timestamp = None;
-    let mut v1 = Vec::new();
-    let mut v1_seen = 0_usize;
-    for entry in value.split(',') {
-        let (key, entry_value) = entry.split_once('=')?;
-        match key {
-            "" => return None,
-            "t" => {
-                if timestamp.is_some() {
-                    return None;
-                }
-                timestamp = Some(parse_unix_seconds(entry_value)?);
-            }
-            EXPECTED_SCHEME => {
-                v1_seen = v1_seen.saturating_add(1);
-                if v1_seen <= MAX_SIGNATURES {
-                    v1.extend(decode_lower_hex(entry_value));
-                }
-            }
-            _ => {}
-        }
+pub(super) fn preset() -> Preset {
+    Preset {
+        model: Some(GenericHmac {
+            signature_header: Some("Stripe-Signature".into()),
+            signature_format: SignatureFormat::Pairs {
+                separator: ",".into(),
+                assign: "=".into(),
+                signature_key: "v1".into(),
+                timestamp_key: Some("t".into()),
+            },
+            signed_payload: Some("{timestamp}.{body}".into()),
+            strict_encoding: true,
+            ..GenericHmac::default()
+        }),
+        names_in_code: true,
+        ..Preset::row(
+            Scheme::Stripe,
+            "Stripe",
+            "HMAC-SHA256 of `{t}.{body}` (`Stripe-Signature: t=...,v1=...`)",
+            "body `id`",
+            "body `type`",
+            72,
+            true,
+            "https://docs.stripe.com/webhooks#verify-manually",
+        )
     }
-    Some(StripeSignature {
-        timestamp: timestamp?,
-        v1,
-    })
-}
-
-/// Verify a Stripe delivery: `body` is the exact raw bytes received.
-///
-/// Steps: read `Stripe-Signature` (exactly once); parse it; check `t` against `now` (unix
-/// seconds) within `tolerance_secs` seconds in both directions, before any HMAC; then compare
-/// HMAC-SHA256(key, `{t}.{body}`) of every key with every `v1` entry, in constant time.
-///
-/// # Errors
-///
-/// - [`VerifyError::NoKeys`]: `keys` is empty;
-/// - [`VerifyError::MissingHeader`]`("stripe-signature")`: header absent;
-/// - [`VerifyError::MalformedHeader`]`("stripe-signature")`: repeated, over
-///   [`super::MAX_HEADER_LEN`] bytes, not visible ASCII, or not parseable (see the module docs:
-///   no `t`, an entry without `=`, an empty entry, a non-numeric `t`...);
-/// - [`VerifyError::TimestampOutsideTolerance`]: `|now - t| > tolerance_secs`;
-/// - [`VerifyError::NoSignatureMatched`]: no `v1` entry (only `v0`, say) or none matched any key.
-pub fn verify(
-    keys: &[SigningKey],
-    headers: &HeaderMap,
-    body: &[u8],
-    now: i64,
-    tolerance_secs: u64,
-) -> Result<Verified, VerifyError> {
-    if keys.is_empty() {
-        return Err(VerifyError::NoKeys);
-    }
-    let value = single_header(headers, SIGNATURE_HEADER)?
-        .ok_or(VerifyError::MissingHeader(SIGNATURE_HEADER.into()))?;
-    let signature =
-        parse_signature(value).ok_or(VerifyError::MalformedHeader(SIGNATURE_HEADER.into()))?;
-    check_tolerance(signature.timestamp, now, tolerance_secs)?;
-    let timestamp = signature.timestamp.to_string();
-    first_matching_key(keys, &[timestamp.as_bytes(), b".", body], &signature.v1)
-}
-
-/// Sign `body` as Stripe does at `timestamp` (unix seconds, non-negative to verify).
-///
-/// Returns one pair: `("stripe-signature", "t=<timestamp>,v1=<64 lowercase hex>")`.
-#[must_use]
-pub fn sign(key: &SigningKey, timestamp: i64, body: &[u8]) -> Vec<(&'static str, String)> {
-    let t = timestamp.to_string();
-    let tag = key.tag(&[t.as_bytes(), b".", body]);
-    vec![(SIGNATURE_HEADER, format!("t={t},v1={}", hex::encode(tag)))]
 }
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_support::{header_map, signed_map};
-    use super::super::{Scheme, MAX_HEADER_LEN};
     use super::*;
+    use crate::test_support::{header_map, signed_map};
+    use crate::{SigningKey, Verified, VerifyError, MAX_HEADER_LEN, MAX_SIGNATURES};
+    use http::HeaderMap;
+
+    /// The preset through the crate's dispatch, as every source of this scheme runs it.
+    fn verify(
+        keys: &[SigningKey],
+        headers: &HeaderMap,
+        body: &[u8],
+        now: i64,
+        tolerance_secs: u64,
+    ) -> Result<Verified, VerifyError> {
+        crate::verify(Scheme::Stripe, keys, headers, body, now, tolerance_secs)
+    }
+
+    /// The preset's signature headers, names as `&'static str` for comparing with literals.
+    fn sign(key: &SigningKey, timestamp: i64, body: &[u8]) -> Vec<(&'static str, String)> {
+        crate::sign(Scheme::Stripe, key, "", timestamp, body)
+            .into_iter()
+            .map(|(name, value)| (&*Box::leak(name.into_boxed_str()), value))
+            .collect()
+    }
     use proptest::prelude::*;
 
     const SECRET: &str = "whsec_test_secret";
@@ -435,23 +388,12 @@ mod tests {
         );
     }
 
-    #[test]
-    fn parse_keeps_the_timestamp_and_decoded_v1_entries() {
-        let parsed = parse_signature(&format!("t={T},v1={V1},v1=zz")).unwrap();
-        assert_eq!(parsed.timestamp, T);
-        assert_eq!(parsed.v1.len(), 1);
-        assert_eq!(hex::encode(parsed.v1[0]), V1);
-    }
-
     proptest! {
-        #[test]
-        fn the_parser_never_panics(value in any::<String>()) {
-            let _ = parse_signature(&value);
-        }
 
         #[test]
-        fn the_parser_never_panics_on_header_like_strings(value in "[tv01=,a-f0-9 ]{0,300}") {
-            let _ = parse_signature(&value);
+        fn verify_never_panics_on_header_like_strings(value in "[tv01=,a-f0-9 ]{0,300}") {
+            let keys = [SigningKey::new(Scheme::Stripe, "a2V5").unwrap()];
+            let _ = verify(&keys, &header_map(&[(SIGNATURE_HEADER, &value)]), b"{}", 0, 300);
         }
 
         #[test]

@@ -1,4 +1,4 @@
-//! Shopify's signing scheme: the `X-Shopify-Hmac-Sha256` header, its parser, verify and sign.
+//! Shopify: the `X-Shopify-Hmac-Sha256` header (a preset of the scheme model).
 //!
 //! Source: Shopify's developer docs on HTTPS webhook delivery, "Verify the webhook"
 //! (shopify.dev, apps/build/webhooks), whose Ruby example compares the header with
@@ -8,78 +8,65 @@
 //!   32-byte digest; one digest, no label, no list;
 //! - signature: HMAC-SHA256 keyed with the app's client secret (UTF-8 bytes), over the raw body;
 //! - no timestamp is signed, so there is no tolerance (`X-Shopify-Triggered-At` is not signed
-//!   and is not read). The event id (`X-Shopify-Event-Id`) is the extraction module's concern.
+//!   and is not read).
+//! - The id is `X-Shopify-Event-Id`, else `X-Shopify-Webhook-Id`, and the type
+//!   `X-Shopify-Topic` (not signed: the ledger keeps one event per body), read by
+//!   [`crate::extract::extract`].
 
-use base64::engine::general_purpose::STANDARD;
-use base64::Engine as _;
-use http::HeaderMap;
+use super::Preset;
+use crate::generic::{Encoding, GenericHmac};
+use crate::Scheme;
 
-use crate::header::single_header;
-use crate::key::{first_matching_key, SigningKey};
-use crate::outcome::{Verified, VerifyError};
-use crate::tag::{decode_base64_tag, Tag};
-
-/// Name of Shopify's signature header, lowercase (`X-Shopify-Hmac-Sha256`).
+/// The signature header's name, lowercase.
 pub const SIGNATURE_HEADER: &str = "x-shopify-hmac-sha256";
 
-/// A parsed `X-Shopify-Hmac-Sha256` value: the decoded digest.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct ShopifySignature(Tag);
-
-/// Parse an `X-Shopify-Hmac-Sha256` value: exactly 44 characters of padded standard base64
-/// (`+/`, `=`) that decode to 32 bytes, as Ruby's `strict_encode64` writes them.
-///
-/// `None` (malformed) for anything else: empty, unpadded, URL-safe alphabet, whitespace, a hex
-/// digest (64 characters), several digests.
-fn parse_signature(value: &str) -> Option<ShopifySignature> {
-    decode_base64_tag(value).map(ShopifySignature)
-}
-
-/// Verify a Shopify delivery: `body` is the exact raw bytes received.
-///
-/// Reads `X-Shopify-Hmac-Sha256` (exactly once), parses it, and compares HMAC-SHA256(key, body)
-/// of every key with the digest in constant time. `_now` and `_tolerance_secs` are ignored
-/// (Shopify signs no timestamp); they keep the signature uniform with the other schemes.
-///
-/// # Errors
-///
-/// - [`VerifyError::NoKeys`]: `keys` is empty;
-/// - [`VerifyError::MissingHeader`]`("x-shopify-hmac-sha256")`: header absent;
-/// - [`VerifyError::MalformedHeader`]`("x-shopify-hmac-sha256")`: repeated, over
-///   [`super::MAX_HEADER_LEN`] bytes, not visible ASCII, or not the padded standard base64 of
-///   32 bytes (a hex digest included);
-/// - [`VerifyError::NoSignatureMatched`]: the digest matches no key.
-pub fn verify(
-    keys: &[SigningKey],
-    headers: &HeaderMap,
-    body: &[u8],
-    _now: i64,
-    _tolerance_secs: u64,
-) -> Result<Verified, VerifyError> {
-    if keys.is_empty() {
-        return Err(VerifyError::NoKeys);
+pub(super) fn preset() -> Preset {
+    Preset {
+        model: Some(GenericHmac {
+            signature_header: Some("X-Shopify-Hmac-Sha256".into()),
+            encoding: Encoding::Base64,
+            strict_encoding: true,
+            ..GenericHmac::default()
+        }),
+        names_in_code: true,
+        ..Preset::row(
+            Scheme::Shopify,
+            "Shopify",
+            "HMAC-SHA256 of the body (`X-Shopify-Hmac-Sha256`, base64)",
+            "header `X-Shopify-Event-Id` (not signed)",
+            "header `X-Shopify-Topic` (not signed)",
+            4,
+            false,
+            "https://shopify.dev/docs/apps/build/webhooks/subscribe/https",
+        )
     }
-    let value = single_header(headers, SIGNATURE_HEADER)?
-        .ok_or(VerifyError::MissingHeader(SIGNATURE_HEADER.into()))?;
-    let ShopifySignature(digest) =
-        parse_signature(value).ok_or(VerifyError::MalformedHeader(SIGNATURE_HEADER.into()))?;
-    first_matching_key(keys, &[body], &[digest])
-}
-
-/// Sign `body` as Shopify does.
-///
-/// Returns one pair: `("x-shopify-hmac-sha256", "<44 characters of padded base64>")`.
-#[must_use]
-pub fn sign(key: &SigningKey, body: &[u8]) -> Vec<(&'static str, String)> {
-    let tag = key.tag(&[body]);
-    vec![(SIGNATURE_HEADER, STANDARD.encode(tag))]
 }
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_support::{header_map, signed_map};
-    use super::super::{Scheme, MAX_HEADER_LEN};
     use super::*;
+    use crate::test_support::{header_map, signed_map};
+    use crate::{KeyError, SigningKey, Verified, VerifyError, MAX_HEADER_LEN};
+    use http::HeaderMap;
+
+    /// The preset through the crate's dispatch, as every source of this scheme runs it.
+    fn verify(
+        keys: &[SigningKey],
+        headers: &HeaderMap,
+        body: &[u8],
+        now: i64,
+        tolerance_secs: u64,
+    ) -> Result<Verified, VerifyError> {
+        crate::verify(Scheme::Shopify, keys, headers, body, now, tolerance_secs)
+    }
+
+    /// The preset's signature headers, names as `&'static str` for comparing with literals.
+    fn sign(key: &SigningKey, body: &[u8]) -> Vec<(&'static str, String)> {
+        crate::sign(Scheme::Shopify, key, "", 0, body)
+            .into_iter()
+            .map(|(name, value)| (&*Box::leak(name.into_boxed_str()), value))
+            .collect()
+    }
     use proptest::prelude::*;
 
     // Vectors: the published shopify vectors, copied here. The digest is the GitHub docs
@@ -234,25 +221,16 @@ mod tests {
     fn an_empty_secret_is_refused() {
         assert_eq!(
             SigningKey::new(Scheme::Shopify, "").unwrap_err(),
-            super::super::KeyError::Empty
+            KeyError::Empty
         );
     }
 
-    #[test]
-    fn parse_decodes_the_digest() {
-        let ShopifySignature(digest) = parse_signature(DIGEST).unwrap();
-        assert_eq!(hex::encode(digest), HEX_DIGEST);
-    }
-
     proptest! {
-        #[test]
-        fn the_parser_never_panics(value in any::<String>()) {
-            let _ = parse_signature(&value);
-        }
 
         #[test]
-        fn the_parser_never_panics_on_header_like_strings(value in "[A-Za-z0-9+/=_ -]{0,60}") {
-            let _ = parse_signature(&value);
+        fn verify_never_panics_on_header_like_strings(value in "[A-Za-z0-9+/=_ -]{0,60}") {
+            let keys = [SigningKey::new(Scheme::Shopify, "a2V5").unwrap()];
+            let _ = verify(&keys, &header_map(&[(SIGNATURE_HEADER, &value)]), b"{}", 0, 300);
         }
 
         #[test]

@@ -1,5 +1,5 @@
-//! The Standard Webhooks scheme (also Svix's): the three `webhook-*` headers, their parsers,
-//! verify and sign.
+//! Standard Webhooks (also Svix's): the three `webhook-*` headers (a preset of the scheme
+//! model).
 //!
 //! Source: the Standard Webhooks specification (github.com/standard-webhooks/standard-webhooks,
 //! `spec/standard-webhooks.md`, "Signature scheme") and its reference libraries:
@@ -13,173 +13,103 @@
 //! - signature: standard base64 (padded) of HMAC-SHA256 keyed with the base64-decoded secret
 //!   (secrets are written `whsec_<base64>`);
 //! - tolerance: five minutes, in both directions.
+//! - The id is `webhook-id` (signed) and the type the body's `type`, read by
+//!   [`crate::extract::extract`].
 
-use base64::engine::general_purpose::STANDARD;
-use base64::Engine as _;
-use http::HeaderMap;
+use super::Preset;
+use crate::generic::{Encoding, GenericHmac, SecretEncoding, SignatureFormat};
+use crate::Scheme;
 
-use crate::header::{check_tolerance, parse_unix_seconds, single_header};
-pub use crate::key::STANDARD_WEBHOOKS_SECRET_PREFIX as SECRET_PREFIX;
-use crate::key::{first_matching_key, SigningKey};
-use crate::limits::MAX_SIGNATURES;
-use crate::outcome::{Verified, VerifyError};
-use crate::tag::{decode_base64_tag, Tag};
-
-/// Name of the message id header, lowercase (`webhook-id`); part of the signed content.
+/// The message id header.
 pub const ID_HEADER: &str = "webhook-id";
-/// Name of the timestamp header, lowercase (`webhook-timestamp`): unix seconds.
+/// The timestamp header.
 pub const TIMESTAMP_HEADER: &str = "webhook-timestamp";
-/// Name of the signature header, lowercase (`webhook-signature`).
+/// The signature header.
 pub const SIGNATURE_HEADER: &str = "webhook-signature";
-/// Svix's name for [`ID_HEADER`], read when `webhook-id` is absent.
+/// Svix's name for [`ID_HEADER`].
 pub const SVIX_ID_HEADER: &str = "svix-id";
-/// Svix's name for [`TIMESTAMP_HEADER`], read when `webhook-timestamp` is absent.
+/// Svix's name for [`TIMESTAMP_HEADER`].
 pub const SVIX_TIMESTAMP_HEADER: &str = "svix-timestamp";
-/// Svix's name for [`SIGNATURE_HEADER`], read when `webhook-signature` is absent.
+/// Svix's name for [`SIGNATURE_HEADER`].
 pub const SVIX_SIGNATURE_HEADER: &str = "svix-signature";
+/// What a Standard Webhooks secret starts with (`whsec_<base64>`); optional in configuration.
+pub const SECRET_PREFIX: &str = "whsec_";
 
-/// The signature version this module verifies (HMAC-SHA256, symmetric).
-const VERSION: &str = "v1";
-
-/// A parsed `webhook-signature` value.
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct Signatures {
-    /// The decodable `v1` entries (padded standard base64 of exactly 32 bytes), in header order,
-    /// at most [`MAX_SIGNATURES`] of the first `v1` entries considered. Other `v1` entries are
-    /// dropped: they could never match.
-    v1: Vec<Tag>,
-}
-
-/// Parse a `webhook-signature` value: `<version>,<base64>` entries separated by spaces.
-///
-/// Runs of spaces (and leading or trailing ones) are tolerated. `None` (malformed) if there is
-/// no entry at all, or an entry has no `,` or an empty version. Entries of other versions are
-/// ignored; `v1` entries that are not the padded standard base64 of 32 bytes are dropped.
-fn parse_signatures(value: &str) -> Option<Signatures> {
-    let mut v1 = Vec::new();
-    let mut v1_seen = 0_usize;
-    let mut any_entry = false;
-    for entry in value.split(' ').filter(|entry| !entry.is_empty()) {
-        any_entry = true;
-        let (version, signature) = entry.split_once(',')?;
-        match version {
-            "" => return None,
-            VERSION => {
-                v1_seen = v1_seen.saturating_add(1);
-                if v1_seen <= MAX_SIGNATURES {
-                    v1.extend(decode_base64_tag(signature));
-                }
-            }
-            _ => {}
-        }
+pub(super) fn preset() -> Preset {
+    Preset {
+        model: Some(GenericHmac {
+            signature_header: Some(SIGNATURE_HEADER.into()),
+            signature_format: SignatureFormat::List {
+                separator: " ".into(),
+                version: "v1,".into(),
+            },
+            encoding: Encoding::Base64,
+            strict_encoding: true,
+            secret_encoding: SecretEncoding::Base64,
+            key_prefix: Some(SECRET_PREFIX.into()),
+            timestamp_header: Some(TIMESTAMP_HEADER.into()),
+            signed_payload: Some("{header:webhook-id}.{timestamp}.{body}".into()),
+            header_aliases: [
+                (SVIX_ID_HEADER, ID_HEADER),
+                (SVIX_TIMESTAMP_HEADER, TIMESTAMP_HEADER),
+                (SVIX_SIGNATURE_HEADER, SIGNATURE_HEADER),
+            ]
+            .into_iter()
+            .map(|(from, to)| (from.to_owned(), to.to_owned()))
+            .collect(),
+            ..GenericHmac::default()
+        }),
+        names_in_code: true,
+        ..Preset::row(
+            Scheme::StandardWebhooks,
+            "Standard Webhooks (Svix, Clerk, Resend, OpenAI, ...)",
+            "HMAC-SHA256 of `{webhook-id}.{webhook-timestamp}.{body}`",
+            "header `webhook-id` (signed)",
+            "body `type`",
+            76,
+            false,
+            "https://github.com/standard-webhooks/standard-webhooks/blob/main/spec/standard-webhooks.md",
+        )
     }
-    any_entry.then_some(Signatures { v1 })
-}
-
-/// Parse a `webhook-id` value: any non-empty header string (providers send `msg_<id>`).
-/// `None` (malformed) if empty.
-fn parse_id(value: &str) -> Option<&str> {
-    (!value.is_empty()).then_some(value)
-}
-
-/// The value of a header read as `primary` if present, else as `fallback`, with the name it was
-/// read under.
-///
-/// # Errors
-///
-/// [`VerifyError::MissingHeader`]`(primary)` if neither is present;
-/// [`VerifyError::MalformedHeader`] (the name read) as in [`single_header`].
-fn either_header<'h>(
-    headers: &'h HeaderMap,
-    primary: &'static str,
-    fallback: &'static str,
-) -> Result<(&'h str, &'static str), VerifyError> {
-    if let Some(value) = single_header(headers, primary)? {
-        return Ok((value, primary));
-    }
-    single_header(headers, fallback)?
-        .map(|value| (value, fallback))
-        .ok_or(VerifyError::MissingHeader(primary.into()))
-}
-
-/// Verify a Standard Webhooks (or Svix) delivery: `body` is the exact raw bytes received.
-///
-/// Steps: read `webhook-signature`, `webhook-timestamp` and `webhook-id` in that order (each
-/// exactly once; each falls back to its `svix-*` name when absent) and parse them; check the
-/// timestamp against `now` (unix seconds) within `tolerance_secs` seconds in both directions,
-/// before any HMAC; then compare HMAC-SHA256(key, `{id}.{timestamp}.{body}`) of every key with
-/// every `v1` signature, in constant time.
-///
-/// # Errors
-///
-/// - [`VerifyError::NoKeys`]: `keys` is empty;
-/// - [`VerifyError::MissingHeader`] with the `webhook-*` name of the first absent header;
-/// - [`VerifyError::MalformedHeader`] with the name read (`webhook-*` or `svix-*`): repeated,
-///   over [`super::MAX_HEADER_LEN`] bytes, not visible ASCII, an empty id, a timestamp that is
-///   not unix seconds in ASCII digits, a signature list that is empty or has an entry without
-///   `,`;
-/// - [`VerifyError::TimestampOutsideTolerance`]: `|now - timestamp| > tolerance_secs`;
-/// - [`VerifyError::NoSignatureMatched`]: no `v1` entry, or none matched any key.
-pub fn verify(
-    keys: &[SigningKey],
-    headers: &HeaderMap,
-    body: &[u8],
-    now: i64,
-    tolerance_secs: u64,
-) -> Result<Verified, VerifyError> {
-    if keys.is_empty() {
-        return Err(VerifyError::NoKeys);
-    }
-    let (signature, signature_name) =
-        either_header(headers, SIGNATURE_HEADER, SVIX_SIGNATURE_HEADER)?;
-    let (timestamp, timestamp_name) =
-        either_header(headers, TIMESTAMP_HEADER, SVIX_TIMESTAMP_HEADER)?;
-    let (id, id_name) = either_header(headers, ID_HEADER, SVIX_ID_HEADER)?;
-
-    let signatures =
-        parse_signatures(signature).ok_or(VerifyError::MalformedHeader(signature_name.into()))?;
-    let timestamp =
-        parse_unix_seconds(timestamp).ok_or(VerifyError::MalformedHeader(timestamp_name.into()))?;
-    let id = parse_id(id).ok_or(VerifyError::MalformedHeader(id_name.into()))?;
-
-    check_tolerance(timestamp, now, tolerance_secs)?;
-    let timestamp = timestamp.to_string();
-    first_matching_key(
-        keys,
-        &[id.as_bytes(), b".", timestamp.as_bytes(), b".", body],
-        &signatures.v1,
-    )
-}
-
-/// Sign `body` as a Standard Webhooks sender does, for message `msg_id` (non-empty, visible
-/// ASCII to verify) at `timestamp` (unix seconds, non-negative to verify).
-///
-/// Returns three pairs, in this order: `("webhook-id", msg_id)`,
-/// `("webhook-timestamp", "<timestamp>")`, `("webhook-signature", "v1,<padded base64>")`.
-#[must_use]
-pub fn sign(
-    key: &SigningKey,
-    msg_id: &str,
-    timestamp: i64,
-    body: &[u8],
-) -> Vec<(&'static str, String)> {
-    let t = timestamp.to_string();
-    let tag = key.tag(&[msg_id.as_bytes(), b".", t.as_bytes(), b".", body]);
-    vec![
-        (ID_HEADER, msg_id.to_owned()),
-        (TIMESTAMP_HEADER, t),
-        (
-            SIGNATURE_HEADER,
-            format!("{VERSION},{}", STANDARD.encode(tag)),
-        ),
-    ]
 }
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_support::{header_map, signed_map};
-    use super::super::{KeyError, Scheme, MAX_HEADER_LEN};
     use super::*;
+    use crate::test_support::{header_map, signed_map};
+    use crate::{KeyError, SigningKey, Verified, VerifyError, MAX_HEADER_LEN, MAX_SIGNATURES};
+    use http::HeaderMap;
+
+    /// The preset through the crate's dispatch, as every source of this scheme runs it.
+    fn verify(
+        keys: &[SigningKey],
+        headers: &HeaderMap,
+        body: &[u8],
+        now: i64,
+        tolerance_secs: u64,
+    ) -> Result<Verified, VerifyError> {
+        crate::verify(
+            Scheme::StandardWebhooks,
+            keys,
+            headers,
+            body,
+            now,
+            tolerance_secs,
+        )
+    }
+
+    /// The preset's signature headers, names as `&'static str` for comparing with literals.
+    fn sign(
+        key: &SigningKey,
+        msg_id: &str,
+        timestamp: i64,
+        body: &[u8],
+    ) -> Vec<(&'static str, String)> {
+        crate::sign(Scheme::StandardWebhooks, key, msg_id, timestamp, body)
+            .into_iter()
+            .map(|(name, value)| (&*Box::leak(name.into_boxed_str()), value))
+            .collect()
+    }
     use proptest::prelude::*;
 
     // Vector A: the libraries' shared test suite; vector B: the Rust library's own test.
@@ -665,29 +595,14 @@ mod tests {
         }
     }
 
-    #[test]
-    fn parse_keeps_only_decodable_v1_entries() {
-        let parsed = parse_signatures(&format!("{SIG_A} v2,x v1,short")).unwrap();
-        assert_eq!(parsed.v1.len(), 1);
-        assert_eq!(format!("v1,{}", STANDARD.encode(parsed.v1[0])), SIG_A);
-    }
-
     proptest! {
-        #[test]
-        fn the_signature_parser_never_panics(value in any::<String>()) {
-            let _ = parse_signatures(&value);
-        }
 
         #[test]
-        fn the_signature_parser_never_panics_on_header_like_strings(
+        fn verify_never_panics_on_header_like_signatures(
             value in "(v1,[A-Za-z0-9+/=]{0,50} ?){0,20}"
         ) {
-            let _ = parse_signatures(&value);
-        }
-
-        #[test]
-        fn the_id_parser_never_panics(value in any::<String>()) {
-            let _ = parse_id(&value);
+            let keys = [SigningKey::new(Scheme::StandardWebhooks, "a2V5").unwrap()];
+            let _ = verify(&keys, &header_map(&[(SIGNATURE_HEADER, &value)]), b"{}", 0, 300);
         }
 
         #[test]

@@ -1,4 +1,4 @@
-//! Paddle Billing's signing scheme: the `Paddle-Signature` header, its parser, verify and sign.
+//! Paddle Billing: the `Paddle-Signature` header (a preset of the scheme model).
 //!
 //! Source: Paddle docs, "Verify webhook signatures"
 //! (developer.paddle.com/webhooks/signature-verification), and the reference implementation in
@@ -11,132 +11,71 @@
 //!   key, the whole string including its `pdl_ntfset_` prefix (UTF-8 bytes);
 //! - tolerance: the SDKs reject only the past, by default after 5 s (`maximum_variance = 5`);
 //!   we check both directions with [`crate::DEFAULT_TOLERANCE_SECS`] (300 s), see there.
+//! - The id and type are the body's `event_id` and `event_type` (signed), read by
+//!   [`crate::extract::extract`].
 //!
 //! Classic Paddle (public-key `p_signature` in the body) is a different scheme, not handled.
 
-use http::HeaderMap;
+use super::Preset;
+use crate::generic::{GenericHmac, SignatureFormat};
+use crate::Scheme;
 
-use crate::header::{check_tolerance, parse_unix_seconds, single_header};
-use crate::key::{first_matching_key, SigningKey};
-use crate::limits::MAX_SIGNATURES;
-use crate::outcome::{Verified, VerifyError};
-use crate::tag::{decode_lower_hex, Tag};
-
-/// Name of Paddle's signature header, lowercase (`Paddle-Signature`).
+/// The signature header's name, lowercase.
 pub const SIGNATURE_HEADER: &str = "paddle-signature";
 
-/// The timestamp entry's key.
-const TIMESTAMP_KEY: &str = "ts";
-
-/// The only signature scheme Paddle defines (HMAC-SHA256, hex).
-const EXPECTED_SCHEME: &str = "h1";
-
-/// A parsed `Paddle-Signature` value.
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct PaddleSignature<'h> {
-    /// The `ts` entry: unix seconds, for the tolerance check.
-    timestamp: i64,
-    /// The `ts` entry as received (ASCII digits), for the signed payload.
-    timestamp_text: &'h str,
-    /// The decodable `h1` entries (64 lowercase hex digits), in header order, at most
-    /// [`MAX_SIGNATURES`] of the first `h1` entries considered. An `h1` entry that is not 64
-    /// lowercase hex digits is dropped: it could never match.
-    h1: Vec<Tag>,
-}
-
-/// Parse a `Paddle-Signature` value.
-///
-/// Entries are separated by `;` and split at their first `=`; no whitespace is trimmed (Paddle
-/// sends none). Unknown keys are ignored, so a future `h2` does not break verification (the
-/// Python SDK raises on them instead). `None` (malformed) if the value is empty, an entry is
-/// empty, has no `=` or an empty key, or if `ts` is missing, repeated, or not unix seconds in
-/// ASCII digits.
-fn parse_signature(value: &str) -> Option<PaddleSignature<'_>> {
-    let mut timestamp = None;
-    let mut h1 = Vec::new();
-    let mut h1_seen = 0_usize;
-    for entry in value.split(';') {
-        let (key, entry_value) = entry.split_once('=')?;
-        match key {
-            "" => return None,
-            TIMESTAMP_KEY => {
-                if timestamp.is_some() {
-                    return None;
-                }
-                timestamp = Some((parse_unix_seconds(entry_value)?, entry_value));
-            }
-            EXPECTED_SCHEME => {
-                h1_seen = h1_seen.saturating_add(1);
-                if h1_seen <= MAX_SIGNATURES {
-                    h1.extend(decode_lower_hex(entry_value));
-                }
-            }
-            _ => {}
-        }
+pub(super) fn preset() -> Preset {
+    Preset {
+        model: Some(GenericHmac {
+            signature_header: Some("Paddle-Signature".into()),
+            signature_format: SignatureFormat::Pairs {
+                separator: ";".into(),
+                assign: "=".into(),
+                signature_key: "h1".into(),
+                timestamp_key: Some("ts".into()),
+            },
+            signed_payload: Some("{timestamp}:{body}".into()),
+            strict_encoding: true,
+            ..GenericHmac::default()
+        }),
+        names_in_code: true,
+        ..Preset::row(
+            Scheme::Paddle,
+            "Paddle Billing",
+            "HMAC-SHA256 of `{ts}:{body}` (`Paddle-Signature: ts=...;h1=...`)",
+            "body `event_id`",
+            "body `event_type`",
+            72,
+            true,
+            "https://developer.paddle.com/webhooks/signature-verification",
+        )
     }
-    let (timestamp, timestamp_text) = timestamp?;
-    Some(PaddleSignature {
-        timestamp,
-        timestamp_text,
-        h1,
-    })
-}
-
-/// Verify a Paddle Billing delivery: `body` is the exact raw bytes received.
-///
-/// Steps: read `Paddle-Signature` (exactly once); parse it; check `ts` against `now` (unix
-/// seconds) within `tolerance_secs` seconds in both directions, before any HMAC; then compare
-/// HMAC-SHA256(key, `{ts}:{body}`) of every key with every `h1` entry, in constant time.
-///
-/// # Errors
-///
-/// - [`VerifyError::NoKeys`]: `keys` is empty;
-/// - [`VerifyError::MissingHeader`]`("paddle-signature")`: header absent;
-/// - [`VerifyError::MalformedHeader`]`("paddle-signature")`: repeated, over
-///   [`super::MAX_HEADER_LEN`] bytes, not visible ASCII, or not parseable (no `ts`, an entry
-///   without `=`, an empty entry, a non-numeric `ts`...);
-/// - [`VerifyError::TimestampOutsideTolerance`]: `|now - ts| > tolerance_secs`;
-/// - [`VerifyError::NoSignatureMatched`]: no `h1` entry, or none matched any key.
-pub fn verify(
-    keys: &[SigningKey],
-    headers: &HeaderMap,
-    body: &[u8],
-    now: i64,
-    tolerance_secs: u64,
-) -> Result<Verified, VerifyError> {
-    if keys.is_empty() {
-        return Err(VerifyError::NoKeys);
-    }
-    let value = single_header(headers, SIGNATURE_HEADER)?
-        .ok_or(VerifyError::MissingHeader(SIGNATURE_HEADER.into()))?;
-    let signature =
-        parse_signature(value).ok_or(VerifyError::MalformedHeader(SIGNATURE_HEADER.into()))?;
-    check_tolerance(signature.timestamp, now, tolerance_secs)?;
-    first_matching_key(
-        keys,
-        &[signature.timestamp_text.as_bytes(), b":", body],
-        &signature.h1,
-    )
-}
-
-/// Sign `body` as Paddle does at `timestamp` (unix seconds, non-negative to verify).
-///
-/// Returns one pair: `("paddle-signature", "ts=<timestamp>;h1=<64 lowercase hex>")`.
-#[must_use]
-pub fn sign(key: &SigningKey, timestamp: i64, body: &[u8]) -> Vec<(&'static str, String)> {
-    let t = timestamp.to_string();
-    let tag = key.tag(&[t.as_bytes(), b":", body]);
-    vec![(
-        SIGNATURE_HEADER,
-        format!("{TIMESTAMP_KEY}={t};{EXPECTED_SCHEME}={}", hex::encode(tag)),
-    )]
 }
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_support::{header_map, signed_map};
-    use super::super::{KeyError, Scheme, MAX_HEADER_LEN};
     use super::*;
+    use crate::test_support::{header_map, signed_map};
+    use crate::{KeyError, SigningKey, Verified, VerifyError, MAX_HEADER_LEN, MAX_SIGNATURES};
+    use http::HeaderMap;
+
+    /// The preset through the crate's dispatch, as every source of this scheme runs it.
+    fn verify(
+        keys: &[SigningKey],
+        headers: &HeaderMap,
+        body: &[u8],
+        now: i64,
+        tolerance_secs: u64,
+    ) -> Result<Verified, VerifyError> {
+        crate::verify(Scheme::Paddle, keys, headers, body, now, tolerance_secs)
+    }
+
+    /// The preset's signature headers, names as `&'static str` for comparing with literals.
+    fn sign(key: &SigningKey, timestamp: i64, body: &[u8]) -> Vec<(&'static str, String)> {
+        crate::sign(Scheme::Paddle, key, "", timestamp, body)
+            .into_iter()
+            .map(|(name, value)| (&*Box::leak(name.into_boxed_str()), value))
+            .collect()
+    }
     use proptest::prelude::*;
 
     // Vector: the published paddle vectors, copied here (derived with the algorithm of
@@ -439,25 +378,12 @@ mod tests {
         );
     }
 
-    #[test]
-    fn parse_keeps_the_timestamp_and_decoded_h1_entries() {
-        let value = format!("ts={T};h1={H1};h1=zz");
-        let parsed = parse_signature(&value).unwrap();
-        assert_eq!(parsed.timestamp, T);
-        assert_eq!(parsed.timestamp_text, "1671552777");
-        assert_eq!(parsed.h1.len(), 1);
-        assert_eq!(hex::encode(parsed.h1[0]), H1);
-    }
-
     proptest! {
-        #[test]
-        fn the_parser_never_panics(value in any::<String>()) {
-            let _ = parse_signature(&value);
-        }
 
         #[test]
-        fn the_parser_never_panics_on_header_like_strings(value in "[tsh1=;a-f0-9 ]{0,300}") {
-            let _ = parse_signature(&value);
+        fn verify_never_panics_on_header_like_strings(value in "[tsh1=;a-f0-9 ]{0,300}") {
+            let keys = [SigningKey::new(Scheme::Paddle, "a2V5").unwrap()];
+            let _ = verify(&keys, &header_map(&[(SIGNATURE_HEADER, &value)]), b"{}", 0, 300);
         }
 
         #[test]
