@@ -543,10 +543,18 @@ pub fn sign(
     request: &Request<'_>,
     timestamp: i64,
 ) -> Result<Vec<(String, String)>, String> {
-    sign_prepared(&Prepared::new(config.clone())?, signer, request, timestamp)
+    sign_prepared(
+        &Prepared::new(config.clone())?,
+        signer,
+        request,
+        timestamp,
+        None,
+    )
 }
 
-/// [`sign`] with a prepared model (a preset's, or a [`crate::Verifier`]'s).
+/// [`sign`] with a prepared model (a preset's, or a [`crate::Verifier`]'s). With `header_text`,
+/// every `{header:...}` of the signed content signs that text instead of the request's header
+/// (the dev tool and the tests sign ids no header value can carry, to see them refused).
 ///
 /// # Errors
 ///
@@ -556,6 +564,7 @@ pub(crate) fn sign_prepared(
     signer: Signer<'_>,
     request: &Request<'_>,
     timestamp: i64,
+    header_text: Option<&str>,
 ) -> Result<Vec<(String, String)>, String> {
     let config = &prepared.config;
     let parsed = &prepared.parsed;
@@ -580,11 +589,14 @@ pub(crate) fn sign_prepared(
             Segment::Method => message.extend_from_slice(request.method.as_bytes()),
             Segment::Form => message.extend_from_slice(sorted_form(request.body).as_bytes()),
             Segment::Header(name) => {
-                let value = request
-                    .headers
-                    .get(name)
-                    .and_then(|v| v.to_str().ok())
-                    .ok_or_else(|| format!("the signed header {name} is not set"))?;
+                let value = match header_text {
+                    Some(text) => text,
+                    None => request
+                        .headers
+                        .get(name)
+                        .and_then(|v| v.to_str().ok())
+                        .ok_or_else(|| format!("the signed header {name} is not set"))?,
+                };
                 message.extend_from_slice(value.as_bytes());
             }
             Segment::Field(pointer) => match body.field(pointer) {
@@ -649,7 +661,8 @@ pub(super) fn parse_signature(
 
 /// Sign a delivery of `body` at `timestamp` (unix seconds) with `key`, as the provider of
 /// `prepared` would, for tests, the local dev tool and replay: every header the signed content
-/// or the event id names carries `msg_id`. Returns the headers to set, `(lowercase name,
+/// or the event id names carries `msg_id` (signed as given, even when no header value could
+/// carry it). Returns the headers to set, `(lowercase name,
 /// value)`, the named ones first, then the timestamp's, then the signature's; empty when the
 /// model signs the request's URL (which only the request knows: use [`sign`]) or cannot sign
 /// this body (a signed body field it lacks).
@@ -682,21 +695,20 @@ pub(crate) fn sign_with_id(
     {
         named.push(name);
     }
-    let mut headers = HeaderMap::new();
-    let mut out = Vec::new();
+    let mut out: Vec<(String, String)> = Vec::new();
     for name in named {
-        if let Ok(value) = http::HeaderValue::from_str(msg_id) {
-            if !headers.contains_key(&name) {
-                out.push((name.as_str().to_owned(), msg_id.to_owned()));
-            }
-            headers.insert(name, value);
+        if !out.iter().any(|(each, _)| each == name.as_str()) {
+            out.push((name.as_str().to_owned(), msg_id.to_owned()));
         }
     }
+    let headers = HeaderMap::new();
+    let request = Request::post(&headers, body);
     match sign_prepared(
         prepared,
         Signer::Secret(key),
-        &Request::post(&headers, body),
+        &request,
         timestamp,
+        Some(msg_id),
     ) {
         Ok(signed) => out.extend(signed),
         Err(_) => return Vec::new(),
