@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // Interop with the providers' own Node.js libraries (installed from npm with `npm ci` by make
-// test, pinned in package-lock.json): GitHub's `@octokit/webhooks-methods` and Shopify's
-// `@shopify/shopify-api`.
+// test, pinned in package-lock.json): GitHub's `@octokit/webhooks-methods`, Shopify's
+// `@shopify/shopify-api` and Linear's `@linear/sdk` (its webhook verifier only: Linear's library
+// does not sign, so `verify` checks deliveries hookledger signed).
 //
 // Driven by tests/tests/api/interop.rs, with the same protocol as ../interop.py:
 //
@@ -29,6 +30,7 @@ const { sign: githubSign, verify: githubVerify } = await import("@octokit/webhoo
 await import("@shopify/shopify-api/adapters/web-api");
 const { shopifyApi, ApiVersion, LogSeverity } = await import("@shopify/shopify-api");
 const { createSHA256HMAC, HashFormat } = await import("@shopify/shopify-api/runtime");
+const { LinearWebhookClient } = await import("@linear/sdk/webhooks");
 
 function shopify(secret) {
   return shopifyApi({
@@ -75,6 +77,12 @@ async function verify(deliveries) {
       if (library === "octokit") {
         const signature = header(headers, "x-hub-signature-256");
         if (!(await githubVerify(secret, body, signature))) error = "verify returned false";
+      } else if (library === "linear") {
+        // As Linear's docs verify: the raw body, `Linear-Signature`, and the body's
+        // `webhookTimestamp` (milliseconds, within a minute of the real clock).
+        const signature = header(headers, "linear-signature") ?? "";
+        const timestamp = JSON.parse(body).webhookTimestamp;
+        new LinearWebhookClient(secret).verify(Buffer.from(body, "utf8"), signature, timestamp);
       } else if (library === "shopify") {
         const rawRequest = new Request("https://localhost/webhooks/shopify", {
           method: "POST",

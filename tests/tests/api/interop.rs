@@ -309,6 +309,8 @@ const SENDGRID_PRIVATE_KEY: &str =
 /// Its verification key, base64 of the SPKI DER, as SendGrid's settings page shows it (the
 /// SendGrid source's secret).
 const SENDGRID_PUBLIC_KEY: &str = "MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAEAMhAyPSWHZDxcVbZ4cbfFLi+UzEt3pYdyPo3xCI/K+m9bLLk6GFE0YVSQlzCznwrQQdGC5rOTxy4A0qCXwUNGQ==";
+/// A Linear webhook's signing secret (the HMAC-SHA256 key, UTF-8).
+const LINEAR_SECRET: &str = "lin_wh_hookledger0local0linear0signing0secret";
 /// A HubSpot app's client secret (the HMAC-SHA256 key, UTF-8).
 const HUBSPOT_CLIENT_SECRET: &str = "hookledger-local-hubspot-client-secret";
 
@@ -889,4 +891,72 @@ async fn a_sendgrid_batch_signed_by_the_library_is_one_row_per_event_and_recorde
         .await;
     assert_eq!(refused.status, 401, "{refused:?}");
     assert_eq!(app.ledger_rows().await, 3);
+}
+
+/// Linear's library only verifies (`@linear/sdk`'s `LinearWebhookClient.verify`, the check its
+/// docs give): a delivery hookledger's Linear preset signs, with `webhookTimestamp` in the body
+/// at the real clock, is accepted by it, and the same delivery with one body byte changed or
+/// signed with another secret is refused by both.
+#[test]
+fn a_linear_delivery_we_sign_passes_linears_own_verifier() {
+    let now_ms = real_now_ms();
+    let body = json!({
+        "action": "create", "type": "Issue", "webhookId": "wh-interop",
+        "webhookTimestamp": now_ms, "createdAt": "2026-12-03T12:00:00.000Z",
+        "data": {"id": "iss_interop_1", "title": "caf\u{e9} \u{2603}"},
+        "url": "https://linear.app/hookledger/issue/HL-1",
+    })
+    .to_string();
+    let ours = Verifier::new(Scheme::Linear, &[LINEAR_SECRET], 300, None).unwrap();
+    let signed: serde_json::Map<String, Value> = ours
+        .sign(0, "", now_ms / 1000, body.as_bytes())
+        .into_iter()
+        .map(|(name, value)| (name, Value::String(value)))
+        .collect();
+    assert!(signed.contains_key("linear-signature"), "{signed:?}");
+    let other = Verifier::new(Scheme::Linear, &["another secret"], 300, None).unwrap();
+    let forged: serde_json::Map<String, Value> = other
+        .sign(0, "", now_ms / 1000, body.as_bytes())
+        .into_iter()
+        .map(|(name, value)| (name, Value::String(value)))
+        .collect();
+    let tampered = body.replacen("iss_interop_1", "iss_interop_2", 1);
+    let deliveries = json!([
+        {"name": "signed", "library": "linear", "secret": LINEAR_SECRET,
+         "headers": signed, "body": body},
+        {"name": "tampered", "library": "linear", "secret": LINEAR_SECRET,
+         "headers": signed, "body": tampered},
+        {"name": "other secret", "library": "linear", "secret": LINEAR_SECRET,
+         "headers": forged, "body": body},
+    ]);
+    let results = interop(Runtime::Node, "verify", &deliveries);
+    let accepted: Vec<(String, bool)> = results
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["name"].as_str().unwrap().to_owned(),
+                r["accepted"].as_bool().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        accepted,
+        vec![
+            ("signed".to_owned(), true),
+            ("tampered".to_owned(), false),
+            ("other secret".to_owned(), false),
+        ],
+        "{results}"
+    );
+    // Our own verifier agrees on all three.
+    let check = |headers: &serde_json::Map<String, Value>, body: &str| {
+        let headers = header_map(&Value::Object(headers.clone()));
+        ours.verify(&headers, body.as_bytes(), now_ms / 1000)
+            .is_ok()
+    };
+    assert!(check(&signed, &body));
+    assert!(!check(&signed, &tampered));
+    assert!(!check(&forged, &body));
 }
