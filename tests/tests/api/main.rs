@@ -30,6 +30,7 @@ mod one_statement;
 mod one_statement_equivalence;
 mod ordering;
 mod outbox;
+mod payload_marker;
 mod pooler;
 mod presets;
 mod receive;

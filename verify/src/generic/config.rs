@@ -290,6 +290,24 @@ impl GenericHmac {
         self.parse().is_ok_and(|parsed| parsed.names_signed)
     }
 
+    /// Whether the model has no event id, type or batch rule (the first six presets: their code
+    /// names their events).
+    pub(crate) fn names_nothing(&self) -> bool {
+        [
+            &self.event_id_header,
+            &self.event_id_pointer,
+            &self.event_id,
+        ]
+        .into_iter()
+        .chain([
+            &self.event_type_header,
+            &self.event_type_pointer,
+            &self.event_type,
+        ])
+        .all(Option::is_none)
+            && self.batch.is_none()
+    }
+
     /// [`GenericHmac::validate`], keeping what was parsed.
     pub(crate) fn parse(&self) -> Result<Parsed, String> {
         self.parse_with(Naming::Model)
@@ -487,20 +505,7 @@ impl GenericHmac {
             .windows(2)
             .any(|pair| pair[1] == Segment::Timestamp && !matches!(pair[0], Segment::Literal(_)));
         if naming == Naming::Code {
-            if [
-                &self.event_id_header,
-                &self.event_id_pointer,
-                &self.event_id,
-            ]
-            .into_iter()
-            .chain([
-                &self.event_type_header,
-                &self.event_type_pointer,
-                &self.event_type,
-            ])
-            .any(Option::is_some)
-                || self.batch.is_some()
-            {
+            if !self.names_nothing() {
                 return Err(
                     "a preset whose code names its events has no id, type or batch rule".to_owned(),
                 );

@@ -11,7 +11,9 @@ use base64::Engine as _;
 use http::{HeaderMap, HeaderName};
 use serde_json::Value;
 
-use super::config::{Encoding, GenericHmac, Prepared, SignatureAt, SignatureFormat, TimestampAt};
+use super::config::{
+    Encoding, GenericHmac, Naming, Prepared, SignatureAt, SignatureFormat, TimestampAt,
+};
 use super::template::{sorted_form, value_text, Segment};
 use super::timestamp;
 use crate::algorithm::Algorithm;
@@ -543,13 +545,15 @@ pub fn sign(
     request: &Request<'_>,
     timestamp: i64,
 ) -> Result<Vec<(String, String)>, String> {
-    sign_prepared(
-        &Prepared::new(config.clone())?,
-        signer,
-        request,
-        timestamp,
-        None,
-    )
+    // Signing reads no event id or type: a model without naming rules (the first six presets')
+    // signs as well as a configured source's.
+    let naming = if config.names_nothing() {
+        Naming::Code
+    } else {
+        Naming::Model
+    };
+    let prepared = Prepared::with_naming(config.clone(), naming)?;
+    sign_prepared(&prepared, signer, request, timestamp, None)
 }
 
 /// [`sign`] with a prepared model (a preset's, or a [`crate::Verifier`]'s). With `header_text`,
