@@ -39,13 +39,15 @@
 //! was lost is a completed event the retry gets replayed.
 //!
 //! By path: `receiver` (the [`Receiver`], a delivery's verification and the way after it),
-//! `identify` (event id, type and payload hashes), `inline` (claim and apply in one
+//! `identify` (event id, type and payload hashes), `batch` (a batched delivery's items, in one
+//! transaction and one round trip where they take the one-statement shape), `inline` (claim and apply in one
 //! transaction), `one_statement` (claim and complete in one statement), `deferred` (accept and
 //! answer 202), `shadow` (shadow mode's run of a duplicate), `replay` (events fetched from a
 //! provider's API), `reply` (the [`Reply`] and its shared shapes), `outcome` (the [`Outcome`] a
 //! reply carries, named once for logs and metrics) and `log` (one line per delivery or replayed
 //! event).
 
+mod batch;
 mod deferred;
 mod identify;
 mod inline;

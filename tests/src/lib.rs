@@ -5,6 +5,7 @@
 //! - [`EventFile`]: a Lambda event from `events/` (API Gateway v1/v2, Function URL), with its
 //!   headers and raw body, re-signable with the local development secrets.
 //! - [`browser`]: headless Chromium over WebDriver (the console's browser test).
+//! - [`turns`]: a proxy counting round trips to PostgreSQL (the batch tests, `bench-limit`).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -21,6 +22,7 @@ pub mod browser;
 pub mod fake_providers;
 pub mod hostile;
 pub mod test_log;
+pub mod turns;
 
 /// A value planted in the payloads the end-to-end tests send (the common Stripe payment
 /// builder's `description`: `tests/tests/api/helpers.rs`, `payment_intent_body`), which no log

@@ -275,13 +275,7 @@ impl Connection {
 
     /// Runs one statement in its own transaction with the session's limits: `BEGIN ..`, the
     /// statement and `COMMIT` pipelined (one round trip). A failed statement makes `COMMIT` roll
-    /// back; its error is returned.
-    ///
-    /// With the statement cache on, the first use of `sql` on this connection prepares it
-    /// after `BEGIN ..` went out, inside the transaction: parsing a statement locks the tables
-    /// it names, and outside the transaction that wait would have no `lock_timeout` and no
-    /// `statement_timeout` at all (a table another session holds would keep the delivery
-    /// until the client deadline).
+    /// back; its error is returned. [`Connection::autocommit_all`] with one statement.
     ///
     /// # Errors
     /// `tokio_postgres::Error` when the statement or the transaction fails.
@@ -290,24 +284,65 @@ impl Connection {
         sql: &'static Sql,
         params: &[&(dyn ToSql + Sync)],
     ) -> Result<Vec<Row>, tokio_postgres::Error> {
-        let (begun, (rows, committed)) = super::pipeline::in_order(self.begin(), async {
-            match self.prepare(sql).await {
-                Ok(statement) => {
-                    super::pipeline::in_order(
-                        self.query(&statement, params),
-                        self.client.batch_execute("COMMIT"),
-                    )
-                    .await
+        let mut results = self.autocommit_all(&[(sql, params)]).await?;
+        // One statement sent, one result back.
+        results.pop().unwrap_or_else(|| Ok(Vec::new()))
+    }
+
+    /// Runs `statements` (each with its parameters), in order, in one transaction with the
+    /// session's limits: `BEGIN ..`, every statement and `COMMIT` pipelined on this connection
+    /// (one round trip, one commit, however many statements). Each statement's rows or error
+    /// come back in the order given, one result per statement.
+    ///
+    /// All or nothing: once a statement fails the transaction is aborted, the statements after
+    /// it fail too (SQLSTATE 25P02, `in_failed_sql_transaction`) and `COMMIT` rolls back, so
+    /// nothing of the transaction is committed when a result is a database error (one with a
+    /// SQLSTATE). Every result `Ok` means everything committed. An error without a SQLSTATE
+    /// (the connection lost mid-way) leaves the outcome unknown, as for any statement.
+    ///
+    /// With the statement cache on, the first use of a statement on this connection prepares
+    /// it after `BEGIN ..` went out, inside the transaction: parsing a statement locks the
+    /// tables it names, and outside the transaction that wait would have no `lock_timeout` and
+    /// no `statement_timeout` at all (a table another session holds would keep the delivery
+    /// until the client deadline). Every statement is made ready before any is sent, so the
+    /// prepares (a round trip each, once per connection) never break the pipeline's order.
+    ///
+    /// # Errors
+    /// `tokio_postgres::Error` when `BEGIN`, a prepare or `COMMIT` fails: nothing is known to
+    /// be committed then (a `COMMIT` that failed on a lost connection may have committed).
+    pub async fn autocommit_all(
+        &self,
+        statements: &[(&'static Sql, &[&(dyn ToSql + Sync)])],
+    ) -> Result<Vec<Result<Vec<Row>, tokio_postgres::Error>>, tokio_postgres::Error> {
+        use super::pipeline::{all_in_order, in_order};
+        let (begun, (sent, committed)) = in_order(self.begin(), async {
+            let mut prepared = Vec::with_capacity(statements.len());
+            for (sql, _) in statements {
+                match self.prepare(sql).await {
+                    Ok(statement) => prepared.push(statement),
+                    // The prepare failed inside the transaction: COMMIT ends it (as a rollback).
+                    Err(error) => return (Err(error), self.client.batch_execute("COMMIT").await),
                 }
-                // The prepare failed inside the transaction: COMMIT ends it (as a rollback).
-                Err(error) => (Err(error), self.client.batch_execute("COMMIT").await),
             }
+            // Boxed: `all_in_order` polls each in place (they must be `Unpin`).
+            let queries = prepared
+                .iter()
+                .zip(statements)
+                .map(|(statement, (_, params))| Box::pin(self.query(statement, params)))
+                .collect();
+            let (results, committed) =
+                in_order(all_in_order(queries), self.client.batch_execute("COMMIT")).await;
+            (Ok(results), committed)
         })
         .await;
         begun?;
-        let rows = rows?;
-        committed?;
-        Ok(rows)
+        let results = sent?;
+        // A failed statement rolled the transaction back: its error is the answer, whatever
+        // COMMIT said.
+        if results.iter().all(Result::is_ok) {
+            committed?;
+        }
+        Ok(results)
     }
 }
 

@@ -46,6 +46,7 @@
 use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
 
+use tokio_postgres::error::SqlState;
 use tokio_postgres::types::{Json, ToSql, Type};
 
 use super::claim::{conflict, judge, Conflict, Verdict};
@@ -230,59 +231,193 @@ pub async fn claim_and_complete(
     expiry: &Expiry,
 ) -> Result<Decided, LedgerError> {
     debug_assert!(!event.replayed, "replay takes the transaction shape");
-    let sql = plan.statement;
-    let digest: &[u8] = event.digest;
-    let identity: &[u8] = event.identity;
-    let status = i16::try_from(plan.status).unwrap_or(500);
-    let body = Json(&plan.body);
-    let guard = event.replay_guard();
-    let mut params: Vec<&(dyn ToSql + Sync)> = vec![
-        &event.source,
-        &event.event_id,
-        &event.event_type,
-        &digest,
-        &event.payload,
-        &identity,
-        &status,
-        &body,
-        &guard,
-    ];
-    for write in &plan.writes {
-        params.extend(
-            write
-                .params
-                .iter()
-                .map(|p| p.as_ref() as &(dyn ToSql + Sync)),
-        );
-    }
-    if params.len() != sql.types.len() {
+    let bound = Bound::new(event, plan);
+    let Some(params) = bound.params(event, plan) else {
         // A handler passed more or fewer values than its statement declares: the transaction
         // shape sends it as written and reports the database's error.
         return Ok(Decided::Undecided);
-    }
-    let rows = match conn.one_statement(sql, &params).await {
-        Ok(rows) => rows,
-        // A lock wait that timed out was the claim's (a duplicate of an event still in flight:
-        // 409) or a handler write's (a business row or table someone holds: 503). Decided
-        // here: the transaction shape would only wait on the same lock again.
-        Err(error) if is_lock_timeout(&error) => {
-            return if waited_on_the_ledger(&error) {
-                Ok(Decided::InFlight)
-            } else {
-                Err(error.into())
-            };
-        }
-        Err(error)
-            if error.code().is_some_and(|c| {
-                ["0A", "21", "22", "23"]
-                    .iter()
-                    .any(|k| c.code().starts_with(k))
-            }) =>
-        {
-            return Ok(Decided::Undecided)
-        }
-        Err(error) => return Err(error.into()),
     };
+    match conn.one_statement(plan.statement, &params).await {
+        Ok(rows) => read(&rows, event, plan, expiry),
+        Err(error) => failed(error),
+    }
+}
+
+/// How many events [`claim_and_complete_all`] sends in one transaction at most: the caller
+/// splits a longer run. 500 statements of a few kilobytes each are one pipelined write of about
+/// a megabyte and a few milliseconds of server time, well inside the client deadline; a
+/// transaction of 5,000 (the most a batch holds, `MAX_BATCH_ITEMS`) would hold 5,000 new keys
+/// locked until its commit (a concurrent delivery of any of them waits on it) and, when one
+/// statement fails, roll back and send again ten times the work.
+pub const MAX_PIPELINED: usize = 500;
+
+/// What [`claim_and_complete_all`] decided for its events.
+#[derive(Debug)]
+pub enum Pipelined {
+    /// The transaction committed: each event's decision, in the order given, read from its
+    /// statement's rows as [`claim_and_complete`] reads them (an event whose plan does not
+    /// bind was not sent: [`Decided::Undecided`]).
+    Committed(Vec<Result<Decided, LedgerError>>),
+    /// The statement of the event at `at` failed and the transaction rolled back: nothing of
+    /// it is written. `decided` is what [`claim_and_complete`] decides on that failure alone
+    /// ([`Decided::InFlight`] on a lock wait for the ledger key, [`Decided::Undecided`] for an
+    /// error the transaction shape classifies, else the error). The events before `at` were
+    /// not decided and may be sent again; the ones after it were refused only because the
+    /// transaction was aborted.
+    RolledBack {
+        /// The index of the event whose statement failed first.
+        at: usize,
+        /// That event's decision on its own failure.
+        decided: Result<Decided, LedgerError>,
+    },
+}
+
+/// Claims each of `events` (signed deliveries, never replayed ones; at most [`MAX_PIPELINED`])
+/// and applies its plan, each in its own statement as [`claim_and_complete`] does, all in one
+/// transaction: `BEGIN` with the session's limits, the statements in order and `COMMIT`
+/// pipelined ([`Connection::autocommit_all`]): one round trip and one commit for the lot.
+///
+/// Each statement sees the ones before it (read committed: a statement's snapshot includes
+/// its own transaction's earlier writes), so two events of the list with the same key are
+/// decided as if sent one after the other: the second is a completed duplicate (or a digest
+/// mismatch) of the first. A deadlock (two transactions claiming overlapping keys in opposite
+/// orders, which one statement alone cannot meet) rolls back like any failure and its event is
+/// [`Decided::Undecided`]: the per-event path decides it without waiting on anyone's batch.
+///
+/// # Errors
+/// [`LedgerError::Db`] when `BEGIN`, a prepare or `COMMIT` fails: what was committed is then
+/// unknown (the per-event path decides each event again, safely: the ledger answers what is
+/// already there).
+pub async fn claim_and_complete_all(
+    conn: &Connection,
+    events: &[(NewEvent<'_>, &Plan)],
+    expiry: &Expiry,
+) -> Result<Pipelined, LedgerError> {
+    debug_assert!(events.iter().all(|(event, _)| !event.replayed));
+    let bound: Vec<Bound<'_>> = events
+        .iter()
+        .map(|(event, plan)| Bound::new(event, plan))
+        .collect();
+    let params: Vec<Option<Vec<&(dyn ToSql + Sync)>>> = events
+        .iter()
+        .zip(&bound)
+        .map(|((event, plan), bound)| bound.params(event, plan))
+        .collect();
+    let statements: Vec<(&'static Sql, &[&(dyn ToSql + Sync)])> = events
+        .iter()
+        .zip(&params)
+        .filter_map(|((_, plan), params)| Some((plan.statement, params.as_deref()?)))
+        .collect();
+    let mut results = conn.autocommit_all(&statements).await?.into_iter();
+    let mut decided = Vec::with_capacity(events.len());
+    for (at, ((event, plan), params)) in events.iter().zip(&params).enumerate() {
+        if params.is_none() {
+            decided.push(Ok(Decided::Undecided));
+            continue;
+        }
+        match results.next() {
+            Some(Ok(rows)) => decided.push(read(&rows, event, plan, expiry)),
+            Some(Err(error)) if error.code() == Some(&SqlState::T_R_DEADLOCK_DETECTED) => {
+                return Ok(Pipelined::RolledBack {
+                    at,
+                    decided: Ok(Decided::Undecided),
+                })
+            }
+            Some(Err(error)) => {
+                return Ok(Pipelined::RolledBack {
+                    at,
+                    decided: failed(error),
+                })
+            }
+            // One result per statement sent (`autocommit_all`).
+            None => decided.push(Ok(Decided::Undecided)),
+        }
+    }
+    Ok(Pipelined::Committed(decided))
+}
+
+/// The values an event's statement binds besides its plan's writes, owned here so that the
+/// parameter list can borrow them.
+struct Bound<'a> {
+    digest: &'a [u8],
+    identity: &'a [u8],
+    status: i16,
+    body: Json<&'a serde_json::Value>,
+    guard: Option<&'a [u8]>,
+}
+
+impl<'a> Bound<'a> {
+    fn new(event: &'a NewEvent<'_>, plan: &'a Plan) -> Self {
+        Self {
+            digest: event.digest,
+            identity: event.identity,
+            status: i16::try_from(plan.status).unwrap_or(500),
+            body: Json(&plan.body),
+            guard: event.replay_guard(),
+        }
+    }
+
+    /// The statement's parameters in order (the claim's, then each write's), or `None` when
+    /// their number is not the statement's (a handler passed more or fewer values than its
+    /// statement declares).
+    fn params(
+        &'a self,
+        event: &'a NewEvent<'_>,
+        plan: &'a Plan,
+    ) -> Option<Vec<&'a (dyn ToSql + Sync)>> {
+        let mut params: Vec<&(dyn ToSql + Sync)> = vec![
+            &event.source,
+            &event.event_id,
+            &event.event_type,
+            &self.digest,
+            &event.payload,
+            &self.identity,
+            &self.status,
+            &self.body,
+            &self.guard,
+        ];
+        for write in &plan.writes {
+            params.extend(
+                write
+                    .params
+                    .iter()
+                    .map(|p| p.as_ref() as &(dyn ToSql + Sync)),
+            );
+        }
+        (params.len() == plan.statement.types.len()).then_some(params)
+    }
+}
+
+/// The decision on a failed statement (see [`claim_and_complete`]'s errors).
+fn failed(error: tokio_postgres::Error) -> Result<Decided, LedgerError> {
+    // A lock wait that timed out was the claim's (a duplicate of an event still in flight:
+    // 409) or a handler write's (a business row or table someone holds: 503). Decided here:
+    // the transaction shape would only wait on the same lock again.
+    if is_lock_timeout(&error) {
+        return if waited_on_the_ledger(&error) {
+            Ok(Decided::InFlight)
+        } else {
+            Err(error.into())
+        };
+    }
+    if error.code().is_some_and(|c| {
+        ["0A", "21", "22", "23"]
+            .iter()
+            .any(|k| c.code().starts_with(k))
+    }) {
+        return Ok(Decided::Undecided);
+    }
+    Err(error.into())
+}
+
+/// The decision read from the rows of `event`'s statement (see the module docs): the one
+/// place both [`claim_and_complete`] and [`claim_and_complete_all`] read it.
+fn read(
+    rows: &[tokio_postgres::Row],
+    event: &NewEvent<'_>,
+    plan: &Plan,
+    expiry: &Expiry,
+) -> Result<Decided, LedgerError> {
     let Some(first) = rows.first() else {
         return Ok(Decided::Undecided);
     };
@@ -292,7 +427,7 @@ pub async fn claim_and_complete(
             body: first.try_get(9)?,
         }));
     }
-    let existing = match conflict(&rows, event.event_id, 10)? {
+    let existing = match conflict(rows, event.event_id, 10)? {
         Conflict::Own(row) => row,
         Conflict::Guarded(original) => return Ok(Decided::BodyReplayed(original)),
         Conflict::Gone => return Ok(Decided::Undecided),

@@ -31,6 +31,26 @@ impl Receiver {
             Some(Err(lost)) => lost,
             None => ledger::claim(conn, new_event, expiry).await?,
         };
+        self.answer_claim(conn, config, event, new_event, expiry, claim, shadow)
+            .await
+    }
+
+    /// Inline mode once `claim` is decided (by the transaction shape's claim, or lost in the
+    /// one-statement shape): apply a won claim's handler and answer with its response; answer a
+    /// lost one as a duplicate, in flight or a digest mismatch (running shadow mode's handler
+    /// for a duplicate). The reply, and whether to ring the worker once `conn` is back in the
+    /// pool.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) async fn answer_claim(
+        &self,
+        conn: &ledger::Connection,
+        config: &SourceConfig,
+        event: &Event<'_>,
+        new_event: &NewEvent<'_>,
+        expiry: &Expiry,
+        claim: Claim<'_>,
+        shadow: bool,
+    ) -> Result<(Reply, bool), Failed> {
         // Moved whole into the match (a binding left partly moved would be dropped, borrowing
         // `conn`, at the end of the function).
         let tx = match std::convert::identity(claim) {

@@ -27,22 +27,33 @@ impl Receiver {
         else {
             return Ok(None);
         };
-        Ok(
-            match ledger::one_statement::claim_and_complete(conn, new_event, &plan, expiry).await? {
-                Decided::Won(response) => Some(Ok(Reply {
-                    content_type: "application/json",
-                    status: response.status,
-                    body: response.body,
-                    replayed: false,
-                    retry_after: None,
-                    outcome: outcome.into(),
-                })),
-                Decided::Completed(stored) => Some(Err(Claim::Completed(stored))),
-                Decided::DigestMismatch => Some(Err(Claim::DigestMismatch)),
-                Decided::InFlight => Some(Err(Claim::InFlight)),
-                Decided::BodyReplayed(original) => Some(Err(Claim::BodyReplayed(original))),
-                Decided::Undecided => None,
-            },
-        )
+        let decided =
+            ledger::one_statement::claim_and_complete(conn, new_event, &plan, expiry).await?;
+        Ok(answer(decided, outcome))
+    }
+}
+
+/// What the one statement `decided` (for an event whose plan's outcome is `outcome`) answers:
+/// the reply of a won claim, the lost claim's outcome for the transaction shape's answers, or
+/// `None` to take the transaction shape. The one place a single event and a batch's pipelined
+/// items turn a decision into an answer.
+pub(super) fn answer(
+    decided: Decided,
+    outcome: crate::apply::Outcome,
+) -> Option<Result<Reply, Claim<'static>>> {
+    match decided {
+        Decided::Won(response) => Some(Ok(Reply {
+            content_type: "application/json",
+            status: response.status,
+            body: response.body,
+            replayed: false,
+            retry_after: None,
+            outcome: outcome.into(),
+        })),
+        Decided::Completed(stored) => Some(Err(Claim::Completed(stored))),
+        Decided::DigestMismatch => Some(Err(Claim::DigestMismatch)),
+        Decided::InFlight => Some(Err(Claim::InFlight)),
+        Decided::BodyReplayed(original) => Some(Err(Claim::BodyReplayed(original))),
+        Decided::Undecided => None,
     }
 }

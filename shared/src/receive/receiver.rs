@@ -302,99 +302,9 @@ impl Receiver {
         }
     }
 
-    /// A batch (SendGrid, HubSpot): each item claimed (or accepted) on its own id, in order,
-    /// with the same exactly-once rules as a single event, its own bytes stored as its payload.
-    ///
-    /// The answer is 200 once every item is durable. An item that is a duplicate, a replayed
-    /// body, a digest mismatch (logged and counted as for a single delivery) or dead does not
-    /// stop the others. An item that cannot be made durable now (5xx, or 409 in flight) stops
-    /// the batch there and is the answer, so the provider retries the batch: the items before
-    /// it are then duplicates and only the rest is applied.
-    async fn process_batch(
-        &self,
-        trace: &mut Trace<'_>,
-        config: &SourceConfig,
-        events: &[(EventMeta<'_>, PayloadHashes)],
-        replayed: bool,
-    ) -> Reply {
-        let mut outcomes: std::collections::BTreeMap<&'static str, usize> = Default::default();
-        let summary = trace.detail.take();
-        for (meta, hashes) in events {
-            let mut item = Trace {
-                source: trace.source,
-                event_id: None,
-                event_type: None,
-                key_index: trace.key_index,
-                detail: None,
-            };
-            let reply = self
-                .process_one(&mut item, config, meta, hashes, &meta.document, replayed)
-                .await;
-            if item.detail.is_some() || reply.status >= 300 {
-                tracing::info!(
-                    source = trace.source,
-                    event_id = meta.event_id.as_ref(),
-                    event_type = meta.event_type.as_ref(),
-                    outcome = reply.outcome.as_str(),
-                    status = reply.status,
-                    detail = item.detail.as_deref().unwrap_or(""),
-                    "batch item"
-                );
-            }
-            if reply.status >= 500 || reply.outcome == Outcome::InFlight {
-                trace.event_id = Some(meta.event_id.clone().into_owned());
-                trace.event_type = Some(meta.event_type.clone().into_owned());
-                trace.detail = item.detail;
-                return reply;
-            }
-            *outcomes.entry(reply.outcome.as_str()).or_default() += 1;
-        }
-        trace.detail = summary;
-        // The batch's label in the log and the metrics: the first of these any item had (new
-        // rows first), else `replayed` when every item was a completed duplicate.
-        let outcome = [
-            Outcome::Processed,
-            Outcome::Accepted,
-            Outcome::Ignored,
-            Outcome::Dead,
-        ]
-        .into_iter()
-        .find(|outcome| outcomes.contains_key(outcome.as_str()))
-        .unwrap_or(
-            if outcomes.len() == 1 && outcomes.contains_key(Outcome::Replayed.as_str()) {
-                Outcome::Replayed
-            } else {
-                Outcome::Duplicate
-            },
-        );
-        // What the provider expects once every item is durable: Adyen's `[accepted]`, else a
-        // JSON summary.
-        let answer = config
-            .verifier
-            .generic()
-            .and_then(|model| model.batch.as_ref())
-            .and_then(|batch| batch.answer.clone());
-        let (content_type, body) = match answer {
-            Some(text) => ("text/plain", text),
-            None => (
-                "application/json",
-                serde_json::json!({ "events": events.len(), "outcomes": outcomes }).to_string(),
-            ),
-        };
-        Reply {
-            status: 200,
-            content_type,
-            body,
-            // Every item a completed duplicate: the batch is a replay (`Idempotent-Replayed`).
-            replayed: outcome == Outcome::Replayed,
-            retry_after: None,
-            outcome,
-        }
-    }
-
     /// One event after the signature: claim it (inline) or accept it (deferred), and answer.
     /// `body` is the event's own bytes (the delivery's body, or a batch item's).
-    async fn process_one(
+    pub(super) async fn process_one(
         &self,
         trace: &mut Trace<'_>,
         config: &SourceConfig,
@@ -403,35 +313,10 @@ impl Receiver {
         body: &[u8],
         replayed: bool,
     ) -> Reply {
-        let source = config.name.as_str();
-        trace.event_id = Some(meta.event_id.clone().into_owned());
-        trace.event_type = Some(meta.event_type.clone().into_owned());
         // A replayed duplicate is not a delivery: shadow mode does not process it again.
         let shadow = config.shadow && !replayed;
-        let event = Event {
-            source,
-            event_id: &meta.event_id,
-            event_type: &meta.event_type,
-            body,
-            document: &meta.document,
-        };
-        let new_event = NewEvent {
-            source,
-            event_id: &meta.event_id,
-            event_type: &meta.event_type,
-            digest: &hashes.digest,
-            identity: &hashes.identity,
-            payload: config.store_payload.then_some(body),
-            replayed,
-            // GitHub, Shopify, a generic source reading a header: one event per verified body
-            // (the ledger's replay guard), or a captured body could come back under a new id.
-            unsigned_id: !config.verifier.signs_id_and_type(),
-        };
-        // A key past the source's retention counts as absent, swept or not.
-        let expiry = Expiry {
-            retention: config.retention.retention,
-            now: SystemTime::now(),
-        };
+        let (event, new_event) = event_of(config, meta, hashes, body, replayed);
+        let expiry = expiry_now(config);
         // Past the deadline the connection is closed, never returned to the pool.
         let decided = crate::db::deadline::within(
             self.deadline,
@@ -449,17 +334,27 @@ impl Receiver {
         )
         .await
         .unwrap_or_else(|exceeded| Err(Failed::Deadline(exceeded.to_string())));
-        let decided = match decided {
+        self.answer(trace, &event, decided).await
+    }
+
+    /// The answer to `event` once its database work is `decided` (the connection back in the
+    /// pool): names the event in `trace`, rings the worker when the commit left it work, notes
+    /// a digest mismatch or a replayed body in `trace` (and counts the mismatch), and turns a
+    /// failure into its 5xx. The one place a single event and a batch's item are answered.
+    pub(super) async fn answer(
+        &self,
+        trace: &mut Trace<'_>,
+        event: &Event<'_>,
+        decided: Result<(Reply, bool), Failed>,
+    ) -> Reply {
+        let source = event.source;
+        trace.event_id = Some(event.event_id.to_owned());
+        trace.event_type = Some(event.event_type.to_owned());
+        match decided {
             Ok((reply, ring)) => {
                 if ring {
-                    self.ring(&event).await;
+                    self.ring(event).await;
                 }
-                Ok(reply)
-            }
-            Err(failed) => Err(failed),
-        };
-        match decided {
-            Ok(reply) => {
                 if reply.outcome == Outcome::DigestMismatch {
                     trace.detail =
                         Some("stored payload identity differs from this body's".to_owned());
@@ -516,7 +411,7 @@ impl Receiver {
     /// A connection to process an event on, once this process's SQL handlers are known to
     /// prepare against the schema ([`Registry::ready`]): a statement the database refuses
     /// makes every delivery a 500 (providers retry) until the function is redeployed.
-    async fn ready_connection(&self) -> Result<ledger::Connection, Failed> {
+    pub(super) async fn ready_connection(&self) -> Result<ledger::Connection, Failed> {
         let conn = self.connection().await?;
         match self.handlers.ready(&conn).await {
             Ok(()) => Ok(conn),
@@ -534,6 +429,45 @@ impl Receiver {
                 crate::db::describe_pool(&e)
             ))
         })
+    }
+}
+
+/// `meta`'s event (`body` its own bytes) as the handlers see it and as the ledger claims it.
+pub(super) fn event_of<'a>(
+    config: &'a SourceConfig,
+    meta: &'a EventMeta<'_>,
+    hashes: &'a PayloadHashes,
+    body: &'a [u8],
+    replayed: bool,
+) -> (Event<'a>, NewEvent<'a>) {
+    let source = config.name.as_str();
+    let event = Event {
+        source,
+        event_id: &meta.event_id,
+        event_type: &meta.event_type,
+        body,
+        document: &meta.document,
+    };
+    let new_event = NewEvent {
+        source,
+        event_id: &meta.event_id,
+        event_type: &meta.event_type,
+        digest: &hashes.digest,
+        identity: &hashes.identity,
+        payload: config.store_payload.then_some(body),
+        replayed,
+        // GitHub, Shopify, a generic source reading a header: one event per verified body
+        // (the ledger's replay guard), or a captured body could come back under a new id.
+        unsigned_id: !config.verifier.signs_id_and_type(),
+    };
+    (event, new_event)
+}
+
+/// The source's retention judged now: a key past it counts as absent, swept or not.
+pub(super) fn expiry_now(config: &SourceConfig) -> Expiry {
+    Expiry {
+        retention: config.retention.retention,
+        now: SystemTime::now(),
     }
 }
 

@@ -14,8 +14,8 @@ use bench::{order_event_body, round3, signed_deliveries, unix_now, Delivery};
 use crate::deliveries::{deliver, receiver, receiver_with, Handler};
 use crate::machine::{machine_md, show};
 use crate::pgbench::{pgbench, PgbenchRun, SCRIPTS};
-use crate::turns::{self, proxied};
 use crate::work::{compare, measure, settle, work_json, work_md};
+use hookledger_tests::turns::{self, proxied};
 
 /// `bench-limit limit`: see the module's docs.
 ///

@@ -32,7 +32,6 @@ mod machine;
 mod pgbench;
 mod pgstat;
 mod scale;
-mod turns;
 mod work;
 
 use args::{Args, Command};

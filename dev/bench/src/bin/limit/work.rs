@@ -11,7 +11,7 @@ use bench::{round3, Delivery};
 
 use crate::deliveries::{deliver, Bench};
 use crate::pgstat::{self, Work};
-use crate::turns;
+use hookledger_tests::turns;
 
 /// Lets the warm-up's pending stats reach the shared counters before a measurement: a
 /// backend flushes them when it goes idle at least a second after its last flush, so wait
