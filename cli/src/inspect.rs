@@ -130,9 +130,18 @@ fn summary(detail: &EventDetail) -> String {
         ),
         (
             "payload",
-            match detail.payload_bytes {
-                Some(bytes) => format!("{bytes} bytes stored, sha256 {}", detail.payload_digest),
-                None => format!("not stored (digest only), sha256 {}", detail.payload_digest),
+            match (detail.payload_bytes, detail.payload_dropped_at) {
+                (Some(bytes), _) => {
+                    format!("{bytes} bytes stored, sha256 {}", detail.payload_digest)
+                }
+                (None, Some(at)) => format!(
+                    "dropped at {} (the source's payload retention), sha256 {}",
+                    rfc3339(at),
+                    detail.payload_digest
+                ),
+                (None, None) => {
+                    format!("not stored (digest only), sha256 {}", detail.payload_digest)
+                }
             },
         ),
         ("response", response),

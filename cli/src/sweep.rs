@@ -76,6 +76,15 @@ fn summary(report: &SweepReport) -> String {
     for (source, rows) in &report.deleted_by_source {
         text.push_str(&format!("  {source}: {rows}\n"));
     }
+    if report.payloads_dropped > 0 {
+        text.push_str(&format!(
+            "dropped {} payloads past their source's payload_retention_hours (the keys stay)\n",
+            report.payloads_dropped
+        ));
+        for (source, rows) in &report.payloads_dropped_by_source {
+            text.push_str(&format!("  {source}: {rows}\n"));
+        }
+    }
     if report.rejected_deleted > 0 {
         text.push_str(&format!(
             "  counts of rejected deliveries (hours past HOOKLEDGER_REJECTED_RETENTION_DAYS): {}\n",

@@ -127,6 +127,10 @@ pub struct SourceRetention {
     /// When set, no verified delivery for longer than this makes the source "quiet" for the
     /// auditor.
     pub expected_interval: Option<Duration>,
+    /// When set, how long after its claim a completed event keeps its raw payload and the
+    /// response it stored; past it the sweeper drops both (the key, status, digests and times
+    /// stay). Shorter than `retention`. `None`: as long as the key.
+    pub payload_retention: Option<Duration>,
 }
 
 /// The retention fields of one source as written in the sources JSON (all optional).
@@ -142,6 +146,9 @@ pub struct RetentionSpec {
     pub replay_lookback_days: Option<u32>,
     /// `expected_interval_minutes`: the auditor's "source gone quiet" threshold.
     pub expected_interval_minutes: Option<u32>,
+    /// `payload_retention_hours`: how long a completed event keeps its payload and stored
+    /// response (default: as long as the key).
+    pub payload_retention_hours: Option<u32>,
 }
 
 impl SourceRetention {
@@ -151,7 +158,7 @@ impl SourceRetention {
     /// A short problem naming the setting: a value out of range, a `generic-hmac` source without
     /// `retry_horizon_hours`, a dead-letter retention shorter than the retention, or a
     /// retention shorter than the retry horizon plus the replay look-back (naming the minimum in
-    /// days).
+    /// days), or a payload retention that is not shorter than the retention.
     pub fn from_spec(scheme: Scheme, spec: RetentionSpec) -> Result<Self, String> {
         let retention_days = spec.retention_days.unwrap_or(DEFAULT_RETENTION_DAYS);
         let dead_days = spec
@@ -205,11 +212,21 @@ impl SourceRetention {
             Some(minutes) => Some(Duration::from_secs(u64::from(minutes) * 60)),
             None => None,
         };
+        let payload_retention = match spec.payload_retention_hours {
+            Some(hours) if u64::from(hours) >= u64::from(retention_days) * 24 => {
+                return Err(format!(
+                    "payload_retention_hours ({hours}) must be shorter than retention_days                      ({retention_days} days): omit it to keep payloads as long as keys"
+                ))
+            }
+            Some(hours) => Some(Duration::from_secs(u64::from(hours) * 60 * 60)),
+            None => None,
+        };
         Ok(Self {
             retention,
             retry_horizon,
             replay_lookback,
             expected_interval,
+            payload_retention,
         })
     }
 }

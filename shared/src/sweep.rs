@@ -12,6 +12,10 @@
 //! outlives its event's key (it is delivered after its event is claimed), so a re-run of a
 //! still-kept event finds its messages and never queues them twice.
 //!
+//! A source with `payload_retention_hours` also has its completed events' payloads and stored
+//! responses dropped once that long past their claim, the rows themselves staying until their
+//! key expires ([`payload`]).
+//!
 //! The counts of rejected deliveries (`crate::rejected`) go too: the hours that started longer
 //! ago than `HOOKLEDGER_REJECTED_RETENTION_DAYS` (default 30), every source's at once.
 //!
@@ -30,6 +34,7 @@
 //! with the same ones).
 
 mod job;
+pub mod payload;
 pub mod sql;
 
 pub use job::{pause_after, run, run_with_progress, Stopped, Sweep, SweepReport};

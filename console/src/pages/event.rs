@@ -223,9 +223,10 @@ pub async fn page(
             tr { th { "last error" } td { (detail.last_error.clone().unwrap_or_else(|| "-".to_owned())) } }
             tr { th { "next attempt at" } td { (maybe_time(detail.next_attempt_at)) } }
             tr { th { "lease expires at" } td { (maybe_time(detail.lease_expires_at)) } }
-            tr { th { "payload" } td.mono { @match detail.payload_bytes {
-                Some(bytes) => { (bytes) " bytes stored, sha256 " (detail.payload_digest) }
-                None => { "not stored (the source keeps digests only), sha256 " (detail.payload_digest) }
+            tr { th { "payload" } td.mono #payload { @match (detail.payload_bytes, detail.payload_dropped_at) {
+                (Some(bytes), _) => { (bytes) " bytes stored, sha256 " (detail.payload_digest) }
+                (None, Some(at)) => { "dropped at " (maybe_time(Some(at))) " (the source's payload retention), sha256 " (detail.payload_digest) }
+                (None, None) => { "not stored (the source keeps digests only), sha256 " (detail.payload_digest) }
             } } }
         }
         @if detail.status == Status::Dead && !read_only {

@@ -2,12 +2,13 @@
 //!
 //! - Triggers: a schedule (every 5 minutes, an EventBridge event); `SweeperFunction` in
 //!   template.yaml. The input is ignored: every invocation sweeps whatever has expired.
-//! - Output: the report `{"deleted", "batches", "duration_ms", "oldest_remaining", "stopped",
-//!   "deleted_by_source", "rejected_deleted", "unconfigured"}` (`stopped`: `done`,
+//! - Output: the report `{"deleted", "payloads_dropped", "batches", "duration_ms",
+//!   "oldest_remaining", "stopped", "deleted_by_source", "payloads_dropped_by_source",
+//!   "rejected_deleted", "unconfigured"}` (`stopped`: `done`,
 //!   `max_batches` or `out_of_time`), also logged as one `sweep` line, with the EMF metric
 //!   `swept` per source.
 //! - Environment: as the receiver (`DATABASE_URL` or `HOOKLEDGER_DB_SECRET_ARN`, the sources,
-//!   for each source's `retention_days` and `dead_retention_days`), plus
+//!   for each source's `retention_days`, `dead_retention_days` and `payload_retention_hours`), plus
 //!   `HOOKLEDGER_SWEEP_BATCH_SIZE`, `HOOKLEDGER_SWEEP_MAX_BATCHES`, `HOOKLEDGER_SWEEP_PAUSE_MS`,
 //!   `HOOKLEDGER_SWEEP_MARGIN_MS`, `HOOKLEDGER_REJECTED_RETENTION_DAYS` (see `shared::config`).
 //! - Side effects: deletes `completed` `webhook_event` rows claimed longer ago than their

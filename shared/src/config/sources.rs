@@ -114,6 +114,12 @@ pub struct SourceSpec {
     /// claimed for longer than this, minutes. Unset: never quiet.
     #[serde(default)]
     pub expected_interval_minutes: Option<u32>,
+    /// A completed event keeps its raw payload and the response it stored this many hours
+    /// after its claim; past it the sweeper drops both, keeping the key, status, digests and
+    /// times (deduplication and the audit trail work as before). Shorter than
+    /// `retention_days`. Unset: as long as the key.
+    #[serde(default)]
+    pub payload_retention_hours: Option<u32>,
     /// For `generic-hmac` only: the signature header, algorithm, encoding, prefix, timestamp
     /// header, signed-payload template and where the event id and type are (see
     /// [`GenericHmac`]).
@@ -300,6 +306,7 @@ impl SourceConfig {
                 retry_horizon_hours: spec.retry_horizon_hours,
                 replay_lookback_days: spec.replay_lookback_days,
                 expected_interval_minutes: spec.expected_interval_minutes,
+                payload_retention_hours: spec.payload_retention_hours,
             },
         )
         .map_err(|reason| problem(&reason))?;

@@ -34,8 +34,12 @@ pub struct EventDetail {
     pub response_body: Option<serde_json::Value>,
     /// SHA-256 of the body first claimed, lowercase hex (64 characters).
     pub payload_digest: String,
-    /// The stored body's length in bytes; `None` when the source keeps digests only.
+    /// The stored body's length in bytes; `None` when the source keeps digests only or the
+    /// payload was dropped.
     pub payload_bytes: Option<i32>,
+    /// When the sweeper dropped the payload and stored response (the source's
+    /// `payload_retention_hours`); `None` while they are kept.
+    pub payload_dropped_at: Option<SystemTime>,
     /// When the key was (last) claimed: the first delivery, or the latest re-drive.
     pub claimed_at: SystemTime,
     /// When it completed.
@@ -115,7 +119,8 @@ impl MessageDetail {
 impl EventDetail {
     /// The row as the CLI's `inspect --json` and the replay function's `inspect` print it:
     /// `{"source", "event_id", "event_type", "status", "outcome", "attempts", "last_error",
-    /// "response_status", "response_body", "payload_digest", "payload_bytes", "claimed_at",
+    /// "response_status", "response_body", "payload_digest", "payload_bytes",
+    /// "payload_dropped_at", "claimed_at",
     /// "completed_at", "dead_at", "next_attempt_at", "lease_expires_at", "replayed",
     /// "replayed_at", "history", "outbox"}`, times in RFC 3339 (UTC, milliseconds) or `null`;
     /// `outbox` is a list of [`MessageDetail::to_json`].
@@ -133,6 +138,7 @@ impl EventDetail {
             "response_body": self.response_body,
             "payload_digest": self.payload_digest,
             "payload_bytes": self.payload_bytes,
+            "payload_dropped_at": time(self.payload_dropped_at),
             "claimed_at": rfc3339(self.claimed_at),
             "completed_at": time(self.completed_at),
             "dead_at": time(self.dead_at),
@@ -163,7 +169,7 @@ static INSPECT: Sql = Sql {
 SELECT source, event_id, event_type, status::text, attempts, last_error, response_status,
        response_body, encode(payload_digest, 'hex'), octet_length(payload), claimed_at,
        completed_at, dead_at, next_attempt_at, lease_expires_at, replayed_at,
-       coalesce(history, '[]'::jsonb), lease_token,
+       coalesce(history, '[]'::jsonb), lease_token, payload_dropped_at,
        ",
         crate::event_outcome_sql!(),
         "
@@ -211,7 +217,7 @@ pub async fn inspect(
     }
     let response_body: Option<Json<serde_json::Value>> = row.try_get(7)?;
     let history: Json<serde_json::Value> = row.try_get(16)?;
-    let outcome: &str = row.try_get(18)?;
+    let outcome: &str = row.try_get(19)?;
     let outcome = EventOutcome::parse(outcome)
         .ok_or_else(|| LedgerError::UnknownStatus(outcome.to_owned()))?;
     Ok(Some(EventDetail {
@@ -226,6 +232,7 @@ pub async fn inspect(
         response_body: response_body.map(|Json(body)| body),
         payload_digest: row.try_get(8)?,
         payload_bytes: row.try_get(9)?,
+        payload_dropped_at: row.try_get(18)?,
         claimed_at: row.try_get(10)?,
         completed_at: row.try_get(11)?,
         dead_at: row.try_get(12)?,

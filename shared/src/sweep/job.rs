@@ -6,19 +6,37 @@ use std::time::{Duration, Instant, SystemTime};
 
 use serde::Serialize;
 
-use super::sql::{delete_expired, oldest_key, outbox_sources_present, sources_present, Expired};
+use super::payload::{drop_payloads, payload_bound};
+use super::sql::{
+    delete_expired, oldest_key, outbox_sources_present, sources_present, Deleted, Expired,
+};
 use crate::config::{Sources, SweepSettings};
 use crate::ledger::{Connection, LedgerError};
 
-/// One source's expired keys of one kind, and how far the run has got through them.
+/// What a work item does to its rows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Work {
+    /// Deletes the rows of this kind ([`delete_expired`]).
+    Delete(Expired),
+    /// Drops the payloads and stored responses of completed rows, keeping the rows
+    /// ([`drop_payloads`]).
+    DropPayloads,
+}
+
+/// One source's expired keys of one kind (or payloads past their retention), and how far the
+/// run has got through them.
 #[derive(Debug, Clone)]
 struct Item {
     source: String,
-    expired: Expired,
+    work: Work,
     cutoff: SystemTime,
     after: SystemTime,
     done: bool,
 }
+
+/// One batch's results: rows worked, deleted by source, rejected-delivery counts deleted,
+/// payloads dropped by source.
+type BatchDone = (u64, Vec<(String, u64)>, u64, Vec<(String, u64)>);
 
 /// A planned sweep on one connection: call [`Sweep::batch`] until it comes back short.
 #[derive(Debug)]
@@ -27,6 +45,7 @@ pub struct Sweep<'c> {
     batch_size: i64,
     items: Vec<Item>,
     deleted_by_source: BTreeMap<String, u64>,
+    payloads_dropped_by_source: BTreeMap<String, u64>,
     rejected_deleted: u64,
     unconfigured: Vec<String>,
 }
@@ -67,17 +86,35 @@ impl<'c> Sweep<'c> {
                 }
                 items.push(Item {
                     source: source.clone(),
-                    expired,
+                    work: Work::Delete(expired),
                     cutoff,
                     after: SystemTime::UNIX_EPOCH,
                     done: false,
+                });
+            }
+            // Payloads past the source's payload retention: from the source's watermark to the
+            // earlier of the cutoff and its oldest pending row.
+            let payload_retention = sources
+                .get(&source)
+                .and_then(|config| config.retention.payload_retention);
+            if let (true, Some(payload_retention)) = (keys, payload_retention) {
+                let cutoff = now
+                    .checked_sub(payload_retention)
+                    .unwrap_or(SystemTime::UNIX_EPOCH);
+                let (after, bound) = payload_bound(conn, &source, cutoff).await?;
+                items.push(Item {
+                    source: source.clone(),
+                    work: Work::DropPayloads,
+                    cutoff: bound,
+                    after,
+                    done: after >= bound,
                 });
             }
         }
         // Every source's counts at once (a small table: sources x 5 reasons x hours).
         items.push(Item {
             source: String::new(),
-            expired: Expired::Rejected,
+            work: Work::Delete(Expired::Rejected),
             cutoff: now
                 .checked_sub(settings.rejected_retention())
                 .unwrap_or(SystemTime::UNIX_EPOCH),
@@ -89,14 +126,16 @@ impl<'c> Sweep<'c> {
             batch_size: settings.batch_size.max(1),
             items,
             deleted_by_source: BTreeMap::new(),
+            payloads_dropped_by_source: BTreeMap::new(),
             rejected_deleted: 0,
             unconfigured,
         })
     }
 
-    /// Runs one batch in its own transaction (`BEGIN` with the session's limits, one DELETE per
-    /// work item it reaches, `COMMIT`): deletes at most `batch_size` rows and returns how many.
-    /// Fewer than `batch_size` means nothing expired is left.
+    /// Runs one batch in its own transaction (`BEGIN` with the session's limits, one DELETE (or
+    /// payload drop) per work item it reaches, `COMMIT`): deletes or empties at most
+    /// `batch_size` rows and returns how many. Fewer than `batch_size` means nothing expired is
+    /// left.
     ///
     /// # Errors
     /// [`LedgerError::Db`] when PostgreSQL fails; the batch is rolled back.
@@ -111,6 +150,9 @@ impl<'c> Sweep<'c> {
                 for (source, rows) in deleted.1 {
                     *self.deleted_by_source.entry(source).or_default() += rows;
                 }
+                for (source, rows) in deleted.3 {
+                    *self.payloads_dropped_by_source.entry(source).or_default() += rows;
+                }
                 self.rejected_deleted += deleted.2;
                 Ok(deleted.0)
             }
@@ -122,31 +164,40 @@ impl<'c> Sweep<'c> {
         }
     }
 
-    /// One batch's deletes: (rows, ledger rows and outbox messages by source, rejected-delivery
-    /// counts).
-    async fn delete_batch(&mut self) -> Result<(u64, Vec<(String, u64)>, u64), LedgerError> {
+    /// One batch's work: (rows, ledger rows and outbox messages deleted by source,
+    /// rejected-delivery counts, payloads dropped by source).
+    async fn delete_batch(&mut self) -> Result<BatchDone, LedgerError> {
         let mut total = 0u64;
         let mut by_source = Vec::new();
         let mut rejected = 0u64;
+        let mut dropped = Vec::new();
         for item in self.items.iter_mut().filter(|item| !item.done) {
             let limit = self.batch_size - total as i64;
             if limit <= 0 {
                 break;
             }
-            let deleted = delete_expired(
-                self.conn,
-                &item.source,
-                item.expired,
-                item.after,
-                item.cutoff,
-                limit,
-            )
-            .await?;
+            let deleted: Deleted = match item.work {
+                Work::Delete(expired) => {
+                    delete_expired(
+                        self.conn,
+                        &item.source,
+                        expired,
+                        item.after,
+                        item.cutoff,
+                        limit,
+                    )
+                    .await?
+                }
+                Work::DropPayloads => {
+                    drop_payloads(self.conn, &item.source, item.after, item.cutoff, limit).await?
+                }
+            };
             total += deleted.rows;
-            if item.expired == Expired::Rejected {
-                rejected += deleted.rows;
-            } else if deleted.rows > 0 {
-                by_source.push((item.source.clone(), deleted.rows));
+            match item.work {
+                Work::Delete(Expired::Rejected) => rejected += deleted.rows,
+                _ if deleted.rows == 0 => {}
+                Work::Delete(_) => by_source.push((item.source.clone(), deleted.rows)),
+                Work::DropPayloads => dropped.push((item.source.clone(), deleted.rows)),
             }
             match deleted.last {
                 Some(last) if deleted.rows as i64 == limit => item.after = last,
@@ -154,7 +205,7 @@ impl<'c> Sweep<'c> {
                 _ => item.done = true,
             }
         }
-        Ok((total, by_source, rejected))
+        Ok((total, by_source, rejected, dropped))
     }
 
     /// Sources with keys in the ledger that the configuration does not name: swept under the
@@ -166,6 +217,11 @@ impl<'c> Sweep<'c> {
     /// Ledger rows and outbox messages deleted so far, by source.
     pub fn deleted_by_source(&self) -> &BTreeMap<String, u64> {
         &self.deleted_by_source
+    }
+
+    /// Payloads (and stored responses) dropped so far, by source.
+    pub fn payloads_dropped_by_source(&self) -> &BTreeMap<String, u64> {
+        &self.payloads_dropped_by_source
     }
 
     /// Counts of rejected deliveries (hour buckets) deleted so far.
@@ -198,11 +254,15 @@ impl Stopped {
 }
 
 /// What a run did: `{"deleted", "batches", "duration_ms", "oldest_remaining", "stopped",
-/// "deleted_by_source", "rejected_deleted", "unconfigured"}`.
+/// "deleted_by_source", "payloads_dropped", "payloads_dropped_by_source", "rejected_deleted",
+/// "unconfigured"}`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct SweepReport {
     /// Rows deleted: ledger keys, outbox messages and counts of rejected deliveries.
     pub deleted: u64,
+    /// Completed events whose payload and stored response were dropped (the rows stay), past
+    /// their source's `payload_retention_hours`.
+    pub payloads_dropped: u64,
     /// Batches run (transactions), including the last, short one.
     pub batches: u32,
     /// Wall time of the run, milliseconds.
@@ -213,6 +273,8 @@ pub struct SweepReport {
     pub stopped: Stopped,
     /// Ledger keys and outbox messages deleted per source.
     pub deleted_by_source: BTreeMap<String, u64>,
+    /// Payloads dropped per source.
+    pub payloads_dropped_by_source: BTreeMap<String, u64>,
     /// Counts of rejected deliveries deleted (hour buckets of `rejected_delivery` past
     /// `HOOKLEDGER_REJECTED_RETENTION_DAYS`, every source's).
     pub rejected_deleted: u64,
@@ -226,6 +288,7 @@ impl SweepReport {
     pub fn emit(&self) {
         tracing::info!(
             deleted = self.deleted,
+            payloads_dropped = self.payloads_dropped,
             batches = self.batches,
             duration_ms = self.duration_ms,
             oldest_remaining = self.oldest_remaining.as_deref().unwrap_or(""),
@@ -311,13 +374,16 @@ pub async fn run_with_progress(
             oldest = Some(oldest.map_or(at, |o| o.min(at)));
         }
     }
+    let payloads_dropped: u64 = sweep.payloads_dropped_by_source().values().sum();
     Ok(SweepReport {
-        deleted,
+        deleted: deleted - payloads_dropped,
+        payloads_dropped,
         batches,
         duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
         oldest_remaining: oldest.map(crate::timestamp::rfc3339),
         stopped,
         deleted_by_source: sweep.deleted_by_source().clone(),
+        payloads_dropped_by_source: sweep.payloads_dropped_by_source().clone(),
         rejected_deleted: sweep.rejected_deleted(),
         unconfigured: sweep.unconfigured().to_vec(),
     })

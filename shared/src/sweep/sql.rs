@@ -167,7 +167,7 @@ pub async fn delete_expired(
 }
 
 /// A batch's one row back, `(count(*), max(at))`.
-fn deleted(rows: &[tokio_postgres::Row]) -> Result<Deleted, LedgerError> {
+pub(super) fn deleted(rows: &[tokio_postgres::Row]) -> Result<Deleted, LedgerError> {
     let Some(row) = rows.first() else {
         return Ok(Deleted {
             rows: 0,

@@ -31,6 +31,7 @@ mod one_statement_equivalence;
 mod ordering;
 mod outbox;
 mod payload_marker;
+mod payload_retention;
 mod pooler;
 mod presets;
 mod receive;

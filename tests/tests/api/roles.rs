@@ -78,6 +78,7 @@ async fn each_role_has_exactly_its_privileges_on_every_table() {
         ("outbox", ["SI", "SIU", "SuD", "S", "SIU", ""]),
         ("audit_run", ["", "", "", "SU", "S", ""]),
         ("rejected_delivery", ["SIU", "", "SD", "S", "S", ""]),
+        ("payload_sweep", ["", "", "SIU", "S", "S", ""]),
         ("ordering_tie", ["SIU", "SIU", "", "S", "SIU", "SIU"]),
         ("entity_version", ["SIU", "SIU", "", "", "SIU", "SIU"]),
         ("refinery_schema_history", ["", "", "", "", "", ""]),

@@ -1,0 +1,140 @@
+//! The payload sweep (issue 28): a source's `payload_retention_hours` past, a completed event's
+//! raw payload and stored response are dropped in bounded batches, while its key, status,
+//! digests, times and history stay, so deduplication, replay judgement and the audit trail keep
+//! working.
+//!
+//! A batch walks one source's completed rows by `claimed_at` (`webhook_event_source_claimed_at_idx`)
+//! from the source's watermark (`payload_sweep.swept_until`) up to the bound of this run
+//! ([`payload_bound`]), and moves the watermark in the same statement, so the next run never
+//! reads the rows already emptied. The bound never passes a row that is still pending (claimed,
+//! processing or failed): a row that completes late is dropped after it completes. A dead letter
+//! keeps its payload (re-drive needs it); re-driven, it is claimed anew (`claimed_at = now()`)
+//! and so comes after the watermark again.
+//!
+//! What a dropped row answers a retry with: its original status and, as body, the recorded
+//! no-op for an ignored event (unchanged: it holds only the type), `{"status": "stale"}` for a
+//! stale one, else [`DROPPED_RESPONSE`]; with `Idempotent-Replayed: true` as before.
+
+use std::time::SystemTime;
+
+use tokio_postgres::types::Type;
+
+use super::sql::Deleted;
+use crate::db::Sql;
+use crate::ledger::{Connection, LedgerError};
+
+/// [`DROPPED_RESPONSE`] as a literal, for `concat!` in the statement.
+macro_rules! dropped_response {
+    () => {
+        r#"{"status": "processed", "response": "dropped after its payload retention"}"#
+    };
+}
+
+/// The response body a processed event answers retries with once its payload is dropped: the
+/// handler's own answer may quote the payload. JSON text.
+pub const DROPPED_RESPONSE: &str = dropped_response!();
+
+/// One batch of payloads to drop, exactly as [`drop_payloads`] sends it. Parameters: `$1`
+/// source (text), `$2` the keyset start (timestamptz: the watermark, then the previous batch's
+/// [`Deleted::last`]), `$3` the bound (timestamptz, exclusive), `$4` the batch size (int8). One
+/// row back: `(count(*) int8, max(claimed_at) timestamptz)`; the source's watermark is moved to
+/// that `max` by the same statement.
+pub static DROP_PAYLOADS: Sql = Sql {
+    text: concat!(
+        "\
+WITH dropped AS (
+    UPDATE webhook_event
+    SET payload = NULL,
+        response_body = CASE
+            WHEN ",
+        crate::ignored_response_sql!(),
+        " THEN response_body
+            WHEN ",
+        crate::stale_response_sql!(),
+        " THEN '{\"status\": \"stale\"}'::jsonb
+            ELSE '",
+        dropped_response!(),
+        "'::jsonb
+        END,
+        payload_dropped_at = now()
+    WHERE ctid = ANY (ARRAY(
+        SELECT ctid
+        FROM webhook_event
+        WHERE source = $1
+          AND claimed_at >= $2
+          AND claimed_at < $3
+          AND status = 'completed'
+          AND payload_dropped_at IS NULL
+        ORDER BY claimed_at
+        LIMIT $4
+        -- Not SKIP LOCKED: a row a delivery holds right now is waited for (a duplicate's
+        -- claim is short), never stepped over, or the watermark would pass it for good.
+        FOR UPDATE
+    ))
+      -- Re-checked on the locked row.
+      AND status = 'completed'
+      AND payload_dropped_at IS NULL
+    RETURNING claimed_at
+), marked AS (
+    INSERT INTO payload_sweep (source, swept_until)
+    SELECT $1, max(claimed_at) FROM dropped HAVING count(*) > 0
+    ON CONFLICT (source) DO UPDATE
+    SET swept_until = greatest(payload_sweep.swept_until, EXCLUDED.swept_until)
+)
+SELECT count(*), max(claimed_at) FROM dropped"
+    ),
+    types: &[Type::TEXT, Type::TIMESTAMPTZ, Type::TIMESTAMPTZ, Type::INT8],
+};
+
+/// Drops the payload and stored response of at most `limit` completed rows of `source` claimed
+/// in `[after, bound)`, oldest first, in the caller's transaction, and moves the source's
+/// watermark to the newest of them.
+///
+/// # Errors
+/// [`LedgerError::Db`] when PostgreSQL fails.
+pub async fn drop_payloads(
+    conn: &Connection,
+    source: &str,
+    after: SystemTime,
+    bound: SystemTime,
+    limit: i64,
+) -> Result<Deleted, LedgerError> {
+    let statement = conn.prepare(&DROP_PAYLOADS).await?;
+    let rows = conn
+        .query(&statement, &[&source, &after, &bound, &limit])
+        .await?;
+    super::sql::deleted(&rows)
+}
+
+/// [`payload_bound`]'s statement: the watermark, and the oldest pending row's claim.
+static PAYLOAD_BOUND: Sql = Sql {
+    text: "\
+SELECT (SELECT swept_until FROM payload_sweep WHERE source = $1),
+       (SELECT min(claimed_at) FROM webhook_event
+        WHERE source = $1 AND status IN ('claimed', 'processing', 'failed'))",
+    types: &[Type::TEXT],
+};
+
+/// Where `source`'s payload sweep starts and must stop at `now`: `(watermark, bound)`, the
+/// watermark the epoch when the source was never swept, the bound the earlier of `cutoff` (now
+/// minus the payload retention) and the claim of the source's oldest pending row.
+///
+/// # Errors
+/// [`LedgerError::Db`] when PostgreSQL fails.
+pub async fn payload_bound(
+    conn: &Connection,
+    source: &str,
+    cutoff: SystemTime,
+) -> Result<(SystemTime, SystemTime), LedgerError> {
+    let statement = conn.prepare(&PAYLOAD_BOUND).await?;
+    // Two scalar subqueries: always exactly one row.
+    let rows = conn.query(&statement, &[&source]).await?;
+    let (watermark, pending): (Option<SystemTime>, Option<SystemTime>) = match rows.first() {
+        Some(row) => (row.try_get(0)?, row.try_get(1)?),
+        None => (None, None),
+    };
+    Ok((
+        watermark.unwrap_or(SystemTime::UNIX_EPOCH),
+        pending.map_or(cutoff, |at| at.min(cutoff)),
+    ))
+}
