@@ -266,6 +266,16 @@ async fn a_retry_of_an_event_whose_payload_was_dropped_is_a_duplicate_and_runs_n
         1,
         "nothing ran twice"
     );
+    // What an operator reads: no payload, when it went, no marker anywhere.
+    let detail = shared::redrive::inspect(&app.receiver().pool, "stripe", "evt_private")
+        .await
+        .unwrap()
+        .expect("the key stays");
+    assert_eq!(detail.payload_bytes, None);
+    assert!(detail.payload_dropped_at.is_some());
+    let json = detail.to_json();
+    assert!(json["payload_dropped_at"].is_string(), "{json}");
+    assert!(!json.to_string().contains(MARK), "{json}");
     // A changed body under the same id is still a conflict: the digests stayed.
     let changed = stripe_payment("evt_private", "ord_private", 1300, NOW);
     assert_eq!(app.receive("stripe", &changed).await.status, 409);
