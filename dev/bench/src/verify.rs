@@ -7,7 +7,7 @@
 //! timestamp read and checked against the tolerance, the signed content `{timestamp}.{body}`
 //! assembled, the signature checked. Algorithms: HMAC-SHA1, HMAC-SHA256, HMAC-SHA512, Ed25519,
 //! ECDSA P-256 (SHA-256, DER) and RSA-2048 PKCS#1 v1.5 (SHA-256), all on the same model (base64
-//! signature in `X-Signature`, unix seconds in `X-Timestamp`), and the fixed Stripe scheme for
+//! signature in `X-Signature`, unix seconds in `X-Timestamp`), and the Stripe preset for
 //! comparison (`Stripe-Signature: t=...,v1=<hex>` over the same `{t}.{body}`). Bodies: the
 //! JSON events of `dev/bench/fixtures/verify-rsa.json`, exactly 1,024 and 16,384 bytes; the RSA
 //! signatures come from there too (hookledger signs Ed25519 and P-256 only; the fixture was
@@ -188,7 +188,7 @@ fn cases_of(size: &'static str, entry: &Value, fixture: &Value, ts: i64) -> Resu
     let verifier = Verifier::new(Scheme::Stripe, &[STRIPE_SECRET], TOLERANCE_SECS, None)?;
     let headers = header_map(&verifier.sign(0, "", ts, &body))?;
     cases.push(Case::new(
-        "Stripe (fixed scheme, HMAC-SHA256)",
+        "Stripe preset (pairs, hex, HMAC-SHA256)",
         "stripe",
         size,
         verifier,
@@ -364,7 +364,7 @@ fn main() -> Result<()> {
          prepared, as at start-up), then the signature header decoded, the timestamp checked \
          against the tolerance, `{{timestamp}}.{{body}}` assembled and the signature checked. \
          Every algorithm on the same model (base64 signature in `X-Signature`, unix seconds in \
-         `X-Timestamp`); Stripe is the fixed scheme over the same `{{t}}.{{body}}` (hex). \
+         `X-Timestamp`); Stripe is its preset (a `pairs` header, lowercase hex) over the same `{{t}}.{{body}}`. \
          Bodies: JSON events of exactly 1,024 and 16,384 bytes \
          (`dev/bench/fixtures/verify-rsa.json`, whose RSA-2048 signatures Python's \
          `cryptography` made). Each call timed alone (timer overhead {overhead:.0} ns, \

@@ -277,18 +277,18 @@ pub(crate) fn verify(
         raw: request.body,
         parsed: None,
     };
-    let signature_name = parsed.signature.name();
+    let signature_name = prepared.signature_header();
     let signature_value: Cow<'_, str> = match &parsed.signature {
         SignatureAt::Header(name) => configured_header(request.headers, name)?.into(),
         SignatureAt::Field(pointer) => body
             .field(pointer)
-            .ok_or_else(|| VerifyError::MissingHeader(Cow::Owned(signature_name.clone())))?
+            .ok_or_else(|| VerifyError::MissingHeader(Cow::Owned(signature_name.to_owned())))?
             .into(),
     };
     if signature_value.len() > crate::MAX_HEADER_LEN {
-        return Err(malformed(&signature_name));
+        return Err(malformed(signature_name));
     }
-    let found = candidates(&signature_value, config).ok_or_else(|| malformed(&signature_name))?;
+    let found = candidates(&signature_value, config).ok_or_else(|| malformed(signature_name))?;
     let timestamp_text: Option<Cow<'_, str>> = match &parsed.timestamp {
         None => None,
         Some(TimestampAt::Header(name)) => Some(configured_header(request.headers, name)?.into()),
@@ -304,7 +304,7 @@ pub(crate) fn verify(
         let seconds =
             timestamp::parse(text, config.timestamp_unit, canonical).ok_or_else(|| match at {
                 TimestampAt::Header(name) => malformed(name.as_str()),
-                TimestampAt::Pair(_) => malformed(&signature_name),
+                TimestampAt::Pair(_) => malformed(signature_name),
                 TimestampAt::Field(pointer) => malformed(&format!("body {pointer}")),
             })?;
         check_tolerance(seconds, now, tolerance_secs)?;
@@ -486,7 +486,7 @@ fn verify_items(
 ) -> Result<Verified, VerifyError> {
     let config = &prepared.config;
     let parsed = &prepared.parsed;
-    let signature_name = parsed.signature.name();
+    let signature_name = prepared.signature_header();
     let events = super::batch::events(body, batch).map_err(|_| malformed("body"))?;
     let mut verified = Verified { key_index: 0 };
     for event in events {
@@ -497,8 +497,8 @@ fn verify_items(
         let signature = value
             .pointer(pointer)
             .and_then(Value::as_str)
-            .ok_or_else(|| VerifyError::MissingHeader(Cow::Owned(signature_name.clone())))?;
-        let found = candidates(signature, config).ok_or_else(|| malformed(&signature_name))?;
+            .ok_or_else(|| VerifyError::MissingHeader(Cow::Owned(signature_name.to_owned())))?;
+        let found = candidates(signature, config).ok_or_else(|| malformed(signature_name))?;
         let mut parts: Vec<Cow<'_, [u8]>> = Vec::with_capacity(parsed.template.len());
         for segment in &parsed.template {
             parts.push(match segment {
