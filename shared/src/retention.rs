@@ -213,10 +213,18 @@ impl SourceRetention {
             None => None,
         };
         let payload_retention = match spec.payload_retention_hours {
+            // At least an hour: the sweep walks rows by their claim time, which is set when the
+            // claiming transaction starts; a row committed later than its claim by more than
+            // the retention could fall behind the sweep's watermark. No transaction lives an
+            // hour (the functions' statement and Lambda time limits).
+            Some(0) => {
+                return Err("payload_retention_hours must be at least 1".to_owned());
+            }
             Some(hours) if u64::from(hours) >= u64::from(retention_days) * 24 => {
                 return Err(format!(
-                    "payload_retention_hours ({hours}) must be shorter than retention_days                      ({retention_days} days): omit it to keep payloads as long as keys"
-                ))
+                    "payload_retention_hours ({hours}) must be shorter than retention_days \
+                     ({retention_days} days): omit it to keep payloads as long as keys"
+                ));
             }
             Some(hours) => Some(Duration::from_secs(u64::from(hours) * 60 * 60)),
             None => None,

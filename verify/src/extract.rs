@@ -309,7 +309,7 @@ pub fn id_and_type_signed(scheme: Scheme, generic: Option<&GenericHmac>) -> bool
 pub(crate) fn model<'a>(
     scheme: Scheme,
     (rule, parsed, handshake): (&GenericHmac, &Parsed, Option<Handshake>),
-    headers: &'a HeaderMap,
+    headers: &HeaderMap,
     body: &'a [u8],
 ) -> Result<Extracted<'a>, ExtractError> {
     if let Some(batch) = &rule.batch {
@@ -374,7 +374,7 @@ pub(crate) fn model<'a>(
 fn batch_of<'a>(
     parsed: &Parsed,
     batch: &Batch,
-    headers: &'a HeaderMap,
+    headers: &HeaderMap,
     body: &'a [u8],
 ) -> Result<Extracted<'a>, ExtractError> {
     let split = crate::generic::batch::events(body, batch).map_err(|error| match error {

@@ -40,5 +40,5 @@ pub(crate) use template::Segment;
 pub use template::{BODY_PLACEHOLDER, DEFAULT_SIGNED_PAYLOAD, TIMESTAMP_PLACEHOLDER};
 #[cfg(test)]
 pub(crate) use verify::decode_signature;
+pub(crate) use verify::{aliased, sign_with_id, verify};
 pub use verify::{sign, Signer};
-pub(crate) use verify::{sign_with_id, verify};

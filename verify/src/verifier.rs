@@ -177,10 +177,13 @@ impl Verifier {
         body: &'a [u8],
     ) -> Result<crate::extract::Extracted<'a>, crate::extract::ExtractError> {
         match self.model.naming {
+            // The event is named from the headers as verified: `header_aliases` apply here too.
             generic::Naming::Model => crate::extract::model(
                 self.scheme,
                 (&self.model.config, &self.model.parsed, self.handshake),
-                headers,
+                generic::aliased(&self.model, headers)
+                    .map_err(|_| crate::extract::ExtractError::MalformedHeader("event header"))?
+                    .as_ref(),
                 body,
             ),
             generic::Naming::Code => crate::extract::extract(self.scheme, None, headers, body),

@@ -433,6 +433,9 @@ UPDATE webhook_event
 SET event_type = $3,
     payload_digest = $4,
     payload = $5,
+    -- The new life's payload is kept until its own payload retention (the sweep picks rows
+    -- without a drop time).
+    payload_dropped_at = NULL,
     payload_identity = $6,
     status = 'claimed',
     attempts = 0,
@@ -650,6 +653,7 @@ SET attempts = CASE WHEN webhook_event.status = 'completed' OR webhook_event.dea
     event_type = EXCLUDED.event_type,
     payload_digest = EXCLUDED.payload_digest,
     payload = EXCLUDED.payload,
+    payload_dropped_at = NULL,
     payload_identity = EXCLUDED.payload_identity,
     replay_guard = EXCLUDED.replay_guard,
     status = 'dead',

@@ -79,8 +79,11 @@ pub struct MessageDetail {
     pub last_error: Option<String>,
     /// The target's last status code (HTTP).
     pub last_status: Option<i16>,
-    /// The payload's length, bytes.
+    /// The payload's length, bytes (0 once dropped).
     pub payload_bytes: i32,
+    /// When the sweeper emptied the payload of this delivered message (the source's
+    /// `payload_retention_hours`); `None` while it is kept.
+    pub payload_dropped_at: Option<SystemTime>,
     /// When it was committed (with its event's claim).
     pub created_at: SystemTime,
     /// When the worker may dispatch it next (`pending`), or its lease's end (`processing`).
@@ -95,7 +98,8 @@ pub struct MessageDetail {
 
 impl MessageDetail {
     /// `{"n", "idempotency_key", "target", "status", "attempts", "last_error", "last_status",
-    /// "payload_bytes", "created_at", "next_attempt_at", "delivered_at", "dead_at", "history"}`.
+    /// "payload_bytes", "payload_dropped_at", "created_at", "next_attempt_at", "delivered_at",
+    /// "dead_at", "history"}`.
     pub fn to_json(&self) -> serde_json::Value {
         let time = |at: Option<SystemTime>| at.map(rfc3339);
         serde_json::json!({
@@ -107,6 +111,7 @@ impl MessageDetail {
             "last_error": self.last_error,
             "last_status": self.last_status,
             "payload_bytes": self.payload_bytes,
+            "payload_dropped_at": time(self.payload_dropped_at),
             "created_at": rfc3339(self.created_at),
             "next_attempt_at": rfc3339(self.next_attempt_at),
             "delivered_at": time(self.delivered_at),
@@ -155,7 +160,8 @@ impl EventDetail {
 static OUTBOX_OF_EVENT: Sql = Sql {
     text: "\
 SELECT n, target, status::text, attempts, last_error, last_status, octet_length(payload),
-       created_at, next_attempt_at, delivered_at, dead_at, coalesce(history, '[]'::jsonb)
+       created_at, next_attempt_at, delivered_at, dead_at, coalesce(history, '[]'::jsonb),
+       payload_dropped_at
 FROM outbox
 WHERE source = $1
   AND event_id = $2
@@ -208,6 +214,7 @@ pub async fn inspect(
             last_error: message.try_get(4)?,
             last_status: message.try_get(5)?,
             payload_bytes: message.try_get(6)?,
+            payload_dropped_at: message.try_get(12)?,
             created_at: message.try_get(7)?,
             next_attempt_at: message.try_get(8)?,
             delivered_at: message.try_get(9)?,

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use serde::Serialize;
 
-use super::payload::{drop_payloads, payload_bound};
+use super::payload::{drop_message_payloads, drop_payloads, payload_bounds};
 use super::sql::{
     delete_expired, oldest_key, outbox_sources_present, sources_present, Deleted, Expired,
 };
@@ -21,6 +21,9 @@ enum Work {
     /// Drops the payloads and stored responses of completed rows, keeping the rows
     /// ([`drop_payloads`]).
     DropPayloads,
+    /// Empties the payloads of delivered outbox messages, keeping the messages
+    /// ([`drop_message_payloads`]).
+    DropMessagePayloads,
 }
 
 /// One source's expired keys of one kind (or payloads past their retention), and how far the
@@ -92,23 +95,37 @@ impl<'c> Sweep<'c> {
                     done: false,
                 });
             }
-            // Payloads past the source's payload retention: from the source's watermark to the
-            // earlier of the cutoff and its oldest pending row.
+            // Payloads past the source's payload retention: events from the source's watermark
+            // to the earlier of the cutoff and its oldest pending row; delivered messages from
+            // theirs to the cutoff.
             let payload_retention = sources
                 .get(&source)
                 .and_then(|config| config.retention.payload_retention);
-            if let (true, Some(payload_retention)) = (keys, payload_retention) {
+            if let Some(payload_retention) = payload_retention {
                 let cutoff = now
                     .checked_sub(payload_retention)
                     .unwrap_or(SystemTime::UNIX_EPOCH);
-                let (after, bound) = payload_bound(conn, &source, cutoff).await?;
-                items.push(Item {
-                    source: source.clone(),
-                    work: Work::DropPayloads,
-                    cutoff: bound,
-                    after,
-                    done: after >= bound,
-                });
+                let bounds = payload_bounds(conn, &source, cutoff).await?;
+                for (work, after, before) in [
+                    (
+                        Work::DropPayloads,
+                        bounds.events_after,
+                        bounds.events_before,
+                    ),
+                    (
+                        Work::DropMessagePayloads,
+                        bounds.messages_after,
+                        bounds.messages_before,
+                    ),
+                ] {
+                    items.push(Item {
+                        source: source.clone(),
+                        work,
+                        cutoff: before,
+                        after,
+                        done: after >= before,
+                    });
+                }
             }
         }
         // Every source's counts at once (a small table: sources x 5 reasons x hours).
@@ -191,13 +208,19 @@ impl<'c> Sweep<'c> {
                 Work::DropPayloads => {
                     drop_payloads(self.conn, &item.source, item.after, item.cutoff, limit).await?
                 }
+                Work::DropMessagePayloads => {
+                    drop_message_payloads(self.conn, &item.source, item.after, item.cutoff, limit)
+                        .await?
+                }
             };
             total += deleted.rows;
             match item.work {
                 Work::Delete(Expired::Rejected) => rejected += deleted.rows,
                 _ if deleted.rows == 0 => {}
                 Work::Delete(_) => by_source.push((item.source.clone(), deleted.rows)),
-                Work::DropPayloads => dropped.push((item.source.clone(), deleted.rows)),
+                Work::DropPayloads | Work::DropMessagePayloads => {
+                    dropped.push((item.source.clone(), deleted.rows))
+                }
             }
             match deleted.last {
                 Some(last) if deleted.rows as i64 == limit => item.after = last,
@@ -260,8 +283,9 @@ impl Stopped {
 pub struct SweepReport {
     /// Rows deleted: ledger keys, outbox messages and counts of rejected deliveries.
     pub deleted: u64,
-    /// Completed events whose payload and stored response were dropped (the rows stay), past
-    /// their source's `payload_retention_hours`.
+    /// Completed events whose payload and stored response were dropped, and delivered outbox
+    /// messages whose payload was emptied (the rows stay), past their source's
+    /// `payload_retention_hours`.
     pub payloads_dropped: u64,
     /// Batches run (transactions), including the last, short one.
     pub batches: u32,

@@ -11,6 +11,16 @@
 //! keeps its payload (re-drive needs it); re-driven, it is claimed anew (`claimed_at = now()`)
 //! and so comes after the watermark again.
 //!
+//! Delivered outbox messages of the source lose their payload the same way, by `delivered_at`
+//! ([`drop_message_payloads`]); pending, processing and dead ones keep it (dispatch and
+//! re-drive need it).
+//!
+//! The watermark assumes a row becomes visible (its claim commits) less than the payload
+//! retention after its `claimed_at` (set when the claiming transaction starts): hence a payload
+//! retention of at least one hour, far beyond any transaction's life. A key taken again (a new
+//! life: a late redelivery or replay of an expired key, `claim.rs`) gets `claimed_at = now()`
+//! and no `payload_dropped_at`, so its new payload is dropped in its turn.
+//!
 //! What a dropped row answers a retry with: its original status and, as body, the recorded
 //! no-op for an ignored event (unchanged: it holds only the type), `{"status": "stale"}` for a
 //! stale one, else [`DROPPED_RESPONSE`]; with `Idempotent-Replayed: true` as before.
@@ -111,30 +121,102 @@ static PAYLOAD_BOUND: Sql = Sql {
     text: "\
 SELECT (SELECT swept_until FROM payload_sweep WHERE source = $1),
        (SELECT min(claimed_at) FROM webhook_event
-        WHERE source = $1 AND status IN ('claimed', 'processing', 'failed'))",
+        WHERE source = $1 AND status IN ('claimed', 'processing', 'failed')),
+       (SELECT messages_swept_until FROM payload_sweep WHERE source = $1)",
     types: &[Type::TEXT],
 };
 
-/// Where `source`'s payload sweep starts and must stop at `now`: `(watermark, bound)`, the
-/// watermark the epoch when the source was never swept, the bound the earlier of `cutoff` (now
-/// minus the payload retention) and the claim of the source's oldest pending row.
+/// Where `source`'s payload sweep starts and must stop at `now`, for its events and for its
+/// delivered outbox messages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PayloadBounds {
+    /// The events' watermark (the epoch when the source was never swept).
+    pub events_after: SystemTime,
+    /// The events' bound: the earlier of the cutoff (now minus the payload retention) and the
+    /// claim of the source's oldest pending row.
+    pub events_before: SystemTime,
+    /// The delivered messages' watermark.
+    pub messages_after: SystemTime,
+    /// The delivered messages' bound: the cutoff.
+    pub messages_before: SystemTime,
+}
+
+/// [`PayloadBounds`] of `source` for `cutoff` (now minus its payload retention).
 ///
 /// # Errors
 /// [`LedgerError::Db`] when PostgreSQL fails.
-pub async fn payload_bound(
+pub async fn payload_bounds(
     conn: &Connection,
     source: &str,
     cutoff: SystemTime,
-) -> Result<(SystemTime, SystemTime), LedgerError> {
+) -> Result<PayloadBounds, LedgerError> {
     let statement = conn.prepare(&PAYLOAD_BOUND).await?;
-    // Two scalar subqueries: always exactly one row.
+    // Scalar subqueries only: always exactly one row.
     let rows = conn.query(&statement, &[&source]).await?;
-    let (watermark, pending): (Option<SystemTime>, Option<SystemTime>) = match rows.first() {
-        Some(row) => (row.try_get(0)?, row.try_get(1)?),
-        None => (None, None),
-    };
-    Ok((
-        watermark.unwrap_or(SystemTime::UNIX_EPOCH),
-        pending.map_or(cutoff, |at| at.min(cutoff)),
+    let (events, pending, messages): (Option<SystemTime>, Option<SystemTime>, Option<SystemTime>) =
+        match rows.first() {
+            Some(row) => (row.try_get(0)?, row.try_get(1)?, row.try_get(2)?),
+            None => (None, None, None),
+        };
+    Ok(PayloadBounds {
+        events_after: events.unwrap_or(SystemTime::UNIX_EPOCH),
+        events_before: pending.map_or(cutoff, |at| at.min(cutoff)),
+        messages_after: messages.unwrap_or(SystemTime::UNIX_EPOCH),
+        messages_before: cutoff,
+    })
+}
+
+/// One batch of delivered outbox messages whose payload to empty, exactly as
+/// [`drop_message_payloads`] sends it: parameters and result as [`DROP_PAYLOADS`]'s, by
+/// `delivered_at`; the source's `messages_swept_until` moves with it.
+pub static DROP_MESSAGE_PAYLOADS: Sql = Sql {
+    text: "\
+WITH dropped AS (
+    UPDATE outbox
+    SET payload = ''::bytea,
+        payload_dropped_at = now()
+    WHERE ctid = ANY (ARRAY(
+        SELECT ctid
+        FROM outbox
+        WHERE source = $1
+          AND status = 'delivered'
+          AND delivered_at >= $2
+          AND delivered_at < $3
+          AND payload_dropped_at IS NULL
+        ORDER BY delivered_at
+        LIMIT $4
+        FOR UPDATE
     ))
+      AND status = 'delivered'
+      AND payload_dropped_at IS NULL
+    RETURNING delivered_at
+), marked AS (
+    INSERT INTO payload_sweep (source, messages_swept_until)
+    SELECT $1, max(delivered_at) FROM dropped HAVING count(*) > 0
+    ON CONFLICT (source) DO UPDATE
+    SET messages_swept_until = greatest(payload_sweep.messages_swept_until,
+                                        EXCLUDED.messages_swept_until)
+)
+SELECT count(*), max(delivered_at) FROM dropped",
+    types: &[Type::TEXT, Type::TIMESTAMPTZ, Type::TIMESTAMPTZ, Type::INT8],
+};
+
+/// Empties the payload of at most `limit` delivered outbox messages of `source` delivered in
+/// `[after, bound)`, oldest first, in the caller's transaction, and moves the source's message
+/// watermark to the newest of them.
+///
+/// # Errors
+/// [`LedgerError::Db`] when PostgreSQL fails.
+pub async fn drop_message_payloads(
+    conn: &Connection,
+    source: &str,
+    after: SystemTime,
+    bound: SystemTime,
+    limit: i64,
+) -> Result<Deleted, LedgerError> {
+    let statement = conn.prepare(&DROP_MESSAGE_PAYLOADS).await?;
+    let rows = conn
+        .query(&statement, &[&source, &after, &bound, &limit])
+        .await?;
+    super::sql::deleted(&rows)
 }

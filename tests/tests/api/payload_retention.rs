@@ -282,17 +282,28 @@ async fn a_retry_of_an_event_whose_payload_was_dropped_is_a_duplicate_and_runs_n
 }
 
 #[test]
-fn a_payload_retention_not_shorter_than_the_retention_is_refused_at_start_up() {
-    let mut sources: Vec<serde_json::Value> =
-        serde_json::from_str(&hookledger_tests::local_sources_json().unwrap()).unwrap();
-    sources[0]["payload_retention_hours"] = serde_json::json!(30 * 24);
-    let error = shared::config::Sources::from_json(&serde_json::to_string(&sources).unwrap())
-        .unwrap_err()
-        .to_string();
+fn a_payload_retention_of_zero_or_not_shorter_than_the_retention_is_refused_at_start_up() {
+    let refused = |hours: u32| {
+        let mut sources: Vec<serde_json::Value> =
+            serde_json::from_str(&hookledger_tests::local_sources_json().unwrap()).unwrap();
+        sources[0]["payload_retention_hours"] = serde_json::json!(hours);
+        shared::config::Sources::from_json(&serde_json::to_string(&sources).unwrap())
+            .err()
+            .map(|error| error.to_string())
+    };
+    let error = refused(30 * 24).expect("as long as the keys");
     assert!(
-        error.contains("payload_retention_hours") && error.contains("retention_days"),
+        error.contains(
+            "payload_retention_hours (720) must be shorter than retention_days (30 days)"
+        ),
         "{error}"
     );
+    let error = refused(0).expect("zero hours");
+    assert!(
+        error.contains("payload_retention_hours must be at least 1"),
+        "{error}"
+    );
+    assert_eq!(refused(30 * 24 - 1), None);
 }
 
 #[tokio::test]
@@ -324,4 +335,112 @@ async fn the_sweeper_role_drops_payloads_and_may_change_nothing_else_of_a_row() 
         let error = sweeper.execute(statement, &[]).await.unwrap_err();
         assert_eq!(error.code().map(|c| c.code()), Some("42501"), "{statement}");
     }
+}
+
+#[tokio::test]
+async fn a_key_taken_again_after_its_payload_was_dropped_has_its_new_payload_dropped_too() {
+    // Found by a hostile review: the retake kept the earlier life's `payload_dropped_at`, and
+    // the sweep (which picks rows without one) never emptied the new payload.
+    let app = app_with_payload_retention(1).await;
+    let delivery = stripe_payment("evt_again", "ord_again", 700, NOW);
+    assert_eq!(app.receive("stripe", &delivery).await.status, 200);
+    let client = app.db.connect().await.unwrap();
+    // Past the key's retention (30 days), its payload dropped long ago, the row not yet
+    // deleted (the sweep's delete of it still to come).
+    client
+        .execute(
+            "UPDATE webhook_event SET claimed_at = now() - interval '31 days',
+                 completed_at = now() - interval '31 days', payload = NULL,
+                 payload_dropped_at = now() - interval '31 days'
+             WHERE event_id = 'evt_again'",
+            &[],
+        )
+        .await
+        .unwrap();
+    // The provider delivers it again: a new life with a new payload.
+    let again = app.receive("stripe", &delivery).await;
+    assert_eq!(again.status, 200, "{}", again.body);
+    assert!(!again.replayed, "a new life, not a duplicate");
+    let detail = shared::redrive::inspect(&app.receiver().pool, "stripe", "evt_again")
+        .await
+        .unwrap()
+        .expect("the key");
+    assert!(detail.payload_bytes.is_some(), "the new life's payload");
+    assert_eq!(
+        detail.payload_dropped_at, None,
+        "not the earlier life's drop"
+    );
+    // Two hours later its payload goes too.
+    client
+        .execute(
+            "UPDATE webhook_event SET claimed_at = claimed_at - interval '2 hours',
+                 completed_at = completed_at - interval '2 hours'
+             WHERE event_id = 'evt_again'",
+            &[],
+        )
+        .await
+        .unwrap();
+    assert_eq!(sweep_count(&app).await, 1);
+}
+
+async fn sweep_count(app: &TestApp) -> u64 {
+    sweep(app, SystemTime::now(), 100).await.payloads_dropped
+}
+
+#[tokio::test]
+async fn delivered_outbox_messages_lose_their_payload_and_undelivered_ones_keep_it() {
+    let app = app_with_payload_retention(1).await;
+    let client = app.db.connect().await.unwrap();
+    for (n, status, at) in [
+        (1, "delivered", hours_ago(3)),
+        (2, "delivered", t() - Duration::from_secs(1800)),
+        (3, "pending", hours_ago(3)),
+        (4, "dead", hours_ago(3)),
+    ] {
+        client
+            .execute(
+                "INSERT INTO outbox (source, event_id, n, event_type, target, payload,
+                                     content_type, status, created_at, delivered_at, dead_at)
+                 VALUES ('stripe', 'evt_out', $1, 'test.event', 'service', $2::text::bytea,
+                         'application/json', $3::text::outbox_status, $4,
+                         CASE WHEN $3::text = 'delivered' THEN $4::timestamptz END,
+                         CASE WHEN $3::text = 'dead' THEN $4::timestamptz END)",
+                &[&n, &format!("{{\"email\": \"{MARK}\"}}"), &status, &at],
+            )
+            .await
+            .unwrap();
+    }
+    let report = sweep(&app, t(), 100).await;
+    assert_eq!(report.payloads_dropped, 1, "{report:?}");
+    let kept: Vec<(i32, i32, bool)> = client
+        .query(
+            "SELECT n, octet_length(payload), payload_dropped_at IS NOT NULL FROM outbox ORDER BY n",
+            &[],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|row| (row.get(0), row.get(1), row.get(2)))
+        .collect();
+    let full = i32::try_from(format!("{{\"email\": \"{MARK}\"}}").len()).unwrap();
+    assert_eq!(
+        kept,
+        [
+            (1, 0, true),
+            (2, full, false),
+            (3, full, false),
+            (4, full, false)
+        ]
+    );
+    // The watermark: nothing more at the next run, the recent one an hour later.
+    assert_eq!(sweep(&app, t(), 100).await.payloads_dropped, 0);
+    assert_eq!(
+        sweep(&app, t() + Duration::from_secs(3600), 100)
+            .await
+            .payloads_dropped,
+        1
+    );
+    let detail = shared::redrive::inspect(&app.receiver().pool, "stripe", "evt_out").await;
+    // No ledger row for these seeded messages: inspect finds no key, and that is all.
+    assert!(detail.unwrap().is_none());
 }

@@ -392,6 +392,18 @@ impl GenericHmac {
                         "signature_format separator and version must not be empty".to_owned()
                     );
                 }
+                // An entry is `<name><delimiter><signature>`, the delimiter `version`'s last
+                // character: a punctuation mark the separator does not contain, or no entry
+                // could ever be read.
+                let delimiter = version.chars().next_back().unwrap_or(',');
+                if delimiter.is_alphanumeric() || separator.contains(delimiter) {
+                    return Err(format!(
+                        "signature_format version {version:?} must end with the delimiter \
+                         between a version and its signature (e.g. \"v1,\"), a character that \
+                         is not a letter or digit and that the separator {separator:?} does \
+                         not contain"
+                    ));
+                }
                 None
             }
         };

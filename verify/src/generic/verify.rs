@@ -376,7 +376,7 @@ pub(crate) fn verify(
 ///
 /// [`VerifyError::MalformedHeader`] naming the alias as received (`svix-signature`) when it
 /// is repeated, too long or not visible ASCII.
-fn aliased<'h>(
+pub(crate) fn aliased<'h>(
     prepared: &Prepared,
     headers: &'h HeaderMap,
 ) -> Result<Cow<'h, HeaderMap>, VerifyError> {
