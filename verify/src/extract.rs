@@ -341,29 +341,9 @@ pub(crate) fn model<'a>(
         Some(rule) => name_of(rule, headers, read, ExtractError::BadEventType)?,
         None => None,
     };
-    // Twitch tells a revoked subscription with a message of its own type, whose body names the
-    // subscription's type: typed `revocation`, so a handler of `channel.follow` never reads a
-    // revocation as a follow.
-    // Read from the signed body, not the (unsigned) message-type header: a revocation is the
-    // only message with a subscription and neither `event` nor `challenge`.
-    let event_type = if scheme == Scheme::Twitch
-        && json.as_ref().is_some_and(|body| {
-            body.pointer("/subscription").is_some()
-                && body.pointer("/event").is_none()
-                && body.pointer("/challenge").is_none()
-        }) {
-        Some("revocation".to_owned())
-    } else {
-        event_type
-    };
-    // Twilio signs its form fields end to end without separators, so a captured delivery's
-    // fields can be re-split (`MessageSid=SM1&MessageStatus=sent` and
-    // `MessageSid=SM1MessageStatussent` sign alike). Its ids are Twilio's SIDs (two capital
-    // letters, then lowercase hex: 32 digits in Twilio's own) and its statuses lowercase
-    // words, which no field name fits into: anything else is refused.
-    if scheme == Scheme::Twilio && id.as_deref().is_some_and(|id| !twilio_id_is_canonical(id)) {
-        return Err(ExtractError::BadEventId);
-    }
+    // A preset's own naming rule beyond the model's (Twitch's revocations, Twilio's id formats).
+    let (id, event_type) = crate::presets::refine_names(scheme, json.as_ref(), id, event_type)
+        .ok_or(ExtractError::BadEventId)?;
     finish(id.map(Cow::Owned), event_type.map(Cow::Owned), document)
 }
 
@@ -403,23 +383,6 @@ fn batch_of<'a>(
         }
     }
     Ok(Extracted::Batch(events))
-}
-
-/// `SID:status` as Twilio writes them: `^[A-Z]{2}[0-9a-f]{1,32}:[a-z-]+$` (field names, which
-/// a re-split would move into a value, have capitals).
-fn twilio_id_is_canonical(id: &str) -> bool {
-    let Some((sid, status)) = id.split_once(':') else {
-        return false;
-    };
-    if !sid.is_ascii() {
-        return false;
-    }
-    let (prefix, hex) = sid.split_at(sid.len().min(2));
-    (3..=34).contains(&sid.len())
-        && prefix.bytes().all(|b| b.is_ascii_uppercase())
-        && hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
-        && !status.is_empty()
-        && status.bytes().all(|b| b.is_ascii_lowercase() || b == b'-')
 }
 
 /// Whether a verified delivery is `handshake`'s request: `Some` with what answering it needs.

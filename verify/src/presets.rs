@@ -234,6 +234,25 @@ pub fn preset(scheme: Scheme) -> Option<Preset> {
     })
 }
 
+/// A preset's own naming rule beyond its model's, applied to the id and type the model read
+/// from a verified delivery (`body`: its JSON document, if any): Twitch's revocations are typed
+/// `revocation`; Twilio's ids must be in Twilio's own formats. `None` when the id is refused.
+pub(crate) fn refine_names(
+    scheme: Scheme,
+    body: Option<&serde_json::Value>,
+    id: Option<String>,
+    event_type: Option<String>,
+) -> Option<(Option<String>, Option<String>)> {
+    match scheme {
+        Scheme::Twitch => {
+            let revocation = body.and_then(twitch::revocation_type);
+            Some((id, revocation.or(event_type)))
+        }
+        Scheme::Twilio if id.as_deref().is_some_and(|id| !twilio::id_is_canonical(id)) => None,
+        _ => Some((id, event_type)),
+    }
+}
+
 /// The prepared model of `scheme`'s preset, built once per process; `None` for
 /// [`Scheme::GenericHmac`] (configured per source).
 ///

@@ -444,3 +444,39 @@ async fn delivered_outbox_messages_lose_their_payload_and_undelivered_ones_keep_
     // No ledger row for these seeded messages: inspect finds no key, and that is all.
     assert!(detail.unwrap().is_none());
 }
+
+/// docs/operations/privacy.md's manual erasure, run as written (the two statements of its SQL
+/// block, on one event): the table's constraints accept it, the payloads go, and a retry is
+/// still a duplicate that runs nothing.
+#[tokio::test]
+async fn the_privacy_pages_manual_erasure_runs_and_keeps_the_duplicate_answer() {
+    let page =
+        std::fs::read_to_string(hookledger_tests::repo_root().join("docs/operations/privacy.md"))
+            .unwrap();
+    let sql = page
+        .split("```sql\n")
+        .nth(1)
+        .and_then(|rest| rest.split("```").next())
+        .expect("the page's SQL block")
+        .replace("'evt_...'", "'evt_erase'");
+    let app = app_with_payload_retention(24).await;
+    let delivery = stripe_payment("evt_erase", "ord_erase", 900, NOW);
+    assert_eq!(app.receive("stripe", &delivery).await.status, 200);
+    let owner = app.db.connect().await.unwrap();
+    owner.batch_execute(&sql).await.unwrap();
+    let detail = shared::redrive::inspect(&app.receiver().pool, "stripe", "evt_erase")
+        .await
+        .unwrap()
+        .expect("the key stays");
+    assert_eq!(detail.payload_bytes, None);
+    assert!(detail.payload_dropped_at.is_some());
+    assert!(!detail.to_json().to_string().contains(MARK));
+    let retry = app.receive("stripe", &delivery).await;
+    assert_eq!(
+        (retry.status, retry.replayed),
+        (200, true),
+        "{}",
+        retry.body
+    );
+    assert_eq!(app.count("SELECT count(*) FROM orders").await, 1);
+}

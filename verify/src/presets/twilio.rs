@@ -50,3 +50,25 @@ pub(super) fn preset() -> Preset {
         source: "https://www.twilio.com/docs/usage/webhooks/webhooks-security",
     }
 }
+
+/// Whether `id` is `SID:status` as Twilio writes them: `^[A-Z]{2}[0-9a-f]{1,32}:[a-z-]+$`.
+///
+/// Twilio signs its form fields end to end without separators, so a captured delivery's fields
+/// can be re-split (`MessageSid=SM1&MessageStatus=sent` and `MessageSid=SM1MessageStatussent`
+/// sign alike). Its ids are Twilio's SIDs (two capital letters, then lowercase hex: 32 digits in
+/// Twilio's own) and its statuses lowercase words, which no field name (they have capitals)
+/// fits into: an id of any other form is refused.
+pub(crate) fn id_is_canonical(id: &str) -> bool {
+    let Some((sid, status)) = id.split_once(':') else {
+        return false;
+    };
+    if !sid.is_ascii() {
+        return false;
+    }
+    let (prefix, hex) = sid.split_at(sid.len().min(2));
+    (3..=34).contains(&sid.len())
+        && prefix.bytes().all(|b| b.is_ascii_uppercase())
+        && hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+        && !status.is_empty()
+        && status.bytes().all(|b| b.is_ascii_lowercase() || b == b'-')
+}

@@ -41,3 +41,15 @@ pub(super) fn preset() -> Preset {
         source: "https://dev.twitch.tv/docs/eventsub/handling-webhook-events",
     }
 }
+
+/// The event type of a Twitch message whose signed `body` is a revocation: `revocation`, so a
+/// handler of `channel.follow` never reads a revoked subscription (whose body names that type)
+/// as a follow. Read from the signed body, not the unsigned message-type header: a revocation
+/// is the only message with a `subscription` and neither an `event` nor a `challenge`. `None`
+/// for any other message.
+pub(crate) fn revocation_type(body: &serde_json::Value) -> Option<String> {
+    (body.pointer("/subscription").is_some()
+        && body.pointer("/event").is_none()
+        && body.pointer("/challenge").is_none())
+    .then(|| "revocation".to_owned())
+}
