@@ -841,3 +841,49 @@ proptest! {
         }
     }
 }
+
+/// From a hostile review: a model's `header_aliases` applied to verification but not to the
+/// event's naming, so a Svix-named delivery of a Standard Webhooks-like `generic-hmac` source
+/// verified and then had no event id.
+#[test]
+fn header_aliases_name_the_event_as_they_verify_it() {
+    use crate::generic::{Encoding, GenericHmac, SecretEncoding, SignatureFormat};
+    use crate::test_support::owned_map;
+    const KEY: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+    let config = GenericHmac {
+        signature_header: Some("webhook-signature".into()),
+        signature_format: SignatureFormat::List {
+            separator: " ".into(),
+            version: "v1,".into(),
+        },
+        encoding: Encoding::Base64,
+        secret_encoding: SecretEncoding::Base64,
+        key_prefix: Some("whsec_".into()),
+        timestamp_header: Some("webhook-timestamp".into()),
+        signed_payload: Some("{header:webhook-id}.{timestamp}.{body}".into()),
+        event_id_header: Some("webhook-id".into()),
+        event_type_pointer: Some("/type".into()),
+        header_aliases: [
+            ("svix-id", "webhook-id"),
+            ("svix-timestamp", "webhook-timestamp"),
+            ("svix-signature", "webhook-signature"),
+        ]
+        .into_iter()
+        .map(|(a, b)| (a.to_owned(), b.to_owned()))
+        .collect(),
+        ..GenericHmac::default()
+    };
+    let v = Verifier::new(Scheme::GenericHmac, &[KEY], 300, Some(config)).unwrap();
+    let body = br#"{"type":"invoice.paid"}"#;
+    let svix: Vec<(String, String)> = v
+        .sign(0, "msg_1", 1_700_000_000, body)
+        .into_iter()
+        .map(|(name, value)| (name.replace("webhook-", "svix-"), value))
+        .collect();
+    let headers = owned_map(&svix);
+    assert!(v.verify(&headers, body, 1_700_000_000).is_ok());
+    match v.extract(&headers, body) {
+        Ok(crate::extract::Extracted::Event(meta)) => assert_eq!(meta.event_id, "msg_1"),
+        other => panic!("{other:?}"),
+    }
+}
