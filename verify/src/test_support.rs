@@ -44,3 +44,34 @@ pub(crate) fn owned_map(pairs: &[(String, String)]) -> HeaderMap {
         .collect();
     header_map(&pairs)
 }
+
+/// A built-in preset's test helpers, as every source of `$scheme` runs it through the crate's
+/// dispatch: `verify(keys, headers, body, now, tolerance_secs)`, and `sign_as(key, msg_id,
+/// timestamp, body)` returning the signature headers with `&'static str` names (for comparing
+/// with literals).
+macro_rules! preset_test_fns {
+    ($scheme:expr) => {
+        fn verify(
+            keys: &[crate::SigningKey],
+            headers: &http::HeaderMap,
+            body: &[u8],
+            now: i64,
+            tolerance_secs: u64,
+        ) -> Result<crate::Verified, crate::VerifyError> {
+            crate::verify($scheme, keys, headers, body, now, tolerance_secs)
+        }
+
+        fn sign_as(
+            key: &crate::SigningKey,
+            msg_id: &str,
+            timestamp: i64,
+            body: &[u8],
+        ) -> Vec<(&'static str, String)> {
+            crate::sign($scheme, key, msg_id, timestamp, body)
+                .into_iter()
+                .map(|(name, value)| (&*Box::leak(name.into_boxed_str()), value))
+                .collect()
+        }
+    };
+}
+pub(crate) use preset_test_fns;

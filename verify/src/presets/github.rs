@@ -48,23 +48,11 @@ mod tests {
     use crate::{SigningKey, Verified, VerifyError, MAX_HEADER_LEN};
     use http::HeaderMap;
 
-    /// The preset through the crate's dispatch, as every source of this scheme runs it.
-    fn verify(
-        keys: &[SigningKey],
-        headers: &HeaderMap,
-        body: &[u8],
-        now: i64,
-        tolerance_secs: u64,
-    ) -> Result<Verified, VerifyError> {
-        crate::verify(Scheme::Github, keys, headers, body, now, tolerance_secs)
-    }
+    crate::test_support::preset_test_fns!(Scheme::Github);
 
-    /// The preset's signature headers, names as `&'static str` for comparing with literals.
+    /// The preset's signature headers.
     fn sign(key: &SigningKey, body: &[u8]) -> Vec<(&'static str, String)> {
-        crate::sign(Scheme::Github, key, "", 0, body)
-            .into_iter()
-            .map(|(name, value)| (&*Box::leak(name.into_boxed_str()), value))
-            .collect()
+        sign_as(key, "", 0, body)
     }
     use proptest::prelude::*;
 

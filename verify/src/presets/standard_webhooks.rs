@@ -80,37 +80,10 @@ mod tests {
     use crate::{KeyError, SigningKey, Verified, VerifyError, MAX_HEADER_LEN, MAX_SIGNATURES};
     use http::HeaderMap;
 
-    /// The preset through the crate's dispatch, as every source of this scheme runs it.
-    fn verify(
-        keys: &[SigningKey],
-        headers: &HeaderMap,
-        body: &[u8],
-        now: i64,
-        tolerance_secs: u64,
-    ) -> Result<Verified, VerifyError> {
-        crate::verify(
-            Scheme::StandardWebhooks,
-            keys,
-            headers,
-            body,
-            now,
-            tolerance_secs,
-        )
-    }
+    crate::test_support::preset_test_fns!(Scheme::StandardWebhooks);
 
-    /// The preset's signature headers, names as `&'static str` for comparing with literals.
-    fn sign(
-        key: &SigningKey,
-        msg_id: &str,
-        timestamp: i64,
-        body: &[u8],
-    ) -> Vec<(&'static str, String)> {
-        crate::sign(Scheme::StandardWebhooks, key, msg_id, timestamp, body)
-            .into_iter()
-            .map(|(name, value)| (&*Box::leak(name.into_boxed_str()), value))
-            .collect()
-    }
     use proptest::prelude::*;
+    use sign_as as sign;
 
     // Vector A: the libraries' shared test suite; vector B: the Rust library's own test.
     const SECRET_A: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
