@@ -5,12 +5,12 @@
 //!
 //! Every built-in scheme is a preset, the six first ones too (Stripe, GitHub, Standard Webhooks,
 //! Shopify, Slack, Paddle): their signatures are verified by the model, and their event ids and
-//! types are read by code ([`Preset::names_in_code`]: Slack's three body kinds and GitHub's form
+//! types are read by code (their models have no event id or type rule: Slack's three body kinds and GitHub's form
 //! payload have no words in the model).
 
 use std::sync::OnceLock;
 
-use crate::generic::{GenericHmac, Naming, Prepared};
+use crate::generic::{GenericHmac, Prepared};
 use crate::key::SigningKey;
 use crate::scheme::Scheme;
 
@@ -132,11 +132,6 @@ pub struct Preset {
     /// The signing rules as data (every preset has them; an `Option` for presets to come that
     /// the model cannot express).
     pub model: Option<GenericHmac>,
-    /// Whether the event id and type are read by code ([`crate::extract::extract`]) rather than
-    /// by the model's `event_id*` / `event_type*` rules: the six first schemes, whose ids take
-    /// shapes the model has no words for (Slack's body kinds, GitHub's form payload, Shopify's
-    /// and Svix's fallback headers). Their models then verify only.
-    pub names_in_code: bool,
     /// What is signed, in words, e.g. `` `{t}.{body}` ``.
     pub signed: &'static str,
     /// Where the event id is, in words.
@@ -176,7 +171,6 @@ impl Preset {
             scheme,
             provider,
             model: None,
-            names_in_code: false,
             signed,
             event_id,
             event_type,
@@ -197,12 +191,7 @@ impl Preset {
     /// has no model.
     pub(crate) fn prepare(&self) -> Result<Prepared, String> {
         let model = self.model.clone().ok_or("the preset has no model")?;
-        let naming = if self.names_in_code {
-            Naming::Code
-        } else {
-            Naming::Model
-        };
-        Prepared::with_naming(model, naming)
+        Prepared::for_preset(model)
     }
 }
 

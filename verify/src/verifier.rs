@@ -100,7 +100,7 @@ impl Verifier {
     /// The model that names this source's events, for [`Scheme::GenericHmac`] (as configured,
     /// validated) and every preset whose model reads the event id and type (its
     /// [`crate::presets::Preset::model`]); `None` for the six first schemes, whose events are
-    /// named by code ([`crate::presets::Preset::names_in_code`]; their models verify only).
+    /// named by code (their models have no naming rules and verify only).
     #[must_use]
     pub fn generic(&self) -> Option<&GenericHmac> {
         (self.model.naming == generic::Naming::Model).then(|| self.model.config())

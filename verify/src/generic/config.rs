@@ -765,6 +765,22 @@ impl Prepared {
         Self::with_naming(config, Naming::Model)
     }
 
+    /// A built-in preset's model (or one a caller only signs with): its events are named by
+    /// code when it has no event id, type or batch rule ([`GenericHmac::names_nothing`]: the
+    /// first six presets), else by the model.
+    ///
+    /// # Errors
+    ///
+    /// As [`GenericHmac::validate`].
+    pub(crate) fn for_preset(config: GenericHmac) -> Result<Prepared, String> {
+        let naming = if config.names_nothing() {
+            Naming::Code
+        } else {
+            Naming::Model
+        };
+        Self::with_naming(config, naming)
+    }
+
     /// [`Prepared::new`] with the event id and type read by `naming`.
     ///
     /// # Errors

@@ -11,9 +11,7 @@ use base64::Engine as _;
 use http::{HeaderMap, HeaderName};
 use serde_json::Value;
 
-use super::config::{
-    Encoding, GenericHmac, Naming, Prepared, SignatureAt, SignatureFormat, TimestampAt,
-};
+use super::config::{Encoding, GenericHmac, Prepared, SignatureAt, SignatureFormat, TimestampAt};
 use super::template::{sorted_form, value_text, Segment};
 use super::timestamp;
 use crate::algorithm::Algorithm;
@@ -547,12 +545,7 @@ pub fn sign(
 ) -> Result<Vec<(String, String)>, String> {
     // Signing reads no event id or type: a model without naming rules (the first six presets')
     // signs as well as a configured source's.
-    let naming = if config.names_nothing() {
-        Naming::Code
-    } else {
-        Naming::Model
-    };
-    let prepared = Prepared::with_naming(config.clone(), naming)?;
+    let prepared = Prepared::for_preset(config.clone())?;
     sign_prepared(&prepared, signer, request, timestamp, None)
 }
 

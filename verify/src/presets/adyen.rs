@@ -21,7 +21,6 @@ pub(super) fn preset() -> Preset {
     Preset {
         scheme: Scheme::Adyen,
         provider: "Adyen (standard webhooks)",
-        names_in_code: false,
         model: Some(GenericHmac {
             signature_pointer: Some("/additionalData/hmacSignature".into()),
             encoding: Encoding::Base64,

@@ -19,7 +19,6 @@ pub(super) fn preset() -> Preset {
     Preset {
         scheme: Scheme::Discord,
         provider: "Discord (interactions)",
-        names_in_code: false,
         model: Some(GenericHmac {
             signature_header: Some("X-Signature-Ed25519".into()),
             algorithm: Algorithm::Ed25519,

@@ -18,7 +18,6 @@ pub(super) fn preset() -> Preset {
     Preset {
         scheme: Scheme::Gitlab,
         provider: "GitLab",
-        names_in_code: false,
         model: Some(GenericHmac {
             signature_header: Some("X-Gitlab-Token".into()),
             algorithm: Algorithm::Token,

@@ -22,7 +22,6 @@ pub(super) fn preset() -> Preset {
     Preset {
         scheme: Scheme::Hubspot,
         provider: "HubSpot (signature v3)",
-        names_in_code: false,
         model: Some(GenericHmac {
             signature_header: Some("X-HubSpot-Signature-v3".into()),
             encoding: Encoding::Base64,

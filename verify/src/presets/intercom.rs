@@ -14,7 +14,6 @@ pub(super) fn preset() -> Preset {
     Preset {
         scheme: Scheme::Intercom,
         provider: "Intercom",
-        names_in_code: false,
         model: Some(GenericHmac {
             signature_header: Some("X-Hub-Signature".into()),
             prefix: Some("sha1=".into()),

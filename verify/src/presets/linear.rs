@@ -16,7 +16,6 @@ pub(super) fn preset() -> Preset {
     Preset {
         scheme: Scheme::Linear,
         provider: "Linear",
-        names_in_code: false,
         model: Some(GenericHmac {
             signature_header: Some("Linear-Signature".into()),
             timestamp_pointer: Some("/webhookTimestamp".into()),

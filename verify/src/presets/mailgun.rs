@@ -18,7 +18,6 @@ pub(super) fn preset() -> Preset {
     Preset {
         scheme: Scheme::Mailgun,
         provider: "Mailgun",
-        names_in_code: false,
         model: Some(GenericHmac {
             signature_pointer: Some("/signature/signature".into()),
             timestamp_pointer: Some("/signature/timestamp".into()),

@@ -21,7 +21,6 @@ pub(super) fn preset() -> Preset {
     Preset {
         scheme: Scheme::Meta,
         provider: "Meta (Pages, Instagram, WhatsApp)",
-        names_in_code: false,
         model: Some(GenericHmac {
             signature_header: Some("X-Hub-Signature-256".into()),
             prefix: Some("sha256=".into()),

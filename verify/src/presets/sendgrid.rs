@@ -20,7 +20,6 @@ pub(super) fn preset() -> Preset {
     Preset {
         scheme: Scheme::Sendgrid,
         provider: "SendGrid Event Webhook",
-        names_in_code: false,
         model: Some(GenericHmac {
             signature_header: Some("X-Twilio-Email-Event-Webhook-Signature".into()),
             algorithm: Algorithm::EcdsaP256Sha256,

@@ -28,7 +28,6 @@ pub(super) fn preset() -> Preset {
             strict_encoding: true,
             ..GenericHmac::default()
         }),
-        names_in_code: true,
         ..Preset::row(
             Scheme::Shopify,
             "Shopify",

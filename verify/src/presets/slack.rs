@@ -35,7 +35,6 @@ pub(super) fn preset() -> Preset {
             strict_encoding: true,
             ..GenericHmac::default()
         }),
-        names_in_code: true,
         handshake: Some(Handshake::SlackUrlVerification),
         ..Preset::row(
             Scheme::Slack,

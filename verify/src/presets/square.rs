@@ -15,7 +15,6 @@ pub(super) fn preset() -> Preset {
     Preset {
         scheme: Scheme::Square,
         provider: "Square",
-        names_in_code: false,
         model: Some(GenericHmac {
             signature_header: Some("x-square-hmacsha256-signature".into()),
             encoding: Encoding::Base64,

@@ -59,7 +59,6 @@ pub(super) fn preset() -> Preset {
             .collect(),
             ..GenericHmac::default()
         }),
-        names_in_code: true,
         ..Preset::row(
             Scheme::StandardWebhooks,
             "Standard Webhooks (Svix, Clerk, Resend, OpenAI, ...)",

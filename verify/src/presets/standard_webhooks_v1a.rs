@@ -15,7 +15,6 @@ pub(super) fn preset() -> Preset {
     Preset {
         scheme: Scheme::StandardWebhooksV1a,
         provider: "Standard Webhooks v1a (Ed25519)",
-        names_in_code: false,
         model: Some(GenericHmac {
             signature_header: Some("webhook-signature".into()),
             signature_format: SignatureFormat::List {

@@ -26,7 +26,6 @@ pub(super) fn preset() -> Preset {
     Preset {
         scheme: Scheme::Twilio,
         provider: "Twilio",
-        names_in_code: false,
         model: Some(GenericHmac {
             signature_header: Some("X-Twilio-Signature".into()),
             algorithm: Algorithm::Sha1,

@@ -19,7 +19,6 @@ pub(super) fn preset() -> Preset {
     Preset {
         scheme: Scheme::Twitch,
         provider: "Twitch EventSub",
-        names_in_code: false,
         model: Some(GenericHmac {
             signature_header: Some("Twitch-Eventsub-Message-Signature".into()),
             prefix: Some("sha256=".into()),

@@ -17,7 +17,6 @@ pub(super) fn preset() -> Preset {
     Preset {
         scheme: Scheme::Zoom,
         provider: "Zoom",
-        names_in_code: false,
         model: Some(GenericHmac {
             signature_header: Some("x-zm-signature".into()),
             prefix: Some("v0=".into()),
