@@ -232,8 +232,8 @@ impl Receiver {
     }
 
     /// The step of the run's item `at`, whose statement `decided`: answered as a single
-    /// event's one statement is (`super::one_statement::answer`, then
-    /// `Self::answer_claim` for a lost claim), or one by one when undecided.
+    /// event's one statement is (`super::one_statement::answer`, then `Self::answer_claim`
+    /// for a lost claim, or for the transaction shape's claim when undecided).
     #[allow(clippy::too_many_arguments)]
     async fn step(
         &self,
@@ -252,17 +252,22 @@ impl Receiver {
             Ok(decided) => decided,
             Err(error) => return Step::Answered(Err(error.into())),
         };
-        match super::one_statement::answer(decided, *outcome) {
-            Some(Ok(reply)) => Step::Answered(Ok((reply, false))),
-            Some(Err(lost)) => {
-                let (event, new_event) = event_of(config, meta, hashes, &meta.document, false);
-                Step::Answered(
-                    self.answer_claim(conn, config, &event, &new_event, expiry, lost, false)
-                        .await,
-                )
-            }
-            None => Step::OneByOne,
-        }
+        let (event, new_event) = event_of(config, meta, hashes, &meta.document, false);
+        let claim = match super::one_statement::answer(decided, *outcome) {
+            Some(Ok(reply)) => return Step::Answered(Ok((reply, false))),
+            Some(Err(lost)) => lost,
+            // Undecided: the transaction shape's claim on this connection, as a single event's
+            // `claim_and_apply` takes it (the one statement has already run: planning and
+            // sending it again would only be undecided again).
+            None => match ledger::claim(conn, &new_event, expiry).await {
+                Ok(claim) => claim,
+                Err(error) => return Step::Answered(Err(error.into())),
+            },
+        };
+        Step::Answered(
+            self.answer_claim(conn, config, &event, &new_event, expiry, claim, false)
+                .await,
+        )
     }
 }
 
