@@ -24,6 +24,7 @@ pub mod loopback;
 pub mod ordering;
 pub mod outbox;
 pub mod prelude;
+pub mod privacy;
 pub mod rds_ca;
 pub mod receive;
 pub mod redrive;

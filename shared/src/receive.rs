@@ -51,6 +51,7 @@ mod batch;
 mod deferred;
 mod identify;
 mod inline;
+mod kept;
 mod log;
 mod one_statement;
 mod outcome;

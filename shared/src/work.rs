@@ -497,7 +497,22 @@ impl Worker {
         let timeout = Duration::from_millis(self.settings.handler_timeout_ms);
         // Messages the handler queues are due at this worker's clock, so this drain's outbox
         // step dispatches them.
-        let tx = leased.tx(&conn).messages_due_at(now);
+        let mut tx = leased.tx(&conn).messages_due_at(now);
+        if let Some(redaction) = &source.redaction {
+            // The completed event keeps the redacted copy; unredactable: digests only.
+            tx = tx.completed_payload(match redaction.apply(payload) {
+                Ok(copy) => Some(copy.into_owned()),
+                Err(why) => {
+                    tracing::warn!(
+                        source = leased.source.as_str(),
+                        event_id = leased.event_id.as_str(),
+                        reason = %why,
+                        "the payload's fields cannot be redacted; the completed event keeps its digests only"
+                    );
+                    None
+                }
+            });
+        }
         let run = apply(&self.handlers, source, tx, &event);
         // A panicking handler fails its own attempt, not the whole drain (and so not the
         // attempts of the other events in the batch).

@@ -11,6 +11,9 @@ use super::error::ConfigError;
 use super::github_hook::{self, GithubHook, GithubHookSpec, GITHUB_API_BASE_URL};
 use super::provider_api::{default_api_base_url, url_may_carry_credentials, ProviderApi};
 use super::targets;
+use crate::privacy::redact::Redaction;
+use crate::privacy::subject::Subject;
+pub use crate::privacy::subject::SubjectSpec;
 use crate::retention::{Retention, RetentionSpec, SourceRetention};
 use hookledger_verify::{GenericHmac, Scheme, Verifier, DEFAULT_TOLERANCE_SECS};
 
@@ -120,6 +123,16 @@ pub struct SourceSpec {
     /// `retention_days`. Unset: as long as the key.
     #[serde(default)]
     pub payload_retention_hours: Option<u32>,
+    /// Field redaction at rest: RFC 6901 pointers (`*` for every member or element) whose
+    /// values are replaced by `"[redacted]"` in the stored copy of each payload, once the
+    /// event completes (see [`Redaction`]). Handlers and targets see the body as received.
+    /// None when absent.
+    #[serde(default)]
+    pub redact: Option<Vec<String>>,
+    /// Where a payload names its data subject, and the key its hash is made with (see
+    /// [`SubjectSpec`]), for erasure by subject. None when absent.
+    #[serde(default)]
+    pub subject: Option<SubjectSpec>,
     /// For `generic-hmac` only: the signature header, algorithm, encoding, prefix, timestamp
     /// header, signed-payload template and where the event id and type are (see
     /// [`GenericHmac`]).
@@ -164,6 +177,11 @@ pub struct SourceConfig {
     pub max_body_bytes: usize,
     /// Whether the raw body is stored in `webhook_event.payload`.
     pub store_payload: bool,
+    /// The fields replaced in the stored copy of a completed event's payload
+    /// (`SourceSpec::redact`), if any.
+    pub redaction: Option<Redaction>,
+    /// Where a payload names its data subject (`SourceSpec::subject`), if configured.
+    pub subject: Option<Subject>,
     /// Shadow mode: duplicates are processed too, and counted.
     pub shadow: bool,
     /// Deferred mode: attempts before `dead`.
@@ -224,6 +242,24 @@ impl SourceConfig {
                 "deferred mode needs store_payload: the worker processes the stored body",
             ));
         }
+        let redaction = match &spec.redact {
+            None => None,
+            Some(_) if !store_payload => {
+                return Err(problem(
+                    "redact needs store_payload: a source that keeps digests only stores no \
+                     field to redact",
+                ))
+            }
+            Some(pointers) => {
+                Some(Redaction::new(pointers).map_err(|error| problem(&error.to_string()))?)
+            }
+        };
+        let subject = match spec.subject {
+            None => None,
+            Some(subject) => {
+                Some(Subject::new(subject).map_err(|error| problem(&error.to_string()))?)
+            }
+        };
         let max_attempts = spec.max_attempts.unwrap_or(DEFAULT_MAX_ATTEMPTS);
         if max_attempts == 0 || max_attempts > 100 {
             return Err(problem("max_attempts must be 1 to 100"));
@@ -370,6 +406,8 @@ impl SourceConfig {
             mode,
             max_body_bytes,
             store_payload,
+            redaction,
+            subject,
             shadow: spec.shadow.unwrap_or(false),
             max_attempts,
             api,

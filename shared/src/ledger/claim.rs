@@ -26,8 +26,18 @@ pub struct NewEvent<'a> {
     /// The payload identity (32 bytes): what the provider keeps stable across retries of the
     /// event, compared to tell a retry from an event id reused with another body.
     pub identity: &'a [u8; 32],
-    /// The raw body when the source keeps payloads, `None` to keep the digest only.
+    /// What the claim stores as the row's payload, `None` to keep the digest only: inline,
+    /// the completed event's copy (redacted when the source redacts); deferred, the body as
+    /// received (the worker processes it, then stores the completed copy). Sealed when the
+    /// source encrypts (`crate::privacy`).
     pub payload: Option<&'a [u8]>,
+    /// What a dead letter of the event keeps ([`record_dead`]): the body as received (sealed
+    /// when the source encrypts), since re-drive runs the handlers on it again; `None` to keep
+    /// the digest only.
+    pub dead_payload: Option<&'a [u8]>,
+    /// The keyed hash of the data subject the payload names (`crate::privacy::subject`), when
+    /// the source has a `subject` and the payload carries one: `subject_hash` (V23).
+    pub subject: Option<&'a [u8; 32]>,
     /// `true` when replay fetched the event from the provider's API (`crate::replay`) rather
     /// than a signed delivery bringing it: a new row gets `replayed_at`, and a key already in the
     /// ledger is [`Claim::Known`] whatever its bytes (the API re-serialises events, so the
@@ -154,8 +164,8 @@ pub static CLAIM: Sql = Sql {
     text: "\
 INSERT INTO webhook_event
     (source, event_id, event_type, payload_digest, payload, status, payload_identity,
-     replayed_at, replay_guard)
-VALUES ($1, $2, $3, $4, $5, 'claimed', $6, CASE WHEN $7 THEN now() END, $8)
+     replayed_at, replay_guard, subject_hash)
+VALUES ($1, $2, $3, $4, $5, 'claimed', $6, CASE WHEN $7 THEN now() END, $8, $9)
 -- No conflict target: the key, or the replay guard (the same body under another id, V17). A
 -- concurrent claim of either waits here for the first to commit or roll back.
 ON CONFLICT DO NOTHING
@@ -168,6 +178,7 @@ RETURNING 1",
         Type::BYTEA,
         Type::BYTEA,
         Type::BOOL,
+        Type::BYTEA,
         Type::BYTEA,
     ],
 };
@@ -196,7 +207,8 @@ pub async fn claim<'c>(
     let digest: &[u8] = event.digest;
     let identity: &[u8] = event.identity;
     let guard = event.replay_guard();
-    let params: [&(dyn ToSql + Sync); 8] = [
+    let subject = event.subject.map(<[u8; 32]>::as_slice);
+    let params: [&(dyn ToSql + Sync); 9] = [
         &event.source,
         &event.event_id,
         &event.event_type,
@@ -205,6 +217,7 @@ pub async fn claim<'c>(
         &identity,
         &event.replayed,
         &guard,
+        &subject,
     ];
     // The guard exists before anything is sent: if this future is dropped while the INSERT
     // waits (a cancelled duplicate), the guard's Drop queues ROLLBACK, so the connection never
@@ -451,6 +464,8 @@ SET event_type = $3,
     next_attempt_at = $7,
     replayed_at = CASE WHEN $10 THEN now() END,
     replay_guard = $11,
+    subject_hash = $12,
+    erased_at = NULL,
     history = NULL
 WHERE source = $1
   AND event_id = $2
@@ -470,6 +485,7 @@ RETURNING 1",
         Type::TEXT,
         Type::TIMESTAMPTZ,
         Type::BOOL,
+        Type::BYTEA,
         Type::BYTEA,
     ],
 };
@@ -512,7 +528,8 @@ pub(crate) async fn retake_expired(
     let identity: &[u8] = event.identity;
     let status = row.status.as_str();
     let guard = event.replay_guard();
-    let params: [&(dyn ToSql + Sync); 11] = [
+    let subject = event.subject.map(<[u8; 32]>::as_slice);
+    let params: [&(dyn ToSql + Sync); 12] = [
         &event.source,
         &event.event_id,
         &event.event_type,
@@ -524,6 +541,7 @@ pub(crate) async fn retake_expired(
         &row.claimed_at,
         &event.replayed,
         &guard,
+        &subject,
     ];
     let rows = if due_at.is_some() {
         conn.autocommit(&RETAKE_EXPIRED, &params).await
@@ -631,9 +649,10 @@ static RECORD_DEAD: Sql = Sql {
     text: "\
 INSERT INTO webhook_event
     (source, event_id, event_type, payload_digest, payload, status, attempts, last_error,
-     response_status, response_body, payload_identity, dead_at, replayed_at, replay_guard)
+     response_status, response_body, payload_identity, dead_at, replayed_at, replay_guard,
+     subject_hash)
 VALUES ($1, $2, $3, $4, $5, 'dead', 1, $6, $7, $8, $9, now(), CASE WHEN $12 THEN now() END,
-        $13)
+        $13, $14)
 -- A redelivery of a dead event failed fatally again: one more attempt, the latest error, the
 -- same answer. A key past its retention ($10: completed claimed before it; $11: dead before it)
 -- counts as absent, exactly as if swept: it becomes a new dead letter of this delivery. A
@@ -654,6 +673,8 @@ SET attempts = CASE WHEN webhook_event.status = 'completed' OR webhook_event.dea
     payload_digest = EXCLUDED.payload_digest,
     payload = EXCLUDED.payload,
     payload_dropped_at = NULL,
+    subject_hash = EXCLUDED.subject_hash,
+    erased_at = NULL,
     payload_identity = EXCLUDED.payload_identity,
     replay_guard = EXCLUDED.replay_guard,
     status = 'dead',
@@ -678,6 +699,7 @@ RETURNING response_body::text",
         Type::TIMESTAMPTZ,
         Type::TIMESTAMPTZ,
         Type::BOOL,
+        Type::BYTEA,
         Type::BYTEA,
     ],
 };
@@ -708,6 +730,7 @@ pub async fn record_dead(
     let status_param = i16::try_from(status).unwrap_or(200);
     let body_param = Json(body);
     let guard = event.replay_guard();
+    let subject = event.subject.map(<[u8; 32]>::as_slice);
     let rows = conn
         .autocommit(
             &RECORD_DEAD,
@@ -716,7 +739,7 @@ pub async fn record_dead(
                 &event.event_id,
                 &event.event_type,
                 &digest,
-                &event.payload,
+                &event.dead_payload,
                 &error,
                 &status_param,
                 &body_param,
@@ -725,6 +748,7 @@ pub async fn record_dead(
                 &dead_cutoff,
                 &event.replayed,
                 &guard,
+                &subject,
             ],
         )
         .await?;

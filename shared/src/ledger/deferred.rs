@@ -32,8 +32,8 @@ static ACCEPT: Sql = Sql {
     text: "\
 INSERT INTO webhook_event
     (source, event_id, event_type, payload_digest, payload, status, next_attempt_at,
-     payload_identity, replayed_at, replay_guard)
-VALUES ($1, $2, $3, $4, $5, 'claimed', $6, $7, CASE WHEN $8 THEN now() END, $9)
+     payload_identity, replayed_at, replay_guard, subject_hash)
+VALUES ($1, $2, $3, $4, $5, 'claimed', $6, $7, CASE WHEN $8 THEN now() END, $9, $10)
 -- No conflict target: the key, or the replay guard (the same body under another id, V17). A
 -- concurrent accept of either waits here (bounded by lock_timeout).
 ON CONFLICT DO NOTHING
@@ -47,6 +47,7 @@ RETURNING 1",
         Type::TIMESTAMPTZ,
         Type::BYTEA,
         Type::BOOL,
+        Type::BYTEA,
         Type::BYTEA,
     ],
 };
@@ -68,7 +69,8 @@ pub async fn accept(
     let digest: &[u8] = event.digest;
     let identity: &[u8] = event.identity;
     let guard = event.replay_guard();
-    let params: [&(dyn ToSql + Sync); 9] = [
+    let subject = event.subject.map(<[u8; 32]>::as_slice);
+    let params: [&(dyn ToSql + Sync); 10] = [
         &event.source,
         &event.event_id,
         &event.event_type,
@@ -78,6 +80,7 @@ pub async fn accept(
         &identity,
         &event.replayed,
         &guard,
+        &subject,
     ];
     match conn.autocommit(&ACCEPT, &params).await {
         Ok(rows) if !rows.is_empty() => return Ok(Accept::Accepted),

@@ -6,12 +6,12 @@
 //!
 //! ```sql
 //! WITH claimed AS (
-//!     INSERT INTO webhook_event (..., status, attempts, response_status, response_body, completed_at, replay_guard)
-//!     VALUES (..., 'completed', 1, $7, $8, now(), $9)
+//!     INSERT INTO webhook_event (..., status, attempts, response_status, response_body, completed_at, replay_guard, subject_hash)
+//!     VALUES (..., 'completed', 1, $7, $8, now(), $9, $10)
 //!     ON CONFLICT DO NOTHING
 //!     RETURNING response_body::text AS body
 //! ),
-//! w1 AS (INSERT INTO orders (...) SELECT $10, $11, ... FROM claimed ON CONFLICT (order_id) DO NOTHING)
+//! w1 AS (INSERT INTO orders (...) SELECT $11, $12, ... FROM claimed ON CONFLICT (order_id) DO NOTHING)
 //! SELECT <no row columns>, true AS won, body, NULL FROM claimed
 //! UNION ALL
 //! SELECT <the existing row's columns>, false, NULL, event_id FROM webhook_event
@@ -66,9 +66,9 @@ const MAX_PARAMETERS: usize = u16::MAX as usize;
 
 /// The claim's parameters: `$1` source, `$2` event id, `$3` event type, `$4` digest, `$5`
 /// payload, `$6` payload identity, `$7` response status, `$8` response body, `$9` replay guard
-/// (the digest, or NULL). The handler's statements' parameters follow, each shifted past the
+/// (the digest, or NULL), `$10` subject hash (or NULL). The handler's statements' parameters follow, each shifted past the
 /// ones before.
-const CLAIM_TYPES: [Type; 9] = [
+const CLAIM_TYPES: [Type; 10] = [
     Type::TEXT,
     Type::TEXT,
     Type::TEXT,
@@ -78,14 +78,15 @@ const CLAIM_TYPES: [Type; 9] = [
     Type::INT2,
     Type::JSONB,
     Type::BYTEA,
+    Type::BYTEA,
 ];
 
 const CLAIMED: &str = "\
 WITH claimed AS (
     INSERT INTO webhook_event
         (source, event_id, event_type, payload_digest, payload, status, payload_identity,
-         attempts, response_status, response_body, completed_at, replay_guard)
-    VALUES ($1, $2, $3, $4, $5, 'completed', $6, 1, $7, $8, now(), $9)
+         attempts, response_status, response_body, completed_at, replay_guard, subject_hash)
+    VALUES ($1, $2, $3, $4, $5, 'completed', $6, 1, $7, $8, now(), $9, $10)
     -- No conflict target: the key, or the replay guard (the same body under another id, V17).
     -- A concurrent claim of either waits here for the first to commit or roll back.
     ON CONFLICT DO NOTHING
@@ -344,6 +345,7 @@ struct Bound<'a> {
     status: i16,
     body: Json<&'a serde_json::Value>,
     guard: Option<&'a [u8]>,
+    subject: Option<&'a [u8]>,
 }
 
 impl<'a> Bound<'a> {
@@ -354,6 +356,7 @@ impl<'a> Bound<'a> {
             status: i16::try_from(plan.status).unwrap_or(500),
             body: Json(&plan.body),
             guard: event.replay_guard(),
+            subject: event.subject.map(<[u8; 32]>::as_slice),
         }
     }
 
@@ -375,6 +378,7 @@ impl<'a> Bound<'a> {
             &self.status,
             &self.body,
             &self.guard,
+            &self.subject,
         ];
         for write in &plan.writes {
             params.extend(

@@ -93,6 +93,9 @@ pub struct Tx<'c> {
     due_at: Option<SystemTime>,
     /// A plan ([`Guard::Plan`]) tried to run a statement now.
     touched: bool,
+    /// What a leased event's completion stores as its payload instead of the body as received
+    /// ([`Tx::completed_payload`]): `Some(None)` keeps digests only.
+    completed_payload: Option<Option<Vec<u8>>>,
 }
 
 impl std::fmt::Debug for Tx<'_> {
@@ -254,7 +257,10 @@ WITH done AS (
         response_body = $4,
         completed_at = now(),
         lease_expires_at = NULL,
-        next_attempt_at = NULL
+        next_attempt_at = NULL,
+        -- The completed event's copy (the source's redact fields replaced) when $6; the body
+        -- as received, kept while the event was unfinished, otherwise stays.
+        payload = CASE WHEN $6 THEN $7 ELSE payload END
     WHERE source = $1
       AND event_id = $2
       -- Fenced by the lease: the row is ours while it is processing under our token. A lease
@@ -267,7 +273,15 @@ SELECT (SELECT body FROM done) AS body,
        -- No row: fail the statement (division by zero), so the transaction aborts and the
        -- pipelined COMMIT rolls back the handler's writes: a lost lease never applies.
        1 / (SELECT count(*) FROM done) AS owned",
-    types: &[Type::TEXT, Type::TEXT, Type::INT2, Type::JSONB, Type::INT8],
+    types: &[
+        Type::TEXT,
+        Type::TEXT,
+        Type::INT2,
+        Type::JSONB,
+        Type::INT8,
+        Type::BOOL,
+        Type::BYTEA,
+    ],
 };
 
 impl<'c> Tx<'c> {
@@ -284,6 +298,7 @@ impl<'c> Tx<'c> {
             queued: Vec::new(),
             due_at: None,
             touched: false,
+            completed_payload: None,
         }
     }
 
@@ -300,6 +315,7 @@ impl<'c> Tx<'c> {
             queued: Vec::new(),
             due_at: None,
             touched: false,
+            completed_payload: None,
         }
     }
 
@@ -411,6 +427,15 @@ impl<'c> Tx<'c> {
     /// `now()` (the worker's clock, so its own drain dispatches them).
     pub(crate) fn messages_due_at(mut self, at: SystemTime) -> Self {
         self.due_at = Some(at);
+        self
+    }
+
+    /// A leased event's completion stores `payload` as the row's payload (the completed copy:
+    /// the source's `redact` fields replaced; `None` keeps digests only) instead of keeping the
+    /// body as received. Ignored by every other guard (an inline claim stored its completed
+    /// copy already).
+    pub(crate) fn completed_payload(mut self, payload: Option<Vec<u8>>) -> Self {
+        self.completed_payload = Some(payload);
         self
     }
 
@@ -549,10 +574,14 @@ impl<'c> Tx<'c> {
         };
         let status_param = i16::try_from(status).unwrap_or(500);
         let body_param = Json(body);
+        let replace_payload = self.completed_payload.is_some();
+        let completed_payload = self.completed_payload.take().flatten();
         let mut completion_params: Vec<&(dyn ToSql + Sync)> =
             vec![&key.0, &key.1, &status_param, &body_param];
         if let Some(token) = &token {
             completion_params.push(token);
+            completion_params.push(&replace_payload);
+            completion_params.push(&completed_payload);
         }
         let write_params: Vec<Vec<&(dyn ToSql + Sync)>> = deferred
             .iter()

@@ -6,6 +6,7 @@
 use std::collections::BTreeMap;
 use std::ops::ControlFlow;
 
+use super::kept::Kept;
 use super::log::Trace;
 use super::outcome::Outcome;
 use super::receiver::{event_of, expiry_now, Failed, Receiver};
@@ -16,10 +17,9 @@ use crate::ledger::one_statement::{
 };
 use crate::ledger::{self, Expiry, LedgerError, NewEvent};
 use hookledger_verify::extract::EventMeta;
-use hookledger_verify::identity::PayloadHashes;
 
-/// A batch's items as identified: each event and its payload hashes, in the delivery's order.
-type Items<'e> = [(EventMeta<'e>, PayloadHashes)];
+/// A batch's items as identified: each event and what the ledger keeps of it, in the delivery's order.
+type Items<'e> = [(EventMeta<'e>, Kept<'e>)];
 
 /// How one item of a pipelined run is answered.
 #[derive(Debug)]
@@ -72,7 +72,7 @@ impl Receiver {
                 vec![Step::OneByOne]
             };
             for step in steps {
-                let Some((meta, hashes)) = events.get(next) else {
+                let Some((meta, kept)) = events.get(next) else {
                     break;
                 };
                 next += 1;
@@ -85,11 +85,11 @@ impl Receiver {
                 };
                 let reply = match step {
                     Step::OneByOne => {
-                        self.process_one(&mut item, config, meta, hashes, &meta.document, replayed)
+                        self.process_one(&mut item, config, meta, kept, &meta.document, replayed)
                             .await
                     }
                     Step::Answered(decided) => {
-                        let (event, _) = event_of(config, meta, hashes, &meta.document, replayed);
+                        let (event, _) = event_of(config, meta, kept, &meta.document, replayed);
                         self.answer(&mut item, &event, decided).await
                     }
                 };
@@ -165,8 +165,8 @@ impl Receiver {
             self.ready_connection(),
             async |conn: &ledger::Connection| {
                 let mut plans = Vec::new();
-                for (meta, hashes) in items.iter().take(MAX_PIPELINED) {
-                    let (event, _) = event_of(config, meta, hashes, &meta.document, false);
+                for (meta, kept) in items.iter().take(MAX_PIPELINED) {
+                    let (event, _) = event_of(config, meta, kept, &meta.document, false);
                     match crate::apply::plan(&self.handlers, config, conn, &event).await {
                         Some(plan) => plans.push(plan),
                         None => break,
@@ -178,8 +178,8 @@ impl Receiver {
                 let run: Vec<(NewEvent<'_>, &Plan)> = items
                     .iter()
                     .zip(&plans)
-                    .map(|((meta, hashes), (plan, _))| {
-                        (event_of(config, meta, hashes, &meta.document, false).1, plan)
+                    .map(|((meta, kept), (plan, _))| {
+                        (event_of(config, meta, kept, &meta.document, false).1, plan)
                     })
                     .collect();
                 let answer = async |decided: Vec<Result<Decided, LedgerError>>| {
@@ -245,14 +245,14 @@ impl Receiver {
         at: usize,
         decided: Result<Decided, LedgerError>,
     ) -> Step {
-        let (Some((meta, hashes)), Some((_, outcome))) = (items.get(at), plans.get(at)) else {
+        let (Some((meta, kept)), Some((_, outcome))) = (items.get(at), plans.get(at)) else {
             return Step::OneByOne;
         };
         let decided = match decided {
             Ok(decided) => decided,
             Err(error) => return Step::Answered(Err(error.into())),
         };
-        let (event, new_event) = event_of(config, meta, hashes, &meta.document, false);
+        let (event, new_event) = event_of(config, meta, kept, &meta.document, false);
         let claim = match super::one_statement::answer(decided, *outcome) {
             Some(Ok(reply)) => return Step::Answered(Ok((reply, false))),
             Some(Err(lost)) => lost,

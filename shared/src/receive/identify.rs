@@ -1,8 +1,8 @@
 //! Identifying a verified body: its event id, type and payload hashes, or the reply that ends
 //! the delivery there (a Slack challenge, a body that cannot be identified).
 
+use super::kept::Kept;
 use hookledger_verify::extract::{EventMeta, Extracted};
-use hookledger_verify::identity::PayloadHashes;
 use http::HeaderMap;
 
 use super::log::Trace;
@@ -15,9 +15,9 @@ use crate::config::SourceConfig;
 #[derive(Debug)]
 pub(super) enum Identified<'b> {
     /// One event; its bytes are the delivery's body.
-    One(EventMeta<'b>, PayloadHashes),
+    One(EventMeta<'b>, Kept<'b>),
     /// Several, in the delivery's order.
-    Batch(Vec<(EventMeta<'b>, PayloadHashes)>),
+    Batch(Vec<(EventMeta<'b>, Kept<'b>)>),
 }
 
 /// Reads the event id, type and payload hashes from a verified body: the event, or the reply
@@ -39,7 +39,10 @@ pub(super) fn identify<'b>(
             let mut events = Vec::with_capacity(items.len());
             for meta in items {
                 match hookledger_verify::identity::payload_hashes(config.scheme, &meta.document) {
-                    Ok(hashes) => events.push((meta, hashes)),
+                    Ok(hashes) => {
+                        let kept = kept_of(config, &meta, hashes);
+                        events.push((meta, kept));
+                    }
                     Err(error) => {
                         trace.detail = Some(format!("batch item: {error}"));
                         return Err(Reply::error(400, Outcome::BadRequest, error.reason()));
@@ -90,10 +93,38 @@ pub(super) fn identify<'b>(
     // The full-body digest (audit) and the payload identity (what a retry must match:
     // Stripe re-renders `pending_webhooks` at each attempt), in one pass when they agree.
     match hookledger_verify::identity::payload_hashes(config.scheme, body) {
-        Ok(hashes) => Ok(Identified::One(meta, hashes)),
+        Ok(hashes) => {
+            let kept = Kept::of(config, &meta.event_id, body, hashes);
+            Ok(Identified::One(meta, kept))
+        }
         Err(error) => {
             trace.detail = Some(error.to_string());
             Err(Reply::error(400, Outcome::BadRequest, error.reason()))
+        }
+    }
+}
+
+/// A batch item's [`Kept`]: of its own bytes (`EventMeta::document`), which it borrows from
+/// the delivery's body where the extraction did.
+fn kept_of<'b>(
+    config: &SourceConfig,
+    meta: &EventMeta<'b>,
+    hashes: hookledger_verify::identity::PayloadHashes,
+) -> Kept<'b> {
+    match &meta.document {
+        std::borrow::Cow::Borrowed(bytes) => Kept::of(config, &meta.event_id, bytes, hashes),
+        std::borrow::Cow::Owned(bytes) => {
+            let kept = Kept::of(config, &meta.event_id, bytes, hashes);
+            Kept {
+                hashes: kept.hashes,
+                unfinished: kept
+                    .unfinished
+                    .map(|c| std::borrow::Cow::Owned(c.into_owned())),
+                completed: kept
+                    .completed
+                    .map(|c| std::borrow::Cow::Owned(c.into_owned())),
+                subject: kept.subject,
+            }
         }
     }
 }

@@ -7,6 +7,7 @@ use std::time::{Instant, SystemTime};
 use http::HeaderMap;
 
 use super::identify::{identify, Identified};
+use super::kept::Kept;
 use super::log::{self, Trace};
 use super::outcome::Outcome;
 use super::reply::{Reply, RETRY_AFTER_SECS};
@@ -20,7 +21,6 @@ use crate::ledger::{self, Expiry, NewEvent};
 use crate::sources_refresh::LiveSources;
 use crate::telemetry::MetricName;
 use hookledger_verify::extract::EventMeta;
-use hookledger_verify::identity::PayloadHashes;
 
 /// The URL a provider signed: `public_url` (the source's configured URL) followed by the query
 /// of the request's `url`, or the request's `url` itself when none is configured.
@@ -291,8 +291,8 @@ impl Receiver {
         replayed: bool,
     ) -> Reply {
         match identify(trace, config, headers, body) {
-            Ok(Identified::One(meta, hashes)) => {
-                self.process_one(trace, config, &meta, &hashes, body, replayed)
+            Ok(Identified::One(meta, kept)) => {
+                self.process_one(trace, config, &meta, &kept, body, replayed)
                     .await
             }
             Ok(Identified::Batch(events)) => {
@@ -309,13 +309,13 @@ impl Receiver {
         trace: &mut Trace<'_>,
         config: &SourceConfig,
         meta: &EventMeta<'_>,
-        hashes: &PayloadHashes,
+        kept: &Kept<'_>,
         body: &[u8],
         replayed: bool,
     ) -> Reply {
         // A replayed duplicate is not a delivery: shadow mode does not process it again.
         let shadow = config.shadow && !replayed;
-        let (event, new_event) = event_of(config, meta, hashes, body, replayed);
+        let (event, new_event) = event_of(config, meta, kept, body, replayed);
         let expiry = expiry_now(config);
         // Past the deadline the connection is closed, never returned to the pool.
         let decided = crate::db::deadline::within(
@@ -436,7 +436,7 @@ impl Receiver {
 pub(super) fn event_of<'a>(
     config: &'a SourceConfig,
     meta: &'a EventMeta<'_>,
-    hashes: &'a PayloadHashes,
+    kept: &'a Kept<'_>,
     body: &'a [u8],
     replayed: bool,
 ) -> (Event<'a>, NewEvent<'a>) {
@@ -452,9 +452,16 @@ pub(super) fn event_of<'a>(
         source,
         event_id: &meta.event_id,
         event_type: &meta.event_type,
-        digest: &hashes.digest,
-        identity: &hashes.identity,
-        payload: config.store_payload.then_some(body),
+        digest: &kept.hashes.digest,
+        identity: &kept.hashes.identity,
+        // Inline, the row is completed in the claim's transaction: it keeps the completed
+        // copy. Deferred, the worker processes the stored body: it keeps it as received.
+        payload: match config.mode {
+            Mode::Inline => kept.completed.as_deref(),
+            Mode::Deferred => kept.unfinished.as_deref(),
+        },
+        dead_payload: kept.unfinished.as_deref(),
+        subject: kept.subject.as_ref(),
         replayed,
         // GitHub, Shopify, a generic source reading a header: one event per verified body
         // (the ledger's replay guard), or a captured body could come back under a new id.

@@ -26,6 +26,8 @@ fn event<'a>(id: &'a str, digest: &'a [u8; 32]) -> NewEvent<'a> {
         digest,
         identity: digest,
         payload: Some(b"{}"),
+        dead_payload: Some(b"{}"),
+        subject: None,
         replayed: false,
         unsigned_id: false,
     }

@@ -409,6 +409,8 @@ async fn two_workers_leasing_at_once_get_disjoint_rows() {
                 digest: &digest,
                 identity: &digest,
                 payload: Some(b"{}"),
+                dead_payload: Some(b"{}"),
+                subject: None,
                 replayed: false,
                 unsigned_id: false,
             };

@@ -35,6 +35,7 @@ mod payload_retention;
 mod pooler;
 mod presets;
 mod receive;
+mod redaction;
 mod redrive;
 mod rejected;
 mod replay;

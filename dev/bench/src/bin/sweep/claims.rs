@@ -56,6 +56,8 @@ impl LiveEvent {
             digest: &self.digest,
             identity: &self.digest,
             payload: Some(&self.body),
+            dead_payload: Some(&self.body),
+            subject: None,
             replayed: false,
             unsigned_id: false,
         }
