@@ -4,5 +4,9 @@
 //!
 //! Below `config` (a source's settings hold these types) and above nothing of ours.
 
+pub mod keys;
 pub mod redact;
+pub mod seal;
+pub mod seal_error;
 pub mod subject;
+pub mod wrap;

@@ -63,6 +63,7 @@ use crate::config::{Settings, Sources, WorkerSettings};
 use crate::db::{Pool, Session};
 use crate::ledger::{self, Failure, Leased, LedgerError};
 use crate::outbox::Dispatcher;
+use crate::privacy::keys::Column;
 use crate::{
     apply::{apply, ApplyError},
     effect::Event,
@@ -148,6 +149,9 @@ pub struct Worker {
     /// The client deadline on each database step
     /// (`DatabaseSettings::client_deadline`, `HOOKLEDGER_DB_CLIENT_DEADLINE_MS`).
     pub deadline: Duration,
+    /// Payload encryption's keys (`Settings::payload_keys`): opens a sealed payload, and
+    /// seals the completed copy of a source with `encrypt_payload`.
+    pub payload_keys: Option<std::sync::Arc<crate::privacy::keys::PayloadKeys>>,
 }
 
 impl std::fmt::Debug for Worker {
@@ -186,6 +190,40 @@ impl Worker {
             tls: crate::db::tls_connector(database).ok(),
             dispatcher: Dispatcher::new(),
             deadline: database.client_deadline(),
+            payload_keys: settings.payload_keys.clone(),
+        }
+    }
+
+    /// The leased event's payload opened when it is sealed (`None`: stored in the clear, use
+    /// it as it is).
+    ///
+    /// # Errors
+    /// The failure to record, and whether it is fatal: a value sealed for another row or
+    /// altered (fatal), no keys configured (fatal until configured: re-drive then), KMS
+    /// unavailable (retried).
+    async fn open_payload(
+        &self,
+        leased: &Leased,
+        stored: &[u8],
+    ) -> Result<Option<Vec<u8>>, (String, bool)> {
+        if !crate::privacy::seal::is_sealed(stored) {
+            return Ok(None);
+        }
+        let Some(keys) = &self.payload_keys else {
+            return Err((
+                "the payload is sealed and no master key is configured".to_owned(),
+                true,
+            ));
+        };
+        match keys
+            .open(&leased.source, &leased.event_id, Column::Payload, stored)
+            .await
+        {
+            Ok(opened) => Ok(Some(opened)),
+            Err(error) => Err((
+                format!("cannot open the sealed payload: {error}"),
+                !error.is_retryable(),
+            )),
         }
     }
 
@@ -445,11 +483,20 @@ impl Worker {
                 )
                 .await;
         }
-        let Some(payload) = leased.payload.as_deref() else {
+        let Some(stored) = leased.payload.as_deref() else {
             return self
                 .record_failure(leased, leased.attempts, "no payload stored", now, true)
                 .await;
         };
+        let opened = match self.open_payload(leased, stored).await {
+            Ok(opened) => opened,
+            Err((error, fatal)) => {
+                return self
+                    .record_failure(leased, leased.attempts, &error, now, fatal)
+                    .await
+            }
+        };
+        let payload: &[u8] = opened.as_deref().unwrap_or(stored);
         let document = match document_of(payload) {
             Ok(document) => document,
             Err(error) => {
@@ -499,8 +546,9 @@ impl Worker {
         // step dispatches them.
         let mut tx = leased.tx(&conn).messages_due_at(now);
         if let Some(redaction) = &source.redaction {
-            // The completed event keeps the redacted copy; unredactable: digests only.
-            tx = tx.completed_payload(match redaction.apply(payload) {
+            // The completed event keeps the redacted copy (sealed when the source encrypts);
+            // unredactable: digests only.
+            let copy = match redaction.apply(payload) {
                 Ok(copy) => Some(copy.into_owned()),
                 Err(why) => {
                     tracing::warn!(
@@ -511,7 +559,32 @@ impl Worker {
                     );
                     None
                 }
-            });
+            };
+            let copy = match (copy, source.encrypt_payload, &self.payload_keys) {
+                (Some(copy), true, Some(keys)) => {
+                    match keys
+                        .seal(&leased.source, &leased.event_id, Column::Payload, &copy)
+                        .await
+                    {
+                        Ok(sealed) => Some(sealed),
+                        Err(error) => {
+                            // The attempt ends here, retried: never stored in the clear.
+                            drop(tx);
+                            return self
+                                .record_failure(
+                                    leased,
+                                    attempt,
+                                    &format!("cannot seal the completed payload: {error}"),
+                                    now,
+                                    !error.is_retryable() || attempt as u32 >= source.max_attempts,
+                                )
+                                .await;
+                        }
+                    }
+                }
+                (copy, _, _) => copy,
+            };
+            tx = tx.completed_payload(copy);
         }
         let run = apply(&self.handlers, source, tx, &event);
         // A panicking handler fails its own attempt, not the whole drain (and so not the

@@ -205,6 +205,35 @@ pub async fn page(
         }
         _ => None,
     };
+    // A sealed payload (`encrypt_payload`) is opened with the console's keys, when it has them
+    // and IAM lets it (`kms:Decrypt`); otherwise the page says so instead.
+    let (payload, sealed_note) =
+        match payload {
+            Some(stored) if shared::privacy::seal::is_sealed(&stored) => {
+                match &state.settings.payload_keys {
+                Some(keys) => match keys
+                    .open(&source, &event_id, shared::privacy::keys::Column::Payload, &stored)
+                    .await
+                {
+                    Ok(opened) => (Some(opened), None),
+                    Err(error) => (
+                        None,
+                        Some(format!(
+                            "Sealed (encrypted at rest); this console could not open it: {error}"
+                        )),
+                    ),
+                },
+                None => (
+                    None,
+                    Some(
+                        "Sealed (encrypted at rest); this console has no master key to open it."
+                            .to_owned(),
+                    ),
+                ),
+            }
+            }
+            other => (other, None),
+        };
     let read_only = state.config.read_only;
     let dead_messages = detail.outbox.iter().filter(|m| m.status == "dead").count();
     let response = match (&detail.response_status, &detail.response_body) {
@@ -248,6 +277,8 @@ pub async fn page(
                 summary { "Show the payload (" (payload.len()) " bytes)" }
                 pre #payload { (pretty(payload)) }
             }
+        } @else if let Some(note) = &sealed_note {
+            p.note #sealed { (note) }
         } @else if detail.payload_bytes.is_some() {
             p.note { "Not shown: the source " (detail.source) " is not configured to store payloads now." }
         } @else {

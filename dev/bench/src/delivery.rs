@@ -31,6 +31,7 @@ pub fn in_process_receiver(
         worker_function: None,
         sweep: Default::default(),
         audit: Default::default(),
+        payload_keys: None,
     };
     let pool = shared::db::pool(&settings.database)?;
     let rust = if examples {

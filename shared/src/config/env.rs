@@ -257,7 +257,26 @@ impl Settings {
         check_compatible(&database, &worker)?;
         let sources = Sources::from_json(&json)?;
         check_dispatch_fits_lease(&sources, &worker)?;
+        let payload_keys = payload_keys(
+            &lookup,
+            bounded(
+                "HOOKLEDGER_DATA_KEY_ROTATION_SECS",
+                crate::privacy::keys::DEFAULT_ROTATION.as_secs(),
+                DAY_SECS,
+            )?,
+        )?;
+        if payload_keys.is_none() {
+            if let Some(source) = sources.iter().find(|s| s.encrypt_payload) {
+                return Err(ConfigError::Source {
+                    name: source.name.clone(),
+                    problem: "encrypt_payload needs a master key: set HOOKLEDGER_KMS_KEY_ID (or \
+                              HOOKLEDGER_PAYLOAD_KEYS / HOOKLEDGER_PAYLOAD_KEYS_FILE locally)"
+                        .to_owned(),
+                });
+            }
+        }
         Ok(Self {
+            payload_keys,
             sweep,
             audit,
             database,
@@ -395,6 +414,57 @@ pub fn db_endpoint(
         port,
         dbname: name("HOOKLEDGER_DB_NAME")?,
     })
+}
+
+/// Payload encryption's master key from the environment: at most one of
+/// `HOOKLEDGER_KMS_KEY_ID`, `HOOKLEDGER_PAYLOAD_KEYS` (the local keys' JSON) and
+/// `HOOKLEDGER_PAYLOAD_KEYS_FILE`; `rotation_secs` the data keys' rotation period.
+///
+/// # Errors
+/// [`ConfigError::Incompatible`] for two of them, [`ConfigError::PayloadKeys`] for local keys
+/// that cannot be used (the message never holds key material).
+fn payload_keys(
+    lookup: &impl Fn(&str) -> Option<String>,
+    rotation_secs: u64,
+) -> Result<Option<std::sync::Arc<crate::privacy::keys::PayloadKeys>>, ConfigError> {
+    use crate::privacy::keys::PayloadKeys;
+    use crate::privacy::wrap::LocalKeys;
+    let set = |name: &str| lookup(name).filter(|v| !v.trim().is_empty());
+    let rotation = std::time::Duration::from_secs(rotation_secs);
+    let keys = match (
+        set("HOOKLEDGER_KMS_KEY_ID"),
+        set("HOOKLEDGER_PAYLOAD_KEYS"),
+        set("HOOKLEDGER_PAYLOAD_KEYS_FILE"),
+    ) {
+        (None, None, None) => return Ok(None),
+        (Some(key_id), None, None) => PayloadKeys::kms(key_id.trim().to_owned(), rotation),
+        (None, Some(json), None) => PayloadKeys::local(
+            LocalKeys::from_json(&json).map_err(|error| ConfigError::PayloadKeys {
+                var: "HOOKLEDGER_PAYLOAD_KEYS",
+                problem: error.to_string(),
+            })?,
+            rotation,
+        ),
+        (None, None, Some(path)) => PayloadKeys::local(
+            LocalKeys::from_file(std::path::Path::new(&path)).map_err(|error| {
+                ConfigError::PayloadKeys {
+                    var: "HOOKLEDGER_PAYLOAD_KEYS_FILE",
+                    problem: error.to_string(),
+                }
+            })?,
+            rotation,
+        ),
+        _ => {
+            return Err(ConfigError::Incompatible {
+                first: "HOOKLEDGER_KMS_KEY_ID",
+                second: "HOOKLEDGER_PAYLOAD_KEYS(_FILE)",
+                rule: "set one master key for payload encryption: a KMS key in AWS, local keys \
+                       elsewhere"
+                    .to_owned(),
+            })
+        }
+    };
+    Ok(Some(std::sync::Arc::new(keys)))
 }
 
 #[cfg(test)]

@@ -98,6 +98,14 @@ pub enum ConfigError {
         #[source]
         error: super::sql_handlers::SqlHandlerError,
     },
+    /// Payload encryption's local keys cannot be used (never includes key material).
+    #[error("{var}: {problem}")]
+    PayloadKeys {
+        /// The variable.
+        var: &'static str,
+        /// What is wrong with the keys.
+        problem: String,
+    },
     /// Two settings that cannot work together.
     #[error("{first} and {second} cannot work together: {rule}")]
     Incompatible {

@@ -79,4 +79,9 @@ pub struct Settings {
     pub sweep: SweepSettings,
     /// The auditor's thresholds.
     pub audit: AuditSettings,
+    /// Payload encryption's master key and keyring (`HOOKLEDGER_KMS_KEY_ID`,
+    /// `HOOKLEDGER_PAYLOAD_KEYS` or `HOOKLEDGER_PAYLOAD_KEYS_FILE`), shared by everything the
+    /// execution environment seals or opens; `None` when none is configured (then no source
+    /// may set `encrypt_payload`).
+    pub payload_keys: Option<std::sync::Arc<crate::privacy::keys::PayloadKeys>>,
 }

@@ -133,6 +133,11 @@ pub struct SourceSpec {
     /// [`SubjectSpec`]), for erasure by subject. None when absent.
     #[serde(default)]
     pub subject: Option<SubjectSpec>,
+    /// Encrypt the stored payload at rest (AES-256-GCM under a data key the configured master
+    /// key wraps: `HOOKLEDGER_KMS_KEY_ID`, or local keys; see `crate::privacy`). `false` when
+    /// absent.
+    #[serde(default)]
+    pub encrypt_payload: Option<bool>,
     /// For `generic-hmac` only: the signature header, algorithm, encoding, prefix, timestamp
     /// header, signed-payload template and where the event id and type are (see
     /// [`GenericHmac`]).
@@ -182,6 +187,8 @@ pub struct SourceConfig {
     pub redaction: Option<Redaction>,
     /// Where a payload names its data subject (`SourceSpec::subject`), if configured.
     pub subject: Option<Subject>,
+    /// The stored payload is sealed (`SourceSpec::encrypt_payload`).
+    pub encrypt_payload: bool,
     /// Shadow mode: duplicates are processed too, and counted.
     pub shadow: bool,
     /// Deferred mode: attempts before `dead`.
@@ -408,6 +415,7 @@ impl SourceConfig {
             store_payload,
             redaction,
             subject,
+            encrypt_payload: spec.encrypt_payload.unwrap_or(false),
             shadow: spec.shadow.unwrap_or(false),
             max_attempts,
             api,

@@ -4,13 +4,16 @@
 //! Two copies, because an unfinished event and a completed one keep different things: a row
 //! the worker or re-drive will still run keeps the body as received, and a completed row keeps
 //! it with the source's `redact` fields replaced. The handlers never see either: they get the
-//! body as received, in the claim's transaction.
+//! body as received, in the claim's transaction. A source with `encrypt_payload` stores both
+//! sealed ([`Kept::sealed`]).
 
 use std::borrow::Cow;
 
 use hookledger_verify::identity::PayloadHashes;
 
 use crate::config::SourceConfig;
+use crate::privacy::keys::{Column, PayloadKeys};
+use crate::privacy::seal::SealError;
 use crate::privacy::subject::HASH_LEN;
 
 /// One event's hashes, stored copies and subject hash, computed once per event (a batch item
@@ -74,5 +77,45 @@ impl<'b> Kept<'b> {
             completed,
             subject,
         }
+    }
+
+    /// The same copies sealed as `(source, event_id)`'s payload (the copy an unfinished row
+    /// keeps and the completed one sealed once when they are the same bytes).
+    ///
+    /// # Errors
+    /// As [`PayloadKeys::seal`]: [`SealError::Kms`] (retryable) when no data key can be made.
+    pub(crate) async fn sealed(
+        self,
+        keys: &PayloadKeys,
+        source: &str,
+        event_id: &str,
+    ) -> Result<Kept<'b>, SealError> {
+        let seal = |bytes: &[u8]| {
+            let bytes = bytes.to_vec();
+            async move {
+                keys.seal(source, event_id, Column::Payload, &bytes)
+                    .await
+                    .map(Cow::Owned)
+            }
+        };
+        let same = match (&self.unfinished, &self.completed) {
+            (Some(a), Some(b)) => a.as_ref() == b.as_ref(),
+            _ => false,
+        };
+        let unfinished = match &self.unfinished {
+            Some(bytes) => Some(seal(bytes).await?),
+            None => None,
+        };
+        let completed = match (&self.completed, same) {
+            (Some(_), true) => unfinished.clone(),
+            (Some(bytes), false) => Some(seal(bytes).await?),
+            (None, _) => None,
+        };
+        Ok(Kept {
+            hashes: self.hashes,
+            unfinished,
+            completed,
+            subject: self.subject,
+        })
     }
 }

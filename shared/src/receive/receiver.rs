@@ -49,6 +49,9 @@ pub struct Receiver {
     /// The client-side deadline on a delivery's database work
     /// (`DatabaseSettings::client_deadline`).
     pub deadline: std::time::Duration,
+    /// Payload encryption's keys (`Settings::payload_keys`), for the sources with
+    /// `encrypt_payload`.
+    pub payload_keys: Option<std::sync::Arc<crate::privacy::keys::PayloadKeys>>,
 }
 
 impl Receiver {
@@ -61,6 +64,7 @@ impl Receiver {
             pool,
             doorbell: Doorbell::off(),
             deadline: settings.database.client_deadline(),
+            payload_keys: settings.payload_keys.clone(),
         }
     }
 
@@ -292,14 +296,51 @@ impl Receiver {
     ) -> Reply {
         match identify(trace, config, headers, body) {
             Ok(Identified::One(meta, kept)) => {
+                let kept = match self.seal(trace, config, &meta.event_id, kept).await {
+                    Ok(kept) => kept,
+                    Err(reply) => return reply,
+                };
                 self.process_one(trace, config, &meta, &kept, body, replayed)
                     .await
             }
             Ok(Identified::Batch(events)) => {
-                self.process_batch(trace, config, &events, replayed).await
+                let mut sealed = Vec::with_capacity(events.len());
+                for (meta, kept) in events {
+                    match self.seal(trace, config, &meta.event_id, kept).await {
+                        Ok(kept) => sealed.push((meta, kept)),
+                        Err(reply) => return reply,
+                    }
+                }
+                self.process_batch(trace, config, &sealed, replayed).await
             }
             Err(reply) => reply,
         }
+    }
+
+    /// `kept` sealed when the source encrypts its payloads, else as it is; a data key that
+    /// cannot be had (KMS unavailable, or no master key configured) is our fault: 503, the
+    /// provider retries, nothing is written.
+    async fn seal<'b>(
+        &self,
+        trace: &mut Trace<'_>,
+        config: &SourceConfig,
+        event_id: &str,
+        kept: Kept<'b>,
+    ) -> Result<Kept<'b>, Reply> {
+        if !config.encrypt_payload {
+            return Ok(kept);
+        }
+        let sealed = match &self.payload_keys {
+            Some(keys) => kept
+                .sealed(keys, &config.name, event_id)
+                .await
+                .map_err(|error| format!("cannot seal the payload: {error}")),
+            None => Err("encrypt_payload is set but no master key is configured".to_owned()),
+        };
+        sealed.map_err(|detail| {
+            trace.detail = Some(detail);
+            Reply::error(503, Outcome::Unavailable, "service unavailable")
+        })
     }
 
     /// One event after the signature: claim it (inline) or accept it (deferred), and answer.

@@ -135,6 +135,7 @@ pub fn spawn_app_over_sources(
         worker_function: None,
         sweep: Default::default(),
         audit: Default::default(),
+        payload_keys: None,
     };
     let pool = shared::db::pool(&settings.database).unwrap();
     let state = AppState::new(&settings, pool, handlers_for(&settings.sources));

@@ -1,0 +1,328 @@
+//! Payload encryption at rest (issue 28, item 3): a source with `encrypt_payload` stores its
+//! payloads sealed (AES-256-GCM under a data key the master key wraps, the row's key as
+//! associated data). The receiver seals; the worker and the console open; a ciphertext moved to
+//! another row fails to open; KMS is called once per execution environment and rotation period,
+//! not per delivery.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use hookledger_console::{AccessToken, Auth, Console, ConsoleConfig};
+use hookledger_tests::PAYLOAD_MARKER as MARK;
+use shared::doorbell::Doorbell;
+use shared::privacy::keys::PayloadKeys;
+use shared::privacy::wrap::LocalKeys;
+
+use crate::helpers::*;
+
+const SCHEMA: &str = "CREATE TABLE seen (event_id text PRIMARY KEY, email text NOT NULL);";
+
+/// Local master keys `k1` (current) for tests; another environment reads them the same way.
+fn local_keys() -> Arc<PayloadKeys> {
+    let json = serde_json::json!({"current": "k1",
+        "keys": {"k1": "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="}});
+    Arc::new(PayloadKeys::local(
+        LocalKeys::from_json(&json.to_string()).unwrap(),
+        Duration::from_secs(3600),
+    ))
+}
+
+/// A Standard Webhooks source `name` in `mode` with `encrypt_payload`, redacting the customer's
+/// e-mail when `redact`, and a SQL handler writing the e-mail it sees to `seen`.
+fn sealed_source(name: &str, mode: &str, redact: bool) -> serde_json::Value {
+    let mut source = standard_source(name, mode, serde_json::json!([]));
+    source["encrypt_payload"] = serde_json::json!(true);
+    if redact {
+        source["redact"] = serde_json::json!(["/data/customer/email"]);
+    }
+    source["handlers"] = serde_json::json!([{
+        "event_types": ["order.paid"],
+        "sql": [{"statement": "INSERT INTO seen (event_id, email) VALUES ($1, $2)",
+                 "params": [{"event": "id"}, {"path": "/data/customer/email", "type": "text"}]}]
+    }]);
+    source
+}
+
+/// An app over `sources` whose functions seal and open with `keys`.
+async fn app_with(sources: serde_json::Value, keys: Option<Arc<PayloadKeys>>) -> TestApp {
+    let (mut app, _) = spawn_app_with_sources(sources).await;
+    app.settings.payload_keys = keys;
+    app.state = receiver::handler::AppState::new(
+        &app.settings,
+        app.receiver().pool.clone(),
+        handlers_for(&app.settings.sources),
+    );
+    app.db
+        .connect()
+        .await
+        .unwrap()
+        .batch_execute(SCHEMA)
+        .await
+        .unwrap();
+    app
+}
+
+fn order(email: &str) -> String {
+    serde_json::json!({"type": "order.paid",
+                       "data": {"order": 7, "customer": {"email": email, "country": "NL"}}})
+    .to_string()
+}
+
+async fn stored(app: &TestApp, event_id: &str) -> Vec<u8> {
+    let client = app.db.connect().await.unwrap();
+    client
+        .query_one(
+            "SELECT payload FROM webhook_event WHERE event_id = $1",
+            &[&event_id],
+        )
+        .await
+        .unwrap()
+        .get::<_, Option<Vec<u8>>>(0)
+        .expect("a stored payload")
+}
+
+fn contains(haystack: &[u8], needle: &str) -> bool {
+    haystack
+        .windows(needle.len())
+        .any(|window| window == needle.as_bytes())
+}
+
+async fn console_page(app: &TestApp, settings: shared::Settings, path: &str) -> String {
+    let token = "encryption-console-token-0123456789";
+    let console = Console::new(
+        settings,
+        app.receiver().pool.clone(),
+        handlers::examples::registry(&app.settings.sources),
+        Doorbell::off(),
+        ConsoleConfig {
+            auth: Auth::Token(AccessToken::new(token).unwrap()),
+            read_only: true,
+        },
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { console.serve(listener, std::future::pending()).await });
+    let page = reqwest::Client::new()
+        .get(format!("http://{addr}{path}"))
+        .bearer_auth(token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(page.status(), 200);
+    page.text().await.unwrap()
+}
+
+#[tokio::test]
+async fn an_inline_payload_is_stored_sealed_and_opened_only_with_the_keys() {
+    let app = app_with(
+        serde_json::json!([sealed_source("vault", "inline", false)]),
+        Some(local_keys()),
+    )
+    .await;
+    let email = format!("{MARK}@example.com");
+    let delivery = standard("msg_s1", &order(&email), NOW);
+    assert_eq!(app.receive("vault", &delivery).await.status, 200);
+    assert_eq!(
+        app.texts("SELECT email FROM seen").await,
+        vec![email.clone()]
+    );
+
+    let sealed = stored(&app, "msg_s1").await;
+    assert!(shared::privacy::seal::is_sealed(&sealed));
+    assert!(!contains(&sealed, MARK) && !contains(&sealed, "order.paid"));
+    // Deduplication works on the digests, sealed or not.
+    let retry = app.receive("vault", &delivery).await;
+    assert_eq!((retry.status, retry.replayed), (200, true));
+    assert_eq!(
+        app.receive("vault", &standard("msg_s1", &order("x@example.com"), NOW))
+            .await
+            .status,
+        409
+    );
+
+    // Another execution environment with the same keys opens it; the console shows it.
+    let opened = local_keys()
+        .open(
+            "vault",
+            "msg_s1",
+            shared::privacy::keys::Column::Payload,
+            &sealed,
+        )
+        .await
+        .unwrap();
+    assert_eq!(opened, delivery.body);
+    let html = console_page(&app, app.settings.clone(), "/events/vault/msg_s1").await;
+    assert!(html.contains(&email), "the console opens it with its keys");
+    // A console without the keys says it is sealed, and shows nothing of it.
+    let keyless = shared::Settings {
+        payload_keys: None,
+        ..app.settings.clone()
+    };
+    let html = console_page(&app, keyless, "/events/vault/msg_s1").await;
+    assert!(html.contains("Sealed (encrypted at rest)"), "{html}");
+    assert!(!html.contains(MARK));
+}
+
+#[tokio::test]
+async fn the_worker_opens_a_sealed_deferred_payload_and_keeps_the_redacted_copy_sealed() {
+    let app = app_with(
+        serde_json::json!([sealed_source("vaultd", "deferred", true)]),
+        Some(local_keys()),
+    )
+    .await;
+    let email = format!("{MARK}@example.com");
+    let delivery = standard("msg_d1", &order(&email), NOW);
+    assert_eq!(app.receive("vaultd", &delivery).await.status, 202);
+    let unfinished = stored(&app, "msg_d1").await;
+    assert!(shared::privacy::seal::is_sealed(&unfinished) && !contains(&unfinished, MARK));
+
+    let worker = worker_for(&app);
+    let summary = worker.worker.drain(soon, plenty).await.unwrap();
+    assert_eq!(summary.completed, 1, "{summary:?}");
+    assert_eq!(app.texts("SELECT email FROM seen").await, vec![email]);
+    // Completed: the redacted copy, sealed.
+    let completed = stored(&app, "msg_d1").await;
+    assert!(shared::privacy::seal::is_sealed(&completed));
+    assert_ne!(completed, unfinished);
+    let opened = local_keys()
+        .open(
+            "vaultd",
+            "msg_d1",
+            shared::privacy::keys::Column::Payload,
+            &completed,
+        )
+        .await
+        .unwrap();
+    let document: serde_json::Value = serde_json::from_slice(&opened).unwrap();
+    assert_eq!(document["data"]["customer"]["email"], "[redacted]");
+    assert_eq!(document["data"]["customer"]["country"], "NL");
+}
+
+#[tokio::test]
+async fn a_ciphertext_moved_to_another_row_fails_to_open_and_the_event_is_kept_dead() {
+    let app = app_with(
+        serde_json::json!([sealed_source("vaultd", "deferred", false)]),
+        Some(local_keys()),
+    )
+    .await;
+    for id in ["msg_a", "msg_b"] {
+        let body = order(&format!("{id}@example.com"));
+        assert_eq!(
+            app.receive("vaultd", &standard(id, &body, NOW))
+                .await
+                .status,
+            202
+        );
+    }
+    // Someone with write access to the table copies msg_a's ciphertext into msg_b's row.
+    let client = app.db.connect().await.unwrap();
+    client
+        .execute(
+            "UPDATE webhook_event SET payload = (SELECT payload FROM webhook_event \
+             WHERE event_id = 'msg_a') WHERE event_id = 'msg_b'",
+            &[],
+        )
+        .await
+        .unwrap();
+    let worker = worker_for(&app);
+    let summary = worker.worker.drain(soon, plenty).await.unwrap();
+    assert_eq!(summary.completed, 1, "{summary:?}");
+    // msg_b is not processed with msg_a's body: fatal, dead, with the reason and no value.
+    let (status, _, error) = row(&app, "msg_b").await;
+    assert_eq!(status, "dead");
+    let error = error.unwrap();
+    assert!(error.contains("failed authentication"), "{error}");
+    assert_eq!(
+        app.texts("SELECT event_id FROM seen").await,
+        vec!["msg_a".to_owned()]
+    );
+}
+
+#[tokio::test]
+async fn a_source_that_encrypts_needs_a_master_key_at_start_up() {
+    let sources = serde_json::json!([sealed_source("vault", "inline", false)]).to_string();
+    let lookup = |keys: Option<&'static str>| {
+        let sources = sources.clone();
+        move |name: &str| match name {
+            "DATABASE_URL" => Some("postgres://u@127.0.0.1:1/unused".to_owned()),
+            "HOOKLEDGER_SOURCES" => Some(sources.clone()),
+            "HOOKLEDGER_PAYLOAD_KEYS" => keys.map(str::to_owned),
+            _ => None,
+        }
+    };
+    let error = shared::Settings::from_lookup(lookup(None)).unwrap_err();
+    assert!(
+        error
+            .to_string()
+            .contains("encrypt_payload needs a master key"),
+        "{error}"
+    );
+    let error = shared::Settings::from_lookup(lookup(Some(
+        r#"{"current": "k1", "keys": {"k1": "c2hvcnQ="}}"#,
+    )))
+    .unwrap_err();
+    let text = error.to_string();
+    assert!(
+        text.contains("HOOKLEDGER_PAYLOAD_KEYS") && !text.contains("c2hvcnQ"),
+        "{text}"
+    );
+    let keys =
+        r#"{"current": "k1", "keys": {"k1": "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="}}"#;
+    assert!(shared::Settings::from_lookup(lookup(Some(keys)))
+        .unwrap()
+        .payload_keys
+        .is_some());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fifty_deliveries_through_kms_make_one_generate_data_key_and_a_worker_one_decrypt() {
+    let config = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
+    let kms = aws_sdk_kms::Client::new(&config);
+    let key_id = kms
+        .create_key()
+        .description("hookledger encryption test")
+        .send()
+        .await
+        .unwrap()
+        .key_metadata
+        .unwrap()
+        .key_id;
+    let receiver_keys = Arc::new(PayloadKeys::kms(key_id.clone(), Duration::from_secs(3600)));
+    let app = app_with(
+        serde_json::json!([sealed_source("vaultd", "deferred", false)]),
+        Some(receiver_keys.clone()),
+    )
+    .await;
+    let sends = (0..50).map(|n| {
+        let delivery = standard(
+            &format!("msg_{n}"),
+            &order(&format!("c{n}@example.com")),
+            NOW,
+        );
+        let app = &app;
+        async move { app.receive("vaultd", &delivery).await.status }
+    });
+    let statuses = futures_util::future::join_all(sends).await;
+    assert!(statuses.iter().all(|s| *s == 202), "{statuses:?}");
+    let calls = receiver_keys.keyring().await.unwrap().calls();
+    assert_eq!(
+        (calls.generate, calls.unwrap),
+        (1, 0),
+        "one per environment and period"
+    );
+
+    // The worker is another execution environment: one Decrypt for the 50 payloads.
+    let worker_keys = Arc::new(PayloadKeys::kms(key_id, Duration::from_secs(3600)));
+    let mut settings = app.settings.clone();
+    settings.payload_keys = Some(worker_keys.clone());
+    let worker = worker::handler::AppState::new(
+        &settings,
+        app.receiver().pool.clone(),
+        handlers_for(&settings.sources),
+    );
+    let summary = worker.worker.drain(soon, plenty).await.unwrap();
+    assert_eq!(summary.completed, 50, "{summary:?}");
+    assert_eq!(app.count("SELECT count(*) FROM seen").await, 50);
+    let calls = worker_keys.keyring().await.unwrap().calls();
+    assert_eq!((calls.generate, calls.unwrap), (0, 1));
+}
