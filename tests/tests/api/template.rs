@@ -611,16 +611,26 @@ fn expected_actions() -> BTreeMap<&'static str, BTreeSet<String>> {
     let set = |actions: &[&str]| actions.iter().map(|a| (*a).to_owned()).collect();
     let secrets = "secretsmanager:GetSecretValue";
     BTreeMap::from([
-        ("receiver", set(&[secrets, "lambda:InvokeFunction"])),
+        // kms: payload encryption (docs/operations/privacy.md): who seals, who opens.
+        (
+            "receiver",
+            set(&[secrets, "lambda:InvokeFunction", "kms:GenerateDataKey"]),
+        ),
         (
             "worker",
-            set(&[secrets, "sqs:SendMessage", "events:PutEvents"]),
+            set(&[
+                secrets,
+                "sqs:SendMessage",
+                "events:PutEvents",
+                "kms:GenerateDataKey",
+                "kms:Decrypt",
+            ]),
         ),
         ("sweeper", set(&[secrets])),
         ("auditor", set(&[secrets])),
-        ("replay", set(&[secrets])),
+        ("replay", set(&[secrets, "kms:GenerateDataKey"])),
         ("migrate", set(&[secrets])),
-        ("console", set(&[secrets])),
+        ("console", set(&[secrets, "kms:Decrypt"])),
     ])
 }
 
@@ -886,6 +896,54 @@ fn the_console_reads_its_login_the_sources_and_its_csrf_key_and_is_read_only_by_
     assert!(env["HOOKLEDGER_WORKER_FUNCTION"].is_null());
 }
 
+/// Payload encryption (docs/operations/privacy.md): every KMS statement exists only with
+/// `PayloadKmsKeyArn`, names that key only, and requires the payload encryption context; the
+/// console's `kms:Decrypt` exists only when `ConsolePayloadAccess` allows it; the receiver and
+/// replay can only seal (their exact actions: `template_function_roles_have_exactly_...`).
+#[test]
+fn kms_is_granted_on_the_payload_key_only_with_its_context_and_the_console_opens_only_if_allowed() {
+    let template = template();
+    let mut seen = BTreeMap::new();
+    for (id, function) in functions(&template) {
+        let policies = function["Properties"]["Policies"].as_array().cloned();
+        for policy in policies.unwrap_or_default() {
+            let statements = policy["Statement"].as_array().cloned();
+            for statement in statements.unwrap_or_default() {
+                let Some(branches) = statement["Fn::If"].as_array() else {
+                    assert!(
+                        !statement.to_string().contains("kms:"),
+                        "{id}: an unconditional KMS statement"
+                    );
+                    continue;
+                };
+                let granted = &branches[1];
+                if !granted.to_string().contains("kms:") {
+                    continue;
+                }
+                assert_eq!(ref_of(&granted["Resource"]), Some("PayloadKmsKeyArn"), "{id}");
+                assert_eq!(
+                    granted["Condition"]["StringEquals"]["kms:EncryptionContext:purpose"],
+                    "hookledger-payload",
+                    "{id}"
+                );
+                seen.insert(id.to_owned(), branches[0].as_str().unwrap_or("").to_owned());
+            }
+        }
+    }
+    assert_eq!(
+        seen,
+        BTreeMap::from([
+            ("ConsoleFunction".to_owned(), "ConsoleMayOpenPayloads".to_owned()),
+            ("ReceiverFunction".to_owned(), "HasPayloadKey".to_owned()),
+            ("ReplayFunction".to_owned(), "HasPayloadKey".to_owned()),
+            ("WorkerFunction".to_owned(), "HasPayloadKey".to_owned()),
+        ])
+    );
+    assert_eq!(template["Parameters"]["ConsolePayloadAccess"]["Default"], "false");
+    let globals = &template["Globals"]["Function"]["Environment"]["Variables"];
+    assert_eq!(globals["HOOKLEDGER_KMS_KEY_ID"]["Fn::If"][0], "HasPayloadKey");
+}
+
 // ---- The checks catch what they are for ----
 
 const FIXTURE: &str = r#"
@@ -908,6 +966,9 @@ Resources:
                 Action: lambda:InvokeFunction
                 Resource: !GetAtt WorkerFunction.Arn
               - !Ref AWS::NoValue
+            - Effect: Allow
+              Action: [kms:GenerateDataKey]
+              Resource: !Ref Key
   WorkerFunction:
     Type: AWS::Serverless::Function
     Metadata: { BuildMethod: rust-cargolambda, BuildProperties: { Binary: worker } }
