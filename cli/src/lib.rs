@@ -20,6 +20,7 @@ mod inspect;
 mod migrate;
 mod progress;
 mod redrive;
+mod reencrypt;
 mod rejected;
 mod replay;
 mod stuck;
@@ -49,6 +50,11 @@ enum Command {
     /// with --ignored, re-run events that completed as `ignored` before their type had a
     /// handler; with --outbox, send dead outbox messages again (same idempotency keys).
     Redrive(redrive::Args),
+    /// Seal a source's stored payloads again under the current master key (after configuring a
+    /// new HOOKLEDGER_KMS_KEY_ID or local key, so the old one can be retired), and seal the
+    /// payloads it stored in the clear before `encrypt_payload` was on; in bounded batches,
+    /// resumable with --after.
+    Reencrypt(reencrypt::Args),
     /// Show one ledger row: status, outcome (processed, ignored, stale, or the status), attempts,
     /// last error, times, stored response, whether it was replayed, and its history.
     Inspect(inspect::Args),
@@ -122,6 +128,7 @@ async fn run(app: App, command: Command) -> anyhow::Result<()> {
         Command::Migrate(_) | Command::CheckConfig(_) => Ok(()),
         Command::Replay(args) => replay::run(app, &settings, &pool, args).await,
         Command::Redrive(args) => redrive::run(app, &settings, &pool, args).await,
+        Command::Reencrypt(args) => reencrypt::run(&settings, &pool, args).await,
         Command::Inspect(args) => inspect::run(&settings, &pool, args).await,
         Command::Stuck(args) => stuck::run(&settings, &pool, args).await,
         Command::Sweep(args) => sweep::run(&settings, &pool, args).await,

@@ -27,6 +27,7 @@ pub mod prelude;
 pub mod privacy;
 pub mod rds_ca;
 pub mod receive;
+pub mod reencrypt;
 pub mod redrive;
 pub mod rejected;
 pub mod replay;

@@ -326,3 +326,81 @@ async fn fifty_deliveries_through_kms_make_one_generate_data_key_and_a_worker_on
     let calls = worker_keys.keyring().await.unwrap().calls();
     assert_eq!((calls.generate, calls.unwrap), (0, 1));
 }
+
+/// Local master keys `k1` and `k2`, `k2` current: after a rotation of the master key.
+fn rotated_keys() -> Arc<PayloadKeys> {
+    let json = serde_json::json!({"current": "k2", "keys": {
+        "k1": "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=",
+        "k2": "ZmVkY2JhOTg3NjU0MzIxMGZlZGNiYTk4NzY1NDMyMTA="}});
+    Arc::new(PayloadKeys::local(
+        LocalKeys::from_json(&json.to_string()).unwrap(),
+        Duration::from_secs(3600),
+    ))
+}
+
+#[tokio::test]
+async fn reencryption_moves_every_payload_to_the_new_master_key_in_bounded_batches() {
+    let app = app_with(
+        serde_json::json!([sealed_source("vault", "inline", false)]),
+        Some(local_keys()),
+    )
+    .await;
+    let deliveries: Vec<Delivery> = (1..=3)
+        .map(|n| standard(&format!("msg_{n}"), &order(&format!("c{n}@example.com")), NOW))
+        .collect();
+    for delivery in &deliveries {
+        assert_eq!(app.receive("vault", delivery).await.status, 200);
+    }
+    // msg_3 as a row stored before the source turned encrypt_payload on: in the clear.
+    let client = app.db.connect().await.unwrap();
+    client
+        .execute(
+            "UPDATE webhook_event SET payload = $1 WHERE event_id = 'msg_3'",
+            &[&deliveries[2].body],
+        )
+        .await
+        .unwrap();
+
+    let keys = rotated_keys();
+    let conn = app.receiver().pool.get().await.unwrap();
+    let source = app.settings.sources.get("vault").unwrap();
+    let report = shared::reencrypt::reencrypt(&conn, &source, &keys, "", 2, 100)
+        .await
+        .unwrap();
+    assert_eq!(
+        (report.read, report.resealed, report.sealed, report.unchanged),
+        (3, 2, 1, 0),
+        "{report:?}"
+    );
+    assert_eq!((report.batches, report.done), (2, true), "{report:?}");
+    for (n, delivery) in deliveries.iter().enumerate() {
+        let id = format!("msg_{}", n + 1);
+        let sealed = stored(&app, &id).await;
+        assert_eq!(shared::privacy::seal::master_key_of(&sealed).unwrap(), "k2");
+        let opened = keys
+            .open("vault", &id, shared::privacy::keys::Column::Payload, &sealed)
+            .await
+            .unwrap();
+        assert_eq!(&opened, &delivery.body);
+        // The old key alone no longer opens anything: it can be retired.
+        assert!(local_keys()
+            .open("vault", &id, shared::privacy::keys::Column::Payload, &sealed)
+            .await
+            .is_err());
+    }
+    // Again: nothing left to do. And deduplication never noticed.
+    let again = shared::reencrypt::reencrypt(&conn, &source, &keys, "", 2, 100)
+        .await
+        .unwrap();
+    assert_eq!((again.unchanged, again.resealed, again.sealed), (3, 0, 0));
+    let retry = app.receive("vault", &deliveries[0]).await;
+    assert_eq!((retry.status, retry.replayed), (200, true));
+    // A run that stops at its batch limit says where to continue.
+    let partial = shared::reencrypt::reencrypt(&conn, &source, &keys, "", 1, 1)
+        .await
+        .unwrap();
+    assert_eq!(
+        (partial.done, partial.next_after.as_deref()),
+        (false, Some("msg_1"))
+    );
+}
