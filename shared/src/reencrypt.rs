@@ -86,7 +86,12 @@ WHERE e.source = $1
   -- Guarded by what was read: a completion, a drop or an erasure since then wins.
   AND e.payload = v.read
 RETURNING e.event_id",
-    types: &[Type::TEXT, Type::TEXT_ARRAY, Type::BYTEA_ARRAY, Type::BYTEA_ARRAY],
+    types: &[
+        Type::TEXT,
+        Type::TEXT_ARRAY,
+        Type::BYTEA_ARRAY,
+        Type::BYTEA_ARRAY,
+    ],
 };
 
 /// Seals `source`'s stored payloads under `keys`' current master key, from `after` (exclusive;

@@ -346,7 +346,13 @@ async fn reencryption_moves_every_payload_to_the_new_master_key_in_bounded_batch
     )
     .await;
     let deliveries: Vec<Delivery> = (1..=3)
-        .map(|n| standard(&format!("msg_{n}"), &order(&format!("c{n}@example.com")), NOW))
+        .map(|n| {
+            standard(
+                &format!("msg_{n}"),
+                &order(&format!("c{n}@example.com")),
+                NOW,
+            )
+        })
         .collect();
     for delivery in &deliveries {
         assert_eq!(app.receive("vault", delivery).await.status, 200);
@@ -368,7 +374,12 @@ async fn reencryption_moves_every_payload_to_the_new_master_key_in_bounded_batch
         .await
         .unwrap();
     assert_eq!(
-        (report.read, report.resealed, report.sealed, report.unchanged),
+        (
+            report.read,
+            report.resealed,
+            report.sealed,
+            report.unchanged
+        ),
         (3, 2, 1, 0),
         "{report:?}"
     );
@@ -378,13 +389,23 @@ async fn reencryption_moves_every_payload_to_the_new_master_key_in_bounded_batch
         let sealed = stored(&app, &id).await;
         assert_eq!(shared::privacy::seal::master_key_of(&sealed).unwrap(), "k2");
         let opened = keys
-            .open("vault", &id, shared::privacy::keys::Column::Payload, &sealed)
+            .open(
+                "vault",
+                &id,
+                shared::privacy::keys::Column::Payload,
+                &sealed,
+            )
             .await
             .unwrap();
         assert_eq!(&opened, &delivery.body);
         // The old key alone no longer opens anything: it can be retired.
         assert!(local_keys()
-            .open("vault", &id, shared::privacy::keys::Column::Payload, &sealed)
+            .open(
+                "vault",
+                &id,
+                shared::privacy::keys::Column::Payload,
+                &sealed
+            )
             .await
             .is_err());
     }

@@ -920,7 +920,11 @@ fn kms_is_granted_on_the_payload_key_only_with_its_context_and_the_console_opens
                 if !granted.to_string().contains("kms:") {
                     continue;
                 }
-                assert_eq!(ref_of(&granted["Resource"]), Some("PayloadKmsKeyArn"), "{id}");
+                assert_eq!(
+                    ref_of(&granted["Resource"]),
+                    Some("PayloadKmsKeyArn"),
+                    "{id}"
+                );
                 assert_eq!(
                     granted["Condition"]["StringEquals"]["kms:EncryptionContext:purpose"],
                     "hookledger-payload",
@@ -933,15 +937,24 @@ fn kms_is_granted_on_the_payload_key_only_with_its_context_and_the_console_opens
     assert_eq!(
         seen,
         BTreeMap::from([
-            ("ConsoleFunction".to_owned(), "ConsoleMayOpenPayloads".to_owned()),
+            (
+                "ConsoleFunction".to_owned(),
+                "ConsoleMayOpenPayloads".to_owned()
+            ),
             ("ReceiverFunction".to_owned(), "HasPayloadKey".to_owned()),
             ("ReplayFunction".to_owned(), "HasPayloadKey".to_owned()),
             ("WorkerFunction".to_owned(), "HasPayloadKey".to_owned()),
         ])
     );
-    assert_eq!(template["Parameters"]["ConsolePayloadAccess"]["Default"], "false");
+    assert_eq!(
+        template["Parameters"]["ConsolePayloadAccess"]["Default"],
+        "false"
+    );
     let globals = &template["Globals"]["Function"]["Environment"]["Variables"];
-    assert_eq!(globals["HOOKLEDGER_KMS_KEY_ID"]["Fn::If"][0], "HasPayloadKey");
+    assert_eq!(
+        globals["HOOKLEDGER_KMS_KEY_ID"]["Fn::If"][0],
+        "HasPayloadKey"
+    );
 }
 
 // ---- The checks catch what they are for ----
