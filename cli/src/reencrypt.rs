@@ -48,7 +48,7 @@ pub async fn run(settings: &Settings, pool: &Pool, args: Args) -> anyhow::Result
         .context("no database connection")?;
     let report = shared::reencrypt::reencrypt(
         &conn,
-        &source,
+        source,
         keys,
         &args.after,
         args.batch_size,

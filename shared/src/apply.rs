@@ -9,6 +9,7 @@ use crate::config::SourceConfig;
 use crate::effect::{Effect, Event, HandlerError};
 use crate::handler::Registry;
 use crate::ledger::{CompleteError, LedgerError, StoredResponse, Tx};
+use crate::privacy::keys::PayloadKeys;
 
 /// The status an inline fatal error is answered with (and every retry of it): 200, so the
 /// provider stops retrying and keeps the endpoint enabled, with body
@@ -49,6 +50,10 @@ pub enum ApplyError {
     /// A ledger statement failed (check [`LedgerError::is_unavailable`]).
     #[error("ledger")]
     Ledger(#[source] LedgerError),
+    /// The response could not be sealed for a source with `encrypt_payload` (no data key: KMS
+    /// unavailable); nothing was committed. Retryable: the receiver answers 503.
+    #[error("sealing the stored response")]
+    Seal(#[source] crate::privacy::seal::SealError),
 }
 
 impl ApplyError {
@@ -57,6 +62,7 @@ impl ApplyError {
         match self {
             ApplyError::Retryable(e) | ApplyError::Fatal(e) => e.is_unavailable(),
             ApplyError::Ledger(e) => e.is_unavailable(),
+            ApplyError::Seal(_) => true,
             ApplyError::Lost => false,
         }
     }
@@ -127,6 +133,7 @@ pub async fn plan(
     source: &SourceConfig,
     conn: &crate::ledger::Connection,
     event: &Event<'_>,
+    sealing: Option<&PayloadKeys>,
 ) -> Option<(crate::ledger::one_statement::Plan, Outcome)> {
     // A filter that fails for this event also sends it to the transaction shape, where
     // `apply` logs and counts the failure once.
@@ -156,8 +163,33 @@ pub async fn plan(
         );
         return None;
     };
-    crate::ledger::one_statement::Plan::new(effect.status.code(), effect.body, writes)
+    // A response that cannot be sealed now takes the transaction shape, which answers the
+    // failure (503).
+    let body = stored_body(sealing, event, &effect).await.ok()?;
+    crate::ledger::one_statement::Plan::new(effect.status.code(), body, writes)
         .map(|plan| (plan, outcome))
+}
+
+/// The body to store for `effect`: sealed when `sealing` (the source encrypts,
+/// `crate::privacy::response`), except the recorded no-op, which holds only the event's type
+/// and by which the ledger tells an ignored event.
+async fn stored_body(
+    sealing: Option<&PayloadKeys>,
+    event: &Event<'_>,
+    effect: &Effect,
+) -> Result<serde_json::Value, crate::privacy::seal::SealError> {
+    match sealing {
+        Some(keys) if *effect != ignored_effect(event) => {
+            crate::privacy::response::seal_response(
+                keys,
+                event.source,
+                event.event_id,
+                &effect.body,
+            )
+            .await
+        }
+        _ => Ok(effect.body.clone()),
+    }
 }
 
 /// Which built-in targets take an event automatically ([`takers`]).
@@ -233,6 +265,7 @@ pub async fn apply<'c>(
     source: &'c SourceConfig,
     tx: Tx<'c>,
     event: &Event<'c>,
+    sealing: Option<&PayloadKeys>,
 ) -> Result<Applied, ApplyError> {
     let mut tx = tx.for_event(&source.targets, event.event_type);
     let content_type = if event.body == event.document {
@@ -276,12 +309,15 @@ pub async fn apply<'c>(
         },
         None => (ignored_effect(event), Outcome::Ignored),
     };
+    let body = match stored_body(sealing, event, &effect).await {
+        Ok(body) => body,
+        Err(error) => {
+            let _ = tx.rollback().await;
+            return Err(ApplyError::Seal(error));
+        }
+    };
     let (response, queued) = tx
-        .complete_counting(
-            (event.source, event.event_id),
-            effect.status.code(),
-            &effect.body,
-        )
+        .complete_counting((event.source, event.event_id), effect.status.code(), &body)
         .await
         .map_err(|error| match error {
             // A deferred write failing (constraint, type) is the handler's failure.

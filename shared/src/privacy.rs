@@ -6,6 +6,7 @@
 
 pub mod keys;
 pub mod redact;
+pub mod response;
 pub mod seal;
 pub mod seal_error;
 pub mod subject;

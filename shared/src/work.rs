@@ -586,7 +586,11 @@ impl Worker {
             };
             tx = tx.completed_payload(copy);
         }
-        let run = apply(&self.handlers, source, tx, &event);
+        let sealing = match source.encrypt_payload {
+            true => self.payload_keys.as_deref(),
+            false => None,
+        };
+        let run = apply(&self.handlers, source, tx, &event, sealing);
         // A panicking handler fails its own attempt, not the whole drain (and so not the
         // attempts of the other events in the batch).
         let attempt_outcome =

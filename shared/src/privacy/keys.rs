@@ -9,7 +9,7 @@ use std::time::Duration;
 use tokio::sync::OnceCell;
 
 use super::seal::{Keyring, SealError, Wrapper};
-use super::wrap::{KmsWrapper, LocalKeys};
+use super::wrap::{KmsWrapper, LocalKeys, KMS_PURPOSE_PAYLOAD, KMS_PURPOSE_RESPONSE};
 
 /// The data-key rotation period unless `HOOKLEDGER_DATA_KEY_ROTATION_SECS` says otherwise:
 /// an hour. One `kms:GenerateDataKey` per execution environment and period.
@@ -49,22 +49,29 @@ pub struct PayloadKeys {
 
 enum Inner {
     /// Local keys: the keyring is made at start-up.
-    Ready(Keyring),
-    /// A KMS key: the keyring (and its SDK client) is made on first use.
-    Kms {
-        key_id: String,
-        rotation: Duration,
-        keyring: OnceCell<Keyring>,
-    },
+    Ready(Box<Keyring>),
+    /// A KMS key: the keyrings (and their SDK client) are made on first use, one per column,
+    /// since each has its own encryption context (`super::wrap::KMS_PURPOSE_PAYLOAD`,
+    /// `KMS_PURPOSE_RESPONSE`): IAM can let a role open responses and not payloads.
+    Kms(Box<Kms>),
+}
+
+/// [`Inner::Kms`]'s key and its lazily made client and keyrings.
+struct Kms {
+    key_id: String,
+    rotation: Duration,
+    client: OnceCell<aws_sdk_kms::Client>,
+    payload: OnceCell<Keyring>,
+    response: OnceCell<Keyring>,
 }
 
 impl std::fmt::Debug for PayloadKeys {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match &self.inner {
             Inner::Ready(keyring) => f.debug_tuple("PayloadKeys").field(keyring).finish(),
-            Inner::Kms { key_id, .. } => f
+            Inner::Kms(kms) => f
                 .debug_struct("PayloadKeys")
-                .field("kms_key_id", key_id)
+                .field("kms_key_id", &kms.key_id)
                 .finish(),
         }
     }
@@ -74,18 +81,20 @@ impl PayloadKeys {
     /// Local master keys (`HOOKLEDGER_PAYLOAD_KEYS` or `HOOKLEDGER_PAYLOAD_KEYS_FILE`).
     pub fn local(keys: LocalKeys, rotation: Duration) -> Self {
         Self {
-            inner: Inner::Ready(Keyring::new(Wrapper::Local(keys), rotation)),
+            inner: Inner::Ready(Box::new(Keyring::new(Wrapper::Local(keys), rotation))),
         }
     }
 
     /// An AWS KMS key (`HOOKLEDGER_KMS_KEY_ID`: a key id, key ARN, alias name or alias ARN).
     pub fn kms(key_id: String, rotation: Duration) -> Self {
         Self {
-            inner: Inner::Kms {
+            inner: Inner::Kms(Box::new(Kms {
                 key_id,
                 rotation,
-                keyring: OnceCell::new(),
-            },
+                client: OnceCell::new(),
+                payload: OnceCell::new(),
+                response: OnceCell::new(),
+            })),
         }
     }
 
@@ -93,31 +102,45 @@ impl PayloadKeys {
     pub fn current_master_key(&self) -> &str {
         match &self.inner {
             Inner::Ready(keyring) => keyring.current_master_key(),
-            Inner::Kms { key_id, .. } => key_id,
+            Inner::Kms(kms) => &kms.key_id,
         }
     }
 
-    /// The keyring: made on the first call on the KMS path (the SDK's configuration from the
-    /// environment, as the other AWS clients).
+    /// The keyring of `column`'s values: made on the first call on the KMS path (the SDK's
+    /// configuration from the environment, as the other AWS clients).
     ///
     /// # Errors
     /// [`SealError::Kms`] when the KMS client cannot be made (retryable).
-    pub async fn keyring(&self) -> Result<&Keyring, SealError> {
+    pub async fn keyring(&self, column: Column) -> Result<&Keyring, SealError> {
         match &self.inner {
             Inner::Ready(keyring) => Ok(keyring),
-            Inner::Kms {
-                key_id,
-                rotation,
-                keyring,
-            } => {
-                keyring
-                    .get_or_try_init(|| async {
-                        let wrapper = KmsWrapper::from_env(key_id.clone())
-                            .await
-                            .map_err(|error| SealError::Kms(error.to_string()))?;
-                        Ok(Keyring::new(Wrapper::Kms(wrapper), *rotation))
-                    })
-                    .await
+            Inner::Kms(kms) => {
+                let Kms {
+                    key_id,
+                    rotation,
+                    client,
+                    payload,
+                    response,
+                } = &**kms;
+                let (cell, purpose) = match column {
+                    Column::Payload => (payload, KMS_PURPOSE_PAYLOAD),
+                    Column::Response => (response, KMS_PURPOSE_RESPONSE),
+                };
+                cell.get_or_try_init(|| async {
+                    let client = client
+                        .get_or_init(|| async {
+                            let config =
+                                aws_config::load_defaults(aws_config::BehaviorVersion::latest())
+                                    .await;
+                            aws_sdk_kms::Client::new(&config)
+                        })
+                        .await;
+                    let wrapper = KmsWrapper::new(client.clone(), key_id.clone())
+                        .map_err(|error| SealError::Kms(error.to_string()))?
+                        .with_purpose(purpose);
+                    Ok(Keyring::new(Wrapper::Kms(wrapper), *rotation))
+                })
+                .await
             }
         }
     }
@@ -133,7 +156,7 @@ impl PayloadKeys {
         column: Column,
         plaintext: &[u8],
     ) -> Result<Vec<u8>, SealError> {
-        self.keyring()
+        self.keyring(column)
             .await?
             .seal(plaintext, &row_aad(source, event_id, column))
             .await
@@ -151,7 +174,7 @@ impl PayloadKeys {
         column: Column,
         sealed: &[u8],
     ) -> Result<Vec<u8>, SealError> {
-        self.keyring()
+        self.keyring(column)
             .await?
             .open(sealed, &row_aad(source, event_id, column))
             .await

@@ -38,10 +38,18 @@ pub const MAX_MASTER_KEY_ID_LEN: usize = 255;
 /// The associated data of a data key wrapped under a local master key.
 pub const LOCAL_WRAP_AAD: &[u8] = b"hookledger data key";
 
-/// The encryption context of every KMS call, `(key, value)`: a `kms:Decrypt` of a data key
-/// needs the same one, and a key policy or grant can require it
-/// (`kms:EncryptionContext:purpose`); CloudTrail logs it.
-pub const KMS_ENCRYPTION_CONTEXT: (&str, &str) = ("purpose", "hookledger-payload");
+/// The encryption context's key of every KMS call: a `kms:Decrypt` of a data key needs the
+/// same context it was generated with, and a key policy or grant can require it
+/// (`kms:EncryptionContext:purpose`); CloudTrail logs it. Its value says what the data key
+/// seals: [`KMS_PURPOSE_PAYLOAD`] or [`KMS_PURPOSE_RESPONSE`], so a role can be allowed to open
+/// stored responses (the receiver, to answer retries) and not payloads.
+pub const KMS_CONTEXT_KEY: &str = "purpose";
+
+/// The encryption context's value for the data keys of stored payloads.
+pub const KMS_PURPOSE_PAYLOAD: &str = "hookledger-payload";
+
+/// The encryption context's value for the data keys of stored responses.
+pub const KMS_PURPOSE_RESPONSE: &str = "hookledger-response";
 
 /// Bytes of an AES-GCM nonce (random, 96 bits).
 pub(super) const NONCE_LEN: usize = 12;
@@ -354,7 +362,8 @@ impl LocalKeys {
 }
 
 /// An AWS KMS key wrapping the data keys: `kms:GenerateDataKey` (AES-256) makes one, and
-/// `kms:Decrypt` unwraps one, both with the encryption context [`KMS_ENCRYPTION_CONTEXT`].
+/// `kms:Decrypt` unwraps one, both with the encryption context [`KMS_CONTEXT_KEY`] = its
+/// purpose.
 ///
 /// The key id is a key id, key ARN, alias name (`alias/...`) or alias ARN, as configured; the
 /// envelopes record it as it is. A `Decrypt` names the key the envelope records (so rows wrapped
@@ -367,6 +376,7 @@ impl LocalKeys {
 pub struct KmsWrapper {
     client: aws_sdk_kms::Client,
     key_id: String,
+    purpose: &'static str,
 }
 
 impl fmt::Debug for KmsWrapper {
@@ -386,7 +396,18 @@ impl KmsWrapper {
     pub fn new(client: aws_sdk_kms::Client, key_id: impl Into<String>) -> Result<Self, KeysError> {
         let key_id = key_id.into();
         check_id(&key_id)?;
-        Ok(Self { client, key_id })
+        Ok(Self {
+            client,
+            key_id,
+            purpose: KMS_PURPOSE_PAYLOAD,
+        })
+    }
+
+    /// The same wrapper with another purpose in its encryption context
+    /// ([`KMS_PURPOSE_PAYLOAD`] by default, [`KMS_PURPOSE_RESPONSE`]).
+    pub fn with_purpose(mut self, purpose: &'static str) -> Self {
+        self.purpose = purpose;
+        self
     }
 
     /// A wrapper with a client configured from the environment (region, credentials,
@@ -407,7 +428,7 @@ impl KmsWrapper {
 
     /// One `kms:GenerateDataKey` (AES-256) under the configured key.
     async fn generate(&self) -> Result<NewDataKey, SealError> {
-        let (context_key, context_value) = KMS_ENCRYPTION_CONTEXT;
+        let (context_key, context_value) = (KMS_CONTEXT_KEY, self.purpose);
         let mut output = self
             .client
             .generate_data_key()
@@ -450,7 +471,7 @@ impl KmsWrapper {
 
     /// One `kms:Decrypt` of `wrapped`, naming `master_key` unless it is an alias.
     async fn unwrap_key(&self, master_key: &str, wrapped: &[u8]) -> Result<Key, SealError> {
-        let (context_key, context_value) = KMS_ENCRYPTION_CONTEXT;
+        let (context_key, context_value) = (KMS_CONTEXT_KEY, self.purpose);
         let mut request = self
             .client
             .decrypt()

@@ -167,7 +167,7 @@ impl Receiver {
                 let mut plans = Vec::new();
                 for (meta, kept) in items.iter().take(MAX_PIPELINED) {
                     let (event, _) = event_of(config, meta, kept, &meta.document, false);
-                    match crate::apply::plan(&self.handlers, config, conn, &event).await {
+                    match crate::apply::plan(&self.handlers, config, conn, &event, self.sealing(config)).await {
                         Some(plan) => plans.push(plan),
                         None => break,
                     }

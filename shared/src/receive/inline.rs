@@ -85,12 +85,23 @@ impl Receiver {
             // provider).
             Claim::BodyReplayed(original) => {
                 super::log::body_replayed(new_event, &original.event_id);
-                return Ok((body_replayed(original), false));
+                // The stored response is the original row's: sealed (if it is) under its key.
+                let original_id = original.event_id.clone();
+                let reply = body_replayed(original);
+                return Ok((self.opened(event.source, &original_id, reply).await?, false));
             }
         };
         // Boxed: the handler's and the completion's futures are large, and this one sits inside
         // every delivery's (and every replayed page's) future.
-        match Box::pin(apply(&self.handlers, config, tx, event)).await {
+        match Box::pin(apply(
+            &self.handlers,
+            config,
+            tx,
+            event,
+            self.sealing(config),
+        ))
+        .await
+        {
             // Committed outbox messages: the worker forwards them now rather than at its next
             // schedule tick.
             Ok(applied) => Ok((

@@ -23,7 +23,8 @@ impl Receiver {
         if new_event.replayed {
             return Ok(None);
         }
-        let Some((plan, outcome)) = crate::apply::plan(&self.handlers, config, conn, event).await
+        let Some((plan, outcome)) =
+            crate::apply::plan(&self.handlers, config, conn, event, self.sealing(config)).await
         else {
             return Ok(None);
         };

@@ -317,6 +317,18 @@ impl Receiver {
         }
     }
 
+    /// The keys a source's stored responses are sealed with: `Some` when it encrypts
+    /// (`encrypt_payload`) and keys are configured.
+    pub(super) fn sealing(
+        &self,
+        config: &SourceConfig,
+    ) -> Option<&crate::privacy::keys::PayloadKeys> {
+        match config.encrypt_payload {
+            true => self.payload_keys.as_deref(),
+            false => None,
+        }
+    }
+
     /// `kept` sealed when the source encrypts its payloads, else as it is; a data key that
     /// cannot be had (KMS unavailable, or no master key configured) is our fault: 503, the
     /// provider retries, nothing is written.
@@ -391,6 +403,14 @@ impl Receiver {
         let source = event.source;
         trace.event_id = Some(event.event_id.to_owned());
         trace.event_type = Some(event.event_type.to_owned());
+        let decided = match decided {
+            // A body replayed under another id was opened with its original row's key.
+            Ok((reply, ring)) if reply.outcome != Outcome::BodyReplayed => self
+                .opened(event.source, event.event_id, reply)
+                .await
+                .map(|reply| (reply, ring)),
+            failed => failed,
+        };
         match decided {
             Ok((reply, ring)) => {
                 if ring {
@@ -430,6 +450,44 @@ impl Receiver {
                     Reply::error(500, Outcome::InternalError, "internal error")
                 }
             }
+        }
+    }
+
+    /// `reply` with its body opened when it is `(source, event_id)`'s stored response in the
+    /// sealed form
+    /// (`crate::privacy::response`: a source with `encrypt_payload`), so a retry gets the same
+    /// bytes as the first answer.
+    ///
+    /// # Errors
+    /// [`Failed::Unavailable`] when no key can open it now (KMS unavailable, or no keys
+    /// configured: the provider retries), [`Failed::Refused`] when it fails authentication (a
+    /// value moved from another row: our fault, 500).
+    pub(super) async fn opened(
+        &self,
+        source: &str,
+        event_id: &str,
+        mut reply: Reply,
+    ) -> Result<Reply, Failed> {
+        if crate::privacy::response::envelope_of(&reply.body).is_none() {
+            return Ok(reply);
+        }
+        let Some(keys) = &self.payload_keys else {
+            return Err(Failed::Unavailable(
+                "the stored response is sealed and no master key is configured".to_owned(),
+            ));
+        };
+        match crate::privacy::response::open_response(keys, source, event_id, &reply.body).await {
+            Ok(Some(body)) => {
+                reply.body = body;
+                Ok(reply)
+            }
+            Ok(None) => Ok(reply),
+            Err(error) if error.is_retryable() => Err(Failed::Unavailable(format!(
+                "cannot open the stored response: {error}"
+            ))),
+            Err(error) => Err(Failed::Refused(format!(
+                "cannot open the stored response: {error}"
+            ))),
         }
     }
 

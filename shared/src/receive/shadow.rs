@@ -24,6 +24,8 @@ impl Receiver {
             config,
             ledger::begin_shadow(conn),
             event,
+            // Nothing of a shadow run is stored, so nothing to seal.
+            None,
         ))
         .await
         {

@@ -304,7 +304,11 @@ async fn fifty_deliveries_through_kms_make_one_generate_data_key_and_a_worker_on
     });
     let statuses = futures_util::future::join_all(sends).await;
     assert!(statuses.iter().all(|s| *s == 202), "{statuses:?}");
-    let calls = receiver_keys.keyring().await.unwrap().calls();
+    let calls = receiver_keys
+        .keyring(shared::privacy::keys::Column::Payload)
+        .await
+        .unwrap()
+        .calls();
     assert_eq!(
         (calls.generate, calls.unwrap),
         (1, 0),
@@ -323,7 +327,11 @@ async fn fifty_deliveries_through_kms_make_one_generate_data_key_and_a_worker_on
     let summary = worker.worker.drain(soon, plenty).await.unwrap();
     assert_eq!(summary.completed, 50, "{summary:?}");
     assert_eq!(app.count("SELECT count(*) FROM seen").await, 50);
-    let calls = worker_keys.keyring().await.unwrap().calls();
+    let calls = worker_keys
+        .keyring(shared::privacy::keys::Column::Payload)
+        .await
+        .unwrap()
+        .calls();
     assert_eq!((calls.generate, calls.unwrap), (0, 1));
 }
 
@@ -370,7 +378,7 @@ async fn reencryption_moves_every_payload_to_the_new_master_key_in_bounded_batch
     let keys = rotated_keys();
     let conn = app.receiver().pool.get().await.unwrap();
     let source = app.settings.sources.get("vault").unwrap();
-    let report = shared::reencrypt::reencrypt(&conn, &source, &keys, "", 2, 100)
+    let report = shared::reencrypt::reencrypt(&conn, source, &keys, "", 2, 100)
         .await
         .unwrap();
     assert_eq!(
@@ -410,18 +418,99 @@ async fn reencryption_moves_every_payload_to_the_new_master_key_in_bounded_batch
             .is_err());
     }
     // Again: nothing left to do. And deduplication never noticed.
-    let again = shared::reencrypt::reencrypt(&conn, &source, &keys, "", 2, 100)
+    let again = shared::reencrypt::reencrypt(&conn, source, &keys, "", 2, 100)
         .await
         .unwrap();
     assert_eq!((again.unchanged, again.resealed, again.sealed), (3, 0, 0));
     let retry = app.receive("vault", &deliveries[0]).await;
     assert_eq!((retry.status, retry.replayed), (200, true));
     // A run that stops at its batch limit says where to continue.
-    let partial = shared::reencrypt::reencrypt(&conn, &source, &keys, "", 1, 1)
+    let partial = shared::reencrypt::reencrypt(&conn, source, &keys, "", 1, 1)
         .await
         .unwrap();
     assert_eq!(
         (partial.done, partial.next_after.as_deref()),
         (false, Some("msg_1"))
     );
+}
+
+#[tokio::test]
+async fn a_stored_response_is_sealed_and_every_retry_gets_the_first_answers_bytes() {
+    let mut source = sealed_source("vault", "inline", false);
+    // The handler answers with the row it wrote: the e-mail is in the response.
+    source["handlers"] = serde_json::json!([{
+        "event_types": ["order.paid"],
+        "sql": [{"statement": "INSERT INTO seen (event_id, email) VALUES ($1, $2) RETURNING email",
+                 "params": [{"event": "id"}, {"path": "/data/customer/email", "type": "text"}]}],
+        "response": {"returning": 1}
+    }]);
+    let app = app_with(serde_json::json!([source]), Some(local_keys())).await;
+    let email = format!("{MARK}@example.com");
+    let delivery = standard("msg_r1", &order(&email), NOW);
+    let first = app.receive("vault", &delivery).await;
+    assert_eq!(first.status, 200);
+    assert!(first.body.contains(&email), "{}", first.body);
+
+    let stored = app
+        .texts("SELECT response_body::text FROM webhook_event WHERE event_id = 'msg_r1'")
+        .await
+        .pop()
+        .unwrap();
+    assert!(!stored.contains(MARK), "{stored}");
+    assert!(
+        shared::privacy::response::envelope_of(&stored).is_some(),
+        "{stored}"
+    );
+    // The ledger still labels it processed.
+    assert_eq!(
+        app.texts(&format!(
+            "SELECT {} FROM webhook_event WHERE event_id = 'msg_r1'",
+            shared::ledger::outcome::EVENT_OUTCOME_SQL
+        ))
+        .await,
+        vec!["processed".to_owned()]
+    );
+
+    // A retry, here and in another execution environment (same keys, its own cache): the same
+    // bytes as the first answer.
+    let retry = app.receive("vault", &delivery).await;
+    assert_eq!((retry.status, retry.replayed), (200, true));
+    assert_eq!(retry.body, first.body);
+    let mut other = app.settings.clone();
+    other.payload_keys = Some(local_keys());
+    let elsewhere = shared::Receiver::new(
+        &other,
+        app.receiver().pool.clone(),
+        handlers_for(&other.sources),
+    );
+    let retry = elsewhere
+        .receive("vault", &delivery.headers, &delivery.body, NOW)
+        .await;
+    assert_eq!(
+        (retry.status, retry.replayed, retry.body),
+        (200, true, first.body)
+    );
+    // A receiver without the keys cannot answer it: a 503 the provider retries, no value.
+    let keyless = shared::Settings {
+        payload_keys: None,
+        ..app.settings.clone()
+    };
+    let mut plain = keyless.clone();
+    // (Its source must not say encrypt_payload, or it refuses before the claim.)
+    let mut specs: Vec<serde_json::Value> =
+        serde_json::from_str(&hookledger_tests::local_sources_json().unwrap()).unwrap();
+    let mut unsealed = sealed_source("vault", "inline", false);
+    unsealed["encrypt_payload"] = serde_json::json!(false);
+    specs.push(unsealed);
+    plain.sources = shared::Sources::from_json(&serde_json::to_string(&specs).unwrap()).unwrap();
+    let blind = shared::Receiver::new(
+        &plain,
+        app.receiver().pool.clone(),
+        handlers_for(&plain.sources),
+    );
+    let refused = blind
+        .receive("vault", &delivery.headers, &delivery.body, NOW)
+        .await;
+    assert_eq!(refused.status, 503);
+    assert!(!refused.body.contains(MARK));
 }

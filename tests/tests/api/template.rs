@@ -614,7 +614,12 @@ fn expected_actions() -> BTreeMap<&'static str, BTreeSet<String>> {
         // kms: payload encryption (docs/operations/privacy.md): who seals, who opens.
         (
             "receiver",
-            set(&[secrets, "lambda:InvokeFunction", "kms:GenerateDataKey"]),
+            set(&[
+                secrets,
+                "lambda:InvokeFunction",
+                "kms:GenerateDataKey",
+                "kms:Decrypt",
+            ]),
         ),
         (
             "worker",
@@ -897,13 +902,14 @@ fn the_console_reads_its_login_the_sources_and_its_csrf_key_and_is_read_only_by_
 }
 
 /// Payload encryption (docs/operations/privacy.md): every KMS statement exists only with
-/// `PayloadKmsKeyArn`, names that key only, and requires the payload encryption context; the
-/// console's `kms:Decrypt` exists only when `ConsolePayloadAccess` allows it; the receiver and
-/// replay can only seal (their exact actions: `template_function_roles_have_exactly_...`).
+/// `PayloadKmsKeyArn`, names that key only, and is limited by the encryption context's purpose;
+/// who may open what is exactly: the worker payloads, the receiver stored responses (retries),
+/// the console both and only when `ConsolePayloadAccess` allows it; replay opens nothing.
 #[test]
-fn kms_is_granted_on_the_payload_key_only_with_its_context_and_the_console_opens_only_if_allowed() {
+fn kms_is_granted_on_the_payload_key_only_per_purpose_and_the_console_opens_only_if_allowed() {
     let template = template();
-    let mut seen = BTreeMap::new();
+    // (function, action) -> (condition, purposes)
+    let mut seen: BTreeMap<(String, String), (String, Vec<String>)> = BTreeMap::new();
     for (id, function) in functions(&template) {
         let policies = function["Properties"]["Policies"].as_array().cloned();
         for policy in policies.unwrap_or_default() {
@@ -925,25 +931,65 @@ fn kms_is_granted_on_the_payload_key_only_with_its_context_and_the_console_opens
                     Some("PayloadKmsKeyArn"),
                     "{id}"
                 );
-                assert_eq!(
-                    granted["Condition"]["StringEquals"]["kms:EncryptionContext:purpose"],
-                    "hookledger-payload",
-                    "{id}"
+                let purpose =
+                    &granted["Condition"]["StringEquals"]["kms:EncryptionContext:purpose"];
+                let purposes: Vec<String> = match purpose {
+                    Value::String(one) => vec![one.clone()],
+                    other => other
+                        .as_array()
+                        .map(|all| {
+                            all.iter()
+                                .filter_map(|p| p.as_str().map(String::from))
+                                .collect()
+                        })
+                        .unwrap_or_default(),
+                };
+                assert!(
+                    !purposes.is_empty(),
+                    "{id}: a KMS grant without its purpose"
                 );
-                seen.insert(id.to_owned(), branches[0].as_str().unwrap_or("").to_owned());
+                for action in items(&granted["Action"]) {
+                    seen.insert(
+                        (id.to_owned(), action.as_str().unwrap_or("").to_owned()),
+                        (
+                            branches[0].as_str().unwrap_or("").to_owned(),
+                            purposes.clone(),
+                        ),
+                    );
+                }
             }
         }
     }
+    let both = || {
+        vec![
+            "hookledger-payload".to_owned(),
+            "hookledger-response".to_owned(),
+        ]
+    };
+    let one = |p: &str| vec![p.to_owned()];
+    let key = |f: &str, a: &str| (f.to_owned(), a.to_owned());
+    let on_key = |purposes| ("HasPayloadKey".to_owned(), purposes);
     assert_eq!(
         seen,
         BTreeMap::from([
             (
-                "ConsoleFunction".to_owned(),
-                "ConsoleMayOpenPayloads".to_owned()
+                key("ConsoleFunction", "kms:Decrypt"),
+                ("ConsoleMayOpenPayloads".to_owned(), both())
             ),
-            ("ReceiverFunction".to_owned(), "HasPayloadKey".to_owned()),
-            ("ReplayFunction".to_owned(), "HasPayloadKey".to_owned()),
-            ("WorkerFunction".to_owned(), "HasPayloadKey".to_owned()),
+            (
+                key("ReceiverFunction", "kms:Decrypt"),
+                on_key(one("hookledger-response"))
+            ),
+            (
+                key("ReceiverFunction", "kms:GenerateDataKey"),
+                on_key(both())
+            ),
+            (key("ReplayFunction", "kms:GenerateDataKey"), on_key(both())),
+            (
+                key("WorkerFunction", "kms:Decrypt"),
+                on_key(one("hookledger-payload"))
+            ),
+            (key("WorkerFunction", "kms:GenerateDataKey"), on_key(both())),
         ])
     );
     assert_eq!(
@@ -980,7 +1026,7 @@ Resources:
                 Resource: !GetAtt WorkerFunction.Arn
               - !Ref AWS::NoValue
             - Effect: Allow
-              Action: [kms:GenerateDataKey]
+              Action: [kms:GenerateDataKey, kms:Decrypt]
               Resource: !Ref Key
   WorkerFunction:
     Type: AWS::Serverless::Function
