@@ -69,6 +69,13 @@ fn history_line(entry: &serde_json::Value) -> String {
     if let Some(response) = entry.get("response").filter(|v| !v.is_null()) {
         parts.push(format!("response {response}"));
     }
+    // An erasure (`forget`): who asked, and why.
+    if let Some(by) = text("by") {
+        parts.push(format!("by {by:?}"));
+    }
+    if let Some(reason) = text("reason") {
+        parts.push(format!("reason {reason:?}"));
+    }
     format!(
         "{} {}{}",
         text("at").unwrap_or_else(|| "?".to_owned()),
@@ -131,6 +138,11 @@ fn summary(detail: &EventDetail) -> String {
         (
             "payload",
             match (detail.payload_bytes, detail.payload_dropped_at) {
+                (None, _) if detail.erased_at.is_some() => format!(
+                    "erased at {} (hookledger forget: see the history), sha256 {}",
+                    detail.erased_at.map(rfc3339).unwrap_or_default(),
+                    detail.payload_digest
+                ),
                 (Some(bytes), _) => {
                     format!("{bytes} bytes stored, sha256 {}", detail.payload_digest)
                 }

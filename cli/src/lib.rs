@@ -16,6 +16,7 @@ use shared::App;
 mod args;
 mod audit;
 mod console;
+mod forget;
 mod inspect;
 mod migrate;
 mod progress;
@@ -50,6 +51,12 @@ enum Command {
     /// with --ignored, re-run events that completed as `ignored` before their type had a
     /// handler; with --outbox, send dead outbox messages again (same idempotency keys).
     Redrive(redrive::Args),
+    /// Erase one event's payload, stored response, last error, history values and outbox
+    /// payloads (--event-id), or every event of a data subject's (--subject, through the
+    /// source's `subject` hash): the key, digests and times stay, so a retry is still answered
+    /// as a duplicate. Unfinished events keep their payload and are listed. Asks before it
+    /// erases (--yes does not; --dry-run only counts).
+    Forget(forget::Args),
     /// Seal a source's stored payloads again under the current master key (after configuring a
     /// new HOOKLEDGER_KMS_KEY_ID or local key, so the old one can be retired), and seal the
     /// payloads it stored in the clear before `encrypt_payload` was on; in bounded batches,
@@ -128,6 +135,7 @@ async fn run(app: App, command: Command) -> anyhow::Result<()> {
         Command::Migrate(_) | Command::CheckConfig(_) => Ok(()),
         Command::Replay(args) => replay::run(app, &settings, &pool, args).await,
         Command::Redrive(args) => redrive::run(app, &settings, &pool, args).await,
+        Command::Forget(args) => forget::run(&settings, &pool, args).await,
         Command::Reencrypt(args) => reencrypt::run(&settings, &pool, args).await,
         Command::Inspect(args) => inspect::run(&settings, &pool, args).await,
         Command::Stuck(args) => stuck::run(&settings, &pool, args).await,

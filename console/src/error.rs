@@ -4,6 +4,7 @@
 
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
+use shared::forget::ForgetError;
 use shared::ledger::LedgerError;
 use shared::redrive::RedriveError;
 
@@ -70,6 +71,20 @@ impl From<RedriveError> for PageError {
             }
             RedriveError::Pool(cause) => PageError::Unavailable(Box::new(cause)),
             RedriveError::Ledger(error) => error.into(),
+        }
+    }
+}
+
+impl From<ForgetError> for PageError {
+    fn from(error: ForgetError) -> Self {
+        match error {
+            ForgetError::Invalid(reason) => PageError::bad("forget", reason),
+            ForgetError::UnknownSource(source) => {
+                PageError::bad("source", format!("{source:?} is not a configured source"))
+            }
+            error @ ForgetError::NoSubject(_) => PageError::bad("scope", error.to_string()),
+            ForgetError::Pool(cause) => PageError::Unavailable(Box::new(cause)),
+            ForgetError::Ledger(error) => error.into(),
         }
     }
 }

@@ -10,12 +10,14 @@
 //! |---|---|
 //! | `GET /` | overview: events per minute by status, per source (SVG, `?hours=` 1 to 48, default 6), and the auditor's figures live (`shared::audit::peek`) |
 //! | `GET /events` | the ledger, newest first, with each event's outcome: `source`, `status`, `outcome` (`shared::ledger::EventOutcome`), `event_type`, `from`, `until` (claimed_at; RFC 3339 or `datetime-local`, UTC), `id_prefix` (with a `source`); keyset pages of [`pages::events::PAGE_SIZE`] (`after`, an opaque cursor) |
-//! | `GET /events/{source}/{event_id}` | one event (path segments percent-encoded): its outcome and origin, timeline, stored response, payload (behind `<details>`, never for a source that keeps digests only), outbox messages |
+//! | `GET /events/{source}/{event_id}` | one event (path segments percent-encoded): its outcome and origin, timeline, stored response, payload (behind `<details>`, never for a source that keeps digests only), outbox messages; the Forget form ([`pages::forget`]) unless read-only |
 //! | `GET /stuck` | the auditor's stuck list (`shared::audit::stuck_list`, what `hookledger stuck` prints) |
 //! | `GET /dead` | dead letters and dead outbox messages (`source`, `since`, `until`: dead_at), with re-drive links |
 //! | `GET /rejected` | the deliveries the receiver refused, per source and reason, over the last 24 hours and 7 days, and when each was last seen (`shared::rejected`, what `hookledger rejected` prints) |
 //! | `GET /redrive/confirm` | how many rows a re-drive would move (the same code's dry run): `what` (`dead` or `outbox`), `source`, and `event_id` or `since` (+ `until`) |
 //! | `POST /redrive` | the re-drive itself (`shared::redrive::run`, as `hookledger redrive`): the same fields, `confirmed` (the count confirmed) and `csrf`; refused when the count changed |
+//! | `GET /forget/confirm` | what an erasure would take (the same code's dry run), from the event page's Forget form: `source`, `event_id`, `scope` (`event` or `subject`: every event of its data subject), `by`, `reason` |
+//! | `POST /forget` | the erasure itself (`shared::forget`, as `hookledger forget`): the same fields, `confirmed` (the count confirmed) and `csrf`; refused when the count changed |
 //! | `GET /style.css` | the stylesheet |
 //!
 //! # Security
@@ -27,8 +29,8 @@
 //! needs the principal of a validated JWT instead (else 401), admitted by the deployment's
 //! allow rule (else 403). POSTs carry a CSRF token (403
 //! without it). In read-only
-//! mode ([`ConsoleConfig::read_only`]) there is no re-drive: no buttons, and the POST routes
-//! answer 403. Every response has `Cache-Control: no-store`, `X-Frame-Options: DENY`, a
+//! mode ([`ConsoleConfig::read_only`]) there is no re-drive and no erasure: no buttons, and
+//! the POST routes and their confirmations answer 403. Every response has `Cache-Control: no-store`, `X-Frame-Options: DENY`, a
 //! `Content-Security-Policy` of `default-src 'none'` (the stylesheet and images from self, forms
 //! to self) and `Referrer-Policy: no-referrer`. One log line per request: method, route
 //! template, status, duration (never the query string).
@@ -98,7 +100,7 @@ pub const DEFAULT_BIND: &str = "127.0.0.1:8470";
 pub struct ConsoleConfig {
     /// How requests prove who they are: the access token, or API Gateway's JWT authorizer.
     pub auth: Auth,
-    /// No re-drive: no buttons, and the POST routes answer 403.
+    /// No re-drive and no erasure: no buttons, and the POST routes answer 403.
     pub read_only: bool,
 }
 
@@ -179,6 +181,8 @@ impl Console {
             .route("/rejected", get(pages::rejected::page))
             .route("/redrive/confirm", get(pages::redrive::confirm))
             .route("/redrive", post(pages::redrive::submit))
+            .route("/forget/confirm", get(pages::forget::confirm))
+            .route("/forget", post(pages::forget::submit))
             .route("/style.css", get(layout::stylesheet))
             .fallback(pages::not_found)
             .layer(axum::middleware::from_fn_with_state(

@@ -272,7 +272,7 @@ fn urls(html: &str) -> Vec<String> {
         .collect()
 }
 
-const ROUTES: [&str; 9] = [
+const ROUTES: [&str; 10] = [
     "/",
     "/events",
     "/events/stripe/evt_1",
@@ -280,6 +280,7 @@ const ROUTES: [&str; 9] = [
     "/dead",
     "/rejected",
     "/redrive/confirm?what=dead&source=stripe&event_id=evt_1",
+    "/forget/confirm?source=stripe&event_id=evt_1&by=ops",
     "/style.css",
     "/no-such-page",
 ];
@@ -316,7 +317,7 @@ async fn every_route_needs_the_token_get_and_post() {
             .unwrap();
         assert_eq!(response.status(), StatusCode::UNAUTHORIZED, "{path}");
     }
-    for path in ["/redrive", "/", "/events"] {
+    for path in ["/redrive", "/forget", "/", "/events"] {
         let response = app
             .client
             .post(format!("{}{path}", app.base))
@@ -1247,9 +1248,14 @@ async fn read_only_mode_has_no_redrive() {
         let html = app.page(path).await;
         assert!(!html.contains("/redrive"), "{path}: {html}");
         assert!(!html.contains("re-drive…"), "{path}: {html}");
+        assert!(!html.contains("/forget"), "{path}: {html}");
     }
     let (status, _) = app
         .get("/redrive/confirm?what=dead&source=stripe&event_id=evt_d1")
+        .await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    let (status, _) = app
+        .get("/forget/confirm?source=stripe&event_id=evt_d1&by=ops")
         .await;
     assert_eq!(status, StatusCode::FORBIDDEN);
     let csrf = hookledger_console::auth::csrf_token(&AccessToken::new(&app.token).unwrap());
@@ -1727,6 +1733,17 @@ async fn hostile_filters_cursors_and_paths_are_400_or_404_never_500_or_503() {
         "/redrive/confirm?what=dead&source=stripe&event_id=%00".to_owned(),
         "/redrive/confirm?what=dead&source=%00&event_id=x".to_owned(),
         "/redrive/confirm?what=outbox&source=stripe&event_id=%00".to_owned(),
+        "/forget/confirm?source=stripe&event_id=%00&by=ops".to_owned(),
+        "/forget/confirm?source=%00&event_id=x&by=ops".to_owned(),
+        "/forget/confirm?source=stripe&event_id=evt_d1&by=o%00ps".to_owned(),
+        "/forget/confirm?source=stripe&event_id=evt_d1&by=ops&reason=%00".to_owned(),
+        "/forget/confirm?source=stripe&event_id=evt_d1&scope=%00&by=ops".to_owned(),
+        "/forget/confirm?source=stripe&event_id=evt_d1&scope=subject&by=ops".to_owned(),
+        "/forget/confirm?source=stripe&event_id=evt_d1".to_owned(),
+        format!(
+            "/forget/confirm?source=stripe&event_id=evt_d1&by={}",
+            "x".repeat(300)
+        ),
         "/?hours=99999999999999999999999".to_owned(),
         "/?hours=-1".to_owned(),
         "/?hours=0".to_owned(),

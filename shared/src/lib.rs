@@ -16,6 +16,7 @@ pub mod doorbell;
 pub mod effect;
 pub mod error_chain;
 pub mod expression;
+pub mod forget;
 pub mod github_app;
 pub mod handler;
 pub mod invocation;

@@ -253,6 +253,7 @@ pub async fn page(
             tr { th { "next attempt at" } td { (maybe_time(detail.next_attempt_at)) } }
             tr { th { "lease expires at" } td { (maybe_time(detail.lease_expires_at)) } }
             tr { th { "payload" } td.mono #payload { @match (detail.payload_bytes, detail.payload_dropped_at) {
+                (None, _) if detail.erased_at.is_some() => { "erased at " (maybe_time(detail.erased_at)) " (hookledger forget: see the timeline), sha256 " (detail.payload_digest) }
                 (Some(bytes), _) => { (bytes) " bytes stored, sha256 " (detail.payload_digest) }
                 (None, Some(at)) => { "dropped at " (maybe_time(Some(at))) " (the source's payload retention), sha256 " (detail.payload_digest) }
                 (None, None) => { "not stored (the source keeps digests only), sha256 " (detail.payload_digest) }
@@ -264,6 +265,8 @@ pub async fn page(
         @if dead_messages > 0 && !read_only {
             p { a href=(url_with("/redrive/confirm", &[("what", "outbox"), ("source", &detail.source), ("event_id", &detail.event_id)])) { "Re-drive its " (dead_messages) " dead outbox messages…" } }
         }
+        // Erasure (issue 28): the Forget form, behind a confirmation page (pages::forget).
+        @if !read_only { (super::forget::form(&state, &detail.source, &detail.event_id)) }
         h2 { "Timeline" }
         table #timeline {
             tr { th { "at (UTC)" } th { "what" } }

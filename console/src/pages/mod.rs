@@ -8,6 +8,7 @@ use crate::{AppState, PageError};
 pub mod dead;
 pub mod event;
 pub mod events;
+pub mod forget;
 pub mod overview;
 pub mod redrive;
 pub mod rejected;

@@ -8,6 +8,7 @@ use serde::Deserialize;
 use serde_json::Value;
 use shared::db::Pool;
 use shared::error_chain::error_chain;
+use shared::forget::ForgetRequest;
 use shared::handler::Registry;
 use shared::invocation::{deadline, remaining};
 use shared::redrive::RedriveSpec;
@@ -61,6 +62,14 @@ pub struct InspectInput {
     pub inspect: String,
 }
 
+/// An erasure: `{"forget": {"source", "event_id" | "subject", "by", "reason"?, "dry_run"?}}`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ForgetInput {
+    /// What to erase, and who asks.
+    pub forget: ForgetRequest,
+}
+
 /// One invocation's input.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Input {
@@ -70,6 +79,8 @@ pub enum Input {
     Redrive(RedriveInput),
     /// Read one event in full.
     Inspect(InspectInput),
+    /// Erase one event's, or a data subject's, payloads (`shared::forget`).
+    Forget(ForgetInput),
 }
 
 /// Why an invocation's input is refused (fatal to the invocation: fix the input).
@@ -77,12 +88,12 @@ pub enum Input {
 pub enum InputError {
     /// Not a JSON object.
     NotAnObject,
-    /// Both `redrive` and `inspect`.
+    /// More than one of `redrive`, `inspect` and `forget`.
     Ambiguous,
-    /// The object does not have the shape of its kind (`replay`, `redrive` or `inspect`): the
-    /// source names the missing or unknown field.
+    /// The object does not have the shape of its kind (`replay`, `redrive`, `inspect` or
+    /// `forget`): the source names the missing or unknown field.
     Invalid {
-        /// `replay`, `redrive` or `inspect`.
+        /// `replay`, `redrive`, `inspect` or `forget`.
         what: &'static str,
         /// serde's error (the operator's own input: no secret in it).
         source: serde_json::Error,
@@ -94,9 +105,10 @@ impl std::fmt::Display for InputError {
         match self {
             InputError::NotAnObject => f.write_str(
                 "the input must be a JSON object: {\"source\", \"since\", ...}, \
-                 {\"source\", \"redrive\": {...}} or {\"source\", \"inspect\": \"...\"}",
+                 {\"source\", \"redrive\": {...}}, {\"source\", \"inspect\": \"...\"} or \
+                 {\"forget\": {...}}",
             ),
-            InputError::Ambiguous => f.write_str("give redrive or inspect, not both"),
+            InputError::Ambiguous => f.write_str("give one of redrive, inspect and forget"),
             InputError::Invalid { what, .. } => write!(f, "invalid {what} input"),
         }
     }
@@ -113,11 +125,11 @@ impl std::error::Error for InputError {
 
 impl Input {
     /// Reads the input: an object with `redrive` is a re-drive, one with `inspect` an
-    /// inspection, anything else a replay.
+    /// inspection, one with `forget` an erasure, anything else a replay.
     ///
     /// # Errors
-    /// [`InputError`] naming the problem (not an object, both `redrive` and `inspect`, a
-    /// missing or unknown field).
+    /// [`InputError`] naming the problem (not an object, more than one of `redrive`,
+    /// `inspect` and `forget`, a missing or unknown field).
     pub fn parse(value: Value) -> Result<Self, InputError> {
         let Some(object) = value.as_object() else {
             return Err(InputError::NotAnObject);
@@ -126,17 +138,21 @@ impl Input {
         match (
             object.contains_key("redrive"),
             object.contains_key("inspect"),
+            object.contains_key("forget"),
         ) {
-            (true, true) => Err(InputError::Ambiguous),
-            (true, false) => serde_json::from_value(value)
+            (true, false, false) => serde_json::from_value(value)
                 .map(Input::Redrive)
                 .map_err(invalid("redrive")),
-            (false, true) => serde_json::from_value(value)
+            (false, true, false) => serde_json::from_value(value)
                 .map(Input::Inspect)
                 .map_err(invalid("inspect")),
-            (false, false) => serde_json::from_value(value)
+            (false, false, true) => serde_json::from_value(value)
+                .map(Input::Forget)
+                .map_err(invalid("forget")),
+            (false, false, false) => serde_json::from_value(value)
                 .map(Input::Replay)
                 .map_err(invalid("replay")),
+            _ => Err(InputError::Ambiguous),
         }
     }
 }
@@ -200,6 +216,13 @@ pub async fn handle(
             .map_err(|e| error_chain(&e))?;
             Ok(serde_json::to_value(report)?)
         }
+        Input::Forget(input) => {
+            let sources = receiver.sources.current();
+            let report = shared::forget::run(&receiver.pool, &sources, &input.forget)
+                .await
+                .map_err(|e| error_chain(&e))?;
+            Ok(serde_json::to_value(report)?)
+        }
         Input::Inspect(input) => {
             match shared::redrive::inspect(&receiver.pool, &input.source, &input.inspect)
                 .await
@@ -222,7 +245,7 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn the_three_input_shapes_parse_and_others_are_refused_by_name() {
+    fn the_four_input_shapes_parse_and_others_are_refused_by_name() {
         let replay = Input::parse(json!({"source": "stripe", "since": "2026-12-01T00:00:00Z",
                                          "dry_run": true}))
         .unwrap();
@@ -241,6 +264,14 @@ mod tests {
         let e = refused(json!([1]));
         assert!(e.contains("JSON object"), "{e}");
         let e = refused(json!({"source": "s", "redrive": {}, "inspect": "x"}));
-        assert!(e.contains("not both"), "{e}");
+        assert!(e.contains("one of"), "{e}");
+        let forget = Input::parse(json!({"forget": {"source": "s", "subject": "cus_1",
+                                         "by": "ops", "reason": "ticket 7"}}))
+        .unwrap();
+        assert!(matches!(forget, Input::Forget(f) if f.forget.subject.is_some()));
+        let e = refused(json!({"forget": {"source": "s", "by": "ops", "subjekt": "x"}}));
+        assert!(e.contains("subjekt"), "{e}");
+        let e = refused(json!({"source": "s", "forget": {}}));
+        assert!(e.contains("source"), "{e}");
     }
 }

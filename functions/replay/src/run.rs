@@ -7,7 +7,9 @@
 //!     GitHub: redeliveries), see `shared::replay`;
 //!   - `{"source", "redrive": {"status": "dead" | "ignored", ...}, "dry_run"?}`: re-drive dead
 //!     letters or re-run ignored events, see `shared::redrive`;
-//!   - `{"source", "inspect": "<event_id>"}`: one ledger row in full.
+//!   - `{"source", "inspect": "<event_id>"}`: one ledger row in full;
+//!   - `{"forget": {"source", "event_id" | "subject", "by", "reason"?, "dry_run"?}}`: erase one
+//!     event's payloads, or a data subject's, keeping the keys, see `shared::forget`.
 //! - Output: the report as JSON (`{"fetched", "new", "duplicates", "redelivered", "failed",
 //!   "next_cursor"}` for a replay). Bounded by the invocation's deadline: a replay that stops
 //!   early returns `next_cursor`; invoke again with `"starting_after": next_cursor`.
@@ -17,7 +19,8 @@
 //!   `github_hook`); `HOOKLEDGER_WORKER_FUNCTION` (the doorbell for deferred sources).
 //! - Side effects: ledger rows (marked `replayed_at`) and the handlers' business rows for new
 //!   Stripe and Paddle events; redelivery requests to GitHub; re-driven rows back to
-//!   `claimed`. One `replay_run` (or `redrive`) log line per invocation.
+//!   `claimed`; erased payloads, responses and outbox payloads. One `replay_run` (or
+//!   `redrive`, `forget`) log line per invocation.
 //!
 //! [`main`] is the function's whole life in its execution environment, for a binary to call.
 

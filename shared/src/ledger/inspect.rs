@@ -40,6 +40,9 @@ pub struct EventDetail {
     /// When the sweeper dropped the payload and stored response (the source's
     /// `payload_retention_hours`); `None` while they are kept.
     pub payload_dropped_at: Option<SystemTime>,
+    /// When `hookledger forget` erased the payload, stored response and earlier answers (who
+    /// and why: the history's last `forget` entry); `None` when never.
+    pub erased_at: Option<SystemTime>,
     /// When the key was (last) claimed: the first delivery, or the latest re-drive.
     pub claimed_at: SystemTime,
     /// When it completed.
@@ -125,7 +128,7 @@ impl EventDetail {
     /// The row as the CLI's `inspect --json` and the replay function's `inspect` print it:
     /// `{"source", "event_id", "event_type", "status", "outcome", "attempts", "last_error",
     /// "response_status", "response_body", "payload_digest", "payload_bytes",
-    /// "payload_dropped_at", "claimed_at",
+    /// "payload_dropped_at", "erased_at", "claimed_at",
     /// "completed_at", "dead_at", "next_attempt_at", "lease_expires_at", "replayed",
     /// "replayed_at", "history", "outbox"}`, times in RFC 3339 (UTC, milliseconds) or `null`;
     /// `outbox` is a list of [`MessageDetail::to_json`].
@@ -144,6 +147,7 @@ impl EventDetail {
             "payload_digest": self.payload_digest,
             "payload_bytes": self.payload_bytes,
             "payload_dropped_at": time(self.payload_dropped_at),
+            "erased_at": time(self.erased_at),
             "claimed_at": rfc3339(self.claimed_at),
             "completed_at": time(self.completed_at),
             "dead_at": time(self.dead_at),
@@ -178,7 +182,8 @@ SELECT source, event_id, event_type, status::text, attempts, last_error, respons
        coalesce(history, '[]'::jsonb), lease_token, payload_dropped_at,
        ",
         crate::event_outcome_sql!(),
-        "
+        ",
+       erased_at
 FROM webhook_event
 WHERE source = $1
   AND event_id = $2"
@@ -240,6 +245,7 @@ pub async fn inspect(
         payload_digest: row.try_get(8)?,
         payload_bytes: row.try_get(9)?,
         payload_dropped_at: row.try_get(18)?,
+        erased_at: row.try_get(20)?,
         claimed_at: row.try_get(10)?,
         completed_at: row.try_get(11)?,
         dead_at: row.try_get(12)?,

@@ -29,7 +29,8 @@ pub struct OutboxIdClasses {
 
 static CLASSIFY_IDS: Sql = Sql {
     text: "\
-SELECT event_id, count(*) FILTER (WHERE status = 'dead'), count(*)
+-- An erased dead message (hookledger forget) has nothing left to send: not counted as dead.
+SELECT event_id, count(*) FILTER (WHERE status = 'dead' AND payload_dropped_at IS NULL), count(*)
 FROM outbox
 WHERE source = $1
   AND event_id = ANY ($2)
@@ -94,6 +95,8 @@ WITH picked AS (
     WHERE source = $1
       AND event_id = ANY ($2)
       AND status = 'dead'
+      -- An erased message (hookledger forget) has nothing left to send.
+      AND payload_dropped_at IS NULL
     ORDER BY event_id, n
     LIMIT $3
     FOR UPDATE SKIP LOCKED
@@ -119,6 +122,8 @@ WITH picked AS (
     FROM outbox
     WHERE source = $1
       AND status = 'dead'
+      -- An erased message (hookledger forget) has nothing left to send.
+      AND payload_dropped_at IS NULL
       AND dead_at >= $2
       AND dead_at < $3
     ORDER BY dead_at, event_id, n
@@ -145,6 +150,8 @@ SELECT count(*)
 FROM outbox
 WHERE source = $1
   AND status = 'dead'
+  -- An erased message (hookledger forget) has nothing left to send.
+  AND payload_dropped_at IS NULL
   AND dead_at >= $2
   AND dead_at < $3",
     types: &[Type::TEXT, Type::TIMESTAMPTZ, Type::TIMESTAMPTZ],
@@ -156,6 +163,8 @@ SELECT event_id, n
 FROM outbox
 WHERE source = $1
   AND status = 'dead'
+  -- An erased message (hookledger forget) has nothing left to send.
+  AND payload_dropped_at IS NULL
   AND dead_at >= $2
   AND dead_at < $3
 ORDER BY dead_at, event_id, n
@@ -170,6 +179,8 @@ FROM outbox
 WHERE source = $1
   AND event_id = ANY ($2)
   AND status = 'dead'
+  -- An erased message (hookledger forget) has nothing left to send.
+  AND payload_dropped_at IS NULL
 ORDER BY event_id, n
 LIMIT $3",
     types: &[Type::TEXT, Type::TEXT_ARRAY, Type::INT8],

@@ -23,7 +23,10 @@
 //!
 //! What a dropped row answers a retry with: its original status and, as body, the recorded
 //! no-op for an ignored event (unchanged: it holds only the type), `{"status": "stale"}` for a
-//! stale one, else [`DROPPED_RESPONSE`]; with `Idempotent-Replayed: true` as before.
+//! stale one, else [`DROPPED_RESPONSE`]; with `Idempotent-Replayed: true` as before. The rule
+//! is `emptied_response_sql!`, which erasure (`crate::forget`) shares; a row erased before
+//! its payload retention ends is skipped (nothing is left to drop, and it keeps the erased
+//! answer) unless it was claimed again since and holds a payload.
 
 use std::time::SystemTime;
 
@@ -40,6 +43,31 @@ macro_rules! dropped_response {
     };
 }
 
+/// The stored response of a completed row whose payload goes, as a SQL expression (type
+/// `jsonb`) on the row's unqualified columns: the recorded no-op of an ignored event kept (it
+/// holds only the event's type), `{"status": "stale"}` for a stale one (the ordering guard's
+/// no-op: the handler's body may say more), else `$replacement` (a JSON text literal). The
+/// payload sweep's rule, and erasure's (`crate::forget`): one rule for what an emptied row
+/// answers its retries with. Expands to a string literal, for `concat!` in statement texts.
+macro_rules! emptied_response_sql {
+    ($($replacement:tt)*) => {
+        concat!(
+            "CASE
+            WHEN ",
+            crate::ignored_response_sql!(),
+            " THEN response_body
+            WHEN ",
+            crate::stale_response_sql!(),
+            " THEN '{\"status\": \"stale\"}'::jsonb
+            ELSE '",
+            $($replacement)*,
+            "'::jsonb
+        END"
+        )
+    };
+}
+pub(crate) use emptied_response_sql;
+
 /// The response body a processed event answers retries with once its payload is dropped: the
 /// handler's own answer may quote the payload. JSON text.
 pub const DROPPED_RESPONSE: &str = dropped_response!();
@@ -55,17 +83,9 @@ pub static DROP_PAYLOADS: Sql = Sql {
 WITH dropped AS (
     UPDATE webhook_event
     SET payload = NULL,
-        response_body = CASE
-            WHEN ",
-        crate::ignored_response_sql!(),
-        " THEN response_body
-            WHEN ",
-        crate::stale_response_sql!(),
-        " THEN '{\"status\": \"stale\"}'::jsonb
-            ELSE '",
-        dropped_response!(),
-        "'::jsonb
-        END,
+        response_body = ",
+        emptied_response_sql!(dropped_response!()),
+        ",
         payload_dropped_at = now()
     WHERE ctid = ANY (ARRAY(
         SELECT ctid
@@ -75,6 +95,9 @@ WITH dropped AS (
           AND claimed_at < $3
           AND status = 'completed'
           AND payload_dropped_at IS NULL
+          -- An erased row (crate::forget) has nothing left to drop, and keeps its answer;
+          -- one claimed again since holds a new payload.
+          AND (erased_at IS NULL OR payload IS NOT NULL)
         ORDER BY claimed_at
         LIMIT $4
         -- Not SKIP LOCKED: a row a delivery holds right now is waited for (a duplicate's
@@ -84,6 +107,7 @@ WITH dropped AS (
       -- Re-checked on the locked row.
       AND status = 'completed'
       AND payload_dropped_at IS NULL
+      AND (erased_at IS NULL OR payload IS NOT NULL)
     RETURNING claimed_at
 ), marked AS (
     INSERT INTO payload_sweep (source, swept_until)

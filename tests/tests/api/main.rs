@@ -14,6 +14,7 @@ mod delivery_metrics;
 mod docs;
 mod encryption;
 mod events;
+mod forget;
 mod half_open;
 mod handler_lock_wait;
 mod handler_outcomes;

@@ -445,31 +445,68 @@ async fn delivered_outbox_messages_lose_their_payload_and_undelivered_ones_keep_
     assert!(detail.unwrap().is_none());
 }
 
-/// docs/operations/privacy.md's manual erasure, run as written (the two statements of its SQL
-/// block, on one event): the table's constraints accept it, the payloads go, and a retry is
-/// still a duplicate that runs nothing.
+/// `line`'s words as a shell splits them: on spaces, except inside double quotes.
+fn shell_words(line: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    let mut word = String::new();
+    let mut quoted = false;
+    for c in line.chars() {
+        match c {
+            '"' => quoted = !quoted,
+            ' ' if !quoted => {
+                if !word.is_empty() {
+                    words.push(std::mem::take(&mut word));
+                }
+            }
+            c => word.push(c),
+        }
+    }
+    if !word.is_empty() {
+        words.push(word);
+    }
+    words
+}
+
+/// docs/operations/privacy.md's erasure of one event, run as written (its `hookledger forget
+/// --event-id` line, with the event's id): the payloads go, a retry is still a duplicate that
+/// runs nothing, and a payload sweep afterwards leaves the erased answer as it is.
 #[tokio::test]
-async fn the_privacy_pages_manual_erasure_runs_and_keeps_the_duplicate_answer() {
+async fn the_privacy_pages_erasure_command_runs_and_keeps_the_duplicate_answer() {
     let page =
         std::fs::read_to_string(hookledger_tests::repo_root().join("docs/operations/privacy.md"))
             .unwrap();
-    let sql = page
-        .split("```sql\n")
-        .nth(1)
-        .and_then(|rest| rest.split("```").next())
-        .expect("the page's SQL block")
-        .replace("'evt_...'", "'evt_erase'");
+    let line = page
+        .lines()
+        .find(|line| line.starts_with("hookledger forget ") && line.contains("--event-id"))
+        .expect("the page's command for one event");
+    let args: Vec<String> = shell_words(line)
+        .into_iter()
+        .skip(1)
+        .map(|word| word.replace("evt_...", "evt_erase"))
+        .collect();
     let app = app_with_payload_retention(24).await;
     let delivery = stripe_payment("evt_erase", "ord_erase", 900, NOW);
     assert_eq!(app.receive("stripe", &delivery).await.status, 200);
-    let owner = app.db.connect().await.unwrap();
-    owner.batch_execute(&sql).await.unwrap();
+    let output = hookledger_tests::hookledger_command(
+        env!("CARGO_BIN_EXE_hookledger-examples"),
+        &app.db.url,
+        &hookledger_tests::events_dir().join("sources.local.json"),
+    )
+    .args(&args)
+    .output()
+    .await
+    .unwrap();
+    hookledger_tests::test_log::record("hookledger", &output);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
     let detail = shared::redrive::inspect(&app.receiver().pool, "stripe", "evt_erase")
         .await
         .unwrap()
         .expect("the key stays");
     assert_eq!(detail.payload_bytes, None);
-    assert!(detail.payload_dropped_at.is_some());
     assert!(!detail.to_json().to_string().contains(MARK));
     let retry = app.receive("stripe", &delivery).await;
     assert_eq!(
@@ -478,5 +515,13 @@ async fn the_privacy_pages_manual_erasure_runs_and_keeps_the_duplicate_answer() 
         "{}",
         retry.body
     );
+    assert_eq!(retry.body, shared::forget::ERASED_RESPONSE);
     assert_eq!(app.count("SELECT count(*) FROM orders").await, 1);
+    // The payload sweep, past the retention: nothing left to drop, the erased answer stays.
+    let later = SystemTime::now() + Duration::from_secs(48 * 3600);
+    assert_eq!(sweep(&app, later, 10).await.payloads_dropped, 0);
+    assert_eq!(
+        app.receive("stripe", &delivery).await.body,
+        shared::forget::ERASED_RESPONSE
+    );
 }

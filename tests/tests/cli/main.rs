@@ -4,6 +4,7 @@
 //! one).
 
 mod console;
+mod forget;
 mod operator;
 mod replay;
 mod sweep;
