@@ -237,6 +237,27 @@ pub async fn page(
     let read_only = state.config.read_only;
     let dead_messages = detail.outbox.iter().filter(|m| m.status == "dead").count();
     let response = match (&detail.response_status, &detail.response_body) {
+        // A sealed response (`encrypt_payload`) is opened like the payload, or said to be sealed.
+        (Some(status), Some(body))
+            if shared::privacy::response::envelope_of(&body.to_string()).is_some() =>
+        {
+            let opened = match &state.settings.payload_keys {
+                Some(keys) => shared::privacy::response::open_response(
+                    keys,
+                    &source,
+                    &event_id,
+                    &body.to_string(),
+                )
+                .await
+                .ok()
+                .flatten(),
+                None => None,
+            };
+            match opened {
+                Some(text) => format!("{status} {text}"),
+                None => format!("{status} (sealed: encrypted at rest)"),
+            }
+        }
         (Some(status), Some(body)) => format!("{status} {body}"),
         (Some(status), None) => status.to_string(),
         _ => "-".to_owned(),

@@ -487,9 +487,21 @@ async fn a_stored_response_is_sealed_and_every_retry_gets_the_first_answers_byte
         .receive("vault", &delivery.headers, &delivery.body, NOW)
         .await;
     assert_eq!(
-        (retry.status, retry.replayed, retry.body),
-        (200, true, first.body)
+        (retry.status, retry.replayed, retry.body.as_str()),
+        (200, true, first.body.as_str())
     );
+    // The console opens it with its keys, and says it is sealed without them.
+    let html = console_page(&app, app.settings.clone(), "/events/vault/msg_r1").await;
+    assert!(
+        !html.contains("(sealed: encrypted at rest)") && !html.contains("sealed&quot;"),
+        "the console opens the response"
+    );
+    let keyless_console = shared::Settings {
+        payload_keys: None,
+        ..app.settings.clone()
+    };
+    let html = console_page(&app, keyless_console, "/events/vault/msg_r1").await;
+    assert!(html.contains("(sealed: encrypted at rest)") && !html.contains(MARK));
     // A receiver without the keys cannot answer it: a 503 the provider retries, no value.
     let keyless = shared::Settings {
         payload_keys: None,
