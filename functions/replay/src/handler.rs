@@ -109,6 +109,13 @@ impl std::fmt::Display for InputError {
                  {\"forget\": {...}}",
             ),
             InputError::Ambiguous => f.write_str("give one of redrive, inspect and forget"),
+            // serde's message quotes the offending value, and a forget input's values are a
+            // data subject's identifier: its shape instead (and nothing of serde's).
+            InputError::Invalid { what: "forget", .. } => f.write_str(
+                "invalid forget input: expected {\"forget\": {\"source\": \"...\", \
+                 \"event_id\": \"...\" or \"subject\": \"...\" (strings), \"by\": \"...\", \
+                 \"reason\": \"...\" (optional), \"dry_run\": true (optional)}}",
+            ),
             InputError::Invalid { what, .. } => write!(f, "invalid {what} input"),
         }
     }
@@ -117,6 +124,7 @@ impl std::fmt::Display for InputError {
 impl std::error::Error for InputError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
+            InputError::Invalid { what: "forget", .. } => None,
             InputError::Invalid { source, .. } => Some(source),
             InputError::NotAnObject | InputError::Ambiguous => None,
         }

@@ -5,9 +5,11 @@
 //!
 //! Pointers are RFC 6901 (`/data/object/customer_details/email`, `~1` for `/` and `~0` for
 //! `~` inside a name), with one addition: a segment `*` matches every member of an object or
-//! element of an array (`/data/object/items/*/description`). A form-encoded body
-//! (`application/x-www-form-urlencoded`: Twilio, Slack commands) is read as one flat object of
-//! its fields, so `/Body` redacts the field `Body`.
+//! element of an array (`/data/object/items/*/description`). The pointers name places in the
+//! document the handlers read (`hookledger_verify::extract::document_of`): a form-encoded body
+//! with a `payload` field (GitHub's form deliveries, Slack interactivity) carries its JSON
+//! document in that field, which is redacted there; any other form body (Twilio, Slack
+//! commands) is read as one flat object of its fields, so `/Body` redacts the field `Body`.
 //!
 //! A JSON body keeps its bytes outside the replaced values (member order, spacing, numbers as
 //! written); a form body is re-encoded field by field.
@@ -130,7 +132,7 @@ impl Redaction {
                     Cow::Borrowed(body)
                 })
             }
-            _ => Ok(redact_form(body, &all)),
+            _ => redact_form(body, &all),
         }
     }
 }
@@ -222,18 +224,37 @@ fn rewrite(
     Ok(changed)
 }
 
-fn redact_form<'b>(body: &'b [u8], pointers: &[&[Segment]]) -> Cow<'b, [u8]> {
+fn redact_form<'b>(body: &'b [u8], pointers: &[&[Segment]]) -> Result<Cow<'b, [u8]>, Unredactable> {
+    let pairs: Vec<(Cow<'_, str>, Cow<'_, str>)> = form_urlencoded::parse(body).collect();
+    // GitHub's form deliveries and Slack interactivity: the document is the JSON in the
+    // `payload` field (as `hookledger_verify::extract::document_of` reads it), so the pointers
+    // apply inside it.
+    if let Some(at) = pairs.iter().position(|(name, _)| name == "payload") {
+        let inner = pairs[at].1.as_ref();
+        if !matches!(inner.trim_start().as_bytes().first(), Some(b'{' | b'[')) {
+            return Err(Unredactable::Json);
+        }
+        let raw: &RawValue = serde_json::from_str(inner).map_err(|_| Unredactable::Json)?;
+        let mut redacted = String::with_capacity(inner.len());
+        if !rewrite(raw, pointers, &mut redacted).map_err(|_| Unredactable::Json)? {
+            return Ok(Cow::Borrowed(body));
+        }
+        let mut out = form_urlencoded::Serializer::new(String::with_capacity(body.len()));
+        for (index, (name, value)) in pairs.iter().enumerate() {
+            out.append_pair(name, if index == at { &redacted } else { value });
+        }
+        return Ok(Cow::Owned(out.finish().into_bytes()));
+    }
     let fields: Vec<&Segment> = pointers
         .iter()
         .filter(|rest| rest.len() == 1)
         .map(|rest| &rest[0])
         .collect();
-    let pairs: Vec<(Cow<'_, str>, Cow<'_, str>)> = form_urlencoded::parse(body).collect();
     if !pairs
         .iter()
         .any(|(name, _)| fields.iter().any(|field| field.matches_member(name)))
     {
-        return Cow::Borrowed(body);
+        return Ok(Cow::Borrowed(body));
     }
     let mut out = form_urlencoded::Serializer::new(String::with_capacity(body.len()));
     for (name, value) in &pairs {
@@ -243,7 +264,7 @@ fn redact_form<'b>(body: &'b [u8], pointers: &[&[Segment]]) -> Cow<'b, [u8]> {
             out.append_pair(name, value);
         }
     }
-    Cow::Owned(out.finish().into_bytes())
+    Ok(Cow::Owned(out.finish().into_bytes()))
 }
 
 /// An object's members in their order, values as raw JSON (`serde_json::Map` would sort them).

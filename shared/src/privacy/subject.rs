@@ -12,6 +12,7 @@
 use hmac::{KeyInit, Mac};
 use secrecy::{ExposeSecret, SecretString};
 use serde::Deserialize;
+use serde_json::value::RawValue;
 
 /// The shortest subject key accepted, in bytes.
 pub const MIN_KEY_LEN: usize = 16;
@@ -82,17 +83,17 @@ impl Subject {
         })
     }
 
-    /// The subject hash of a payload: the hash of the first pointer's string or number, or
-    /// `None` when the payload is not JSON or no pointer reaches one.
-    pub fn of_payload(&self, body: &[u8]) -> Option<[u8; HASH_LEN]> {
-        let document: serde_json::Value = serde_json::from_slice(body).ok()?;
+    /// The subject hash of a document (the JSON the handlers read): the hash of the first
+    /// pointer's string (its characters, escapes resolved) or number (as written: `123`, never
+    /// re-rendered, so two long ids never share a hash), or `None` when the document is not
+    /// JSON or no pointer reaches one.
+    pub fn of_payload(&self, document: &[u8]) -> Option<[u8; HASH_LEN]> {
+        let text = std::str::from_utf8(document).ok()?;
+        let root: &RawValue = serde_json::from_str(text).ok()?;
         self.pointers
             .iter()
-            .find_map(|pointer| match document.pointer(pointer)? {
-                serde_json::Value::String(text) => Some(self.hash(text)),
-                serde_json::Value::Number(number) => Some(self.hash(&number.to_string())),
-                _ => None,
-            })
+            .find_map(|pointer| identifier_at(root, pointer))
+            .map(|identifier| self.hash(&identifier))
     }
 
     /// The subject hash of an identifier as an erasure request names it (`cus_123`).
@@ -105,6 +106,34 @@ impl Subject {
         };
         mac.update(identifier.as_bytes());
         mac.finalize().into_bytes().into()
+    }
+}
+
+/// The identifier `pointer` (RFC 6901) reaches in `root`: a string's characters or a number's
+/// text as written; `None` for anything else or nothing there. Objects with a member twice
+/// take the last, as the handlers' parser does.
+fn identifier_at(root: &RawValue, pointer: &str) -> Option<String> {
+    let mut at = root;
+    for segment in pointer.strip_prefix('/')?.split('/') {
+        let name = segment.replace("~1", "/").replace("~0", "~");
+        at = match at.get().as_bytes().first()? {
+            b'{' => {
+                let members: std::collections::HashMap<String, &RawValue> =
+                    serde_json::from_str(at.get()).ok()?;
+                *members.get(&name)?
+            }
+            b'[' => {
+                let elements: Vec<&RawValue> = serde_json::from_str(at.get()).ok()?;
+                let index: usize = name.parse().ok()?;
+                *elements.get(index)?
+            }
+            _ => return None,
+        };
+    }
+    match at.get().as_bytes().first()? {
+        b'"' => serde_json::from_str::<String>(at.get()).ok(),
+        b'-' | b'0'..=b'9' => Some(at.get().to_owned()),
+        _ => None,
     }
 }
 
@@ -141,6 +170,16 @@ mod tests {
         assert_eq!(
             s.of_payload(br#"{"data": {"object": {"customer": 42}}}"#),
             Some(s.hash("42"))
+        );
+        // A long number as written, not as a float would render it.
+        let long = br#"{"data": {"object": {"customer": 12345678901234567890123}}}"#;
+        assert_eq!(s.of_payload(long), Some(s.hash("12345678901234567890123")));
+        let next = br#"{"data": {"object": {"customer": 12345678901234567890124}}}"#;
+        assert_ne!(s.of_payload(long), s.of_payload(next));
+        // Escapes resolved.
+        assert_eq!(
+            s.of_payload(br#"{"data": {"object": {"customer": "cus_\u0039"}}}"#),
+            Some(s.hash("cus_9"))
         );
     }
 

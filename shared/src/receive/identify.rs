@@ -94,7 +94,7 @@ pub(super) fn identify<'b>(
     // Stripe re-renders `pending_webhooks` at each attempt), in one pass when they agree.
     match hookledger_verify::identity::payload_hashes(config.scheme, body) {
         Ok(hashes) => {
-            let kept = Kept::of(config, &meta.event_id, body, hashes);
+            let kept = Kept::of(config, &meta.event_id, body, &meta.document, hashes);
             Ok(Identified::One(meta, kept))
         }
         Err(error) => {
@@ -112,9 +112,9 @@ fn kept_of<'b>(
     hashes: hookledger_verify::identity::PayloadHashes,
 ) -> Kept<'b> {
     match &meta.document {
-        std::borrow::Cow::Borrowed(bytes) => Kept::of(config, &meta.event_id, bytes, hashes),
+        std::borrow::Cow::Borrowed(bytes) => Kept::of(config, &meta.event_id, bytes, bytes, hashes),
         std::borrow::Cow::Owned(bytes) => {
-            let kept = Kept::of(config, &meta.event_id, bytes, hashes);
+            let kept = Kept::of(config, &meta.event_id, bytes, bytes, hashes);
             Kept {
                 hashes: kept.hashes,
                 unfinished: kept

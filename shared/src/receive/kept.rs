@@ -34,18 +34,20 @@ pub(crate) struct Kept<'b> {
 }
 
 impl<'b> Kept<'b> {
-    /// What `config` keeps of `body` (the event's own bytes; `event_id` only for the log line
-    /// of a body that cannot be redacted).
+    /// What `config` keeps of `body` (the event's own bytes), whose `document` is the JSON
+    /// the handlers read (the body, or what a form carries: the subject is named there);
+    /// `event_id` only for the log line of a body that cannot be redacted.
     pub(crate) fn of(
         config: &SourceConfig,
         event_id: &str,
         body: &'b [u8],
+        document: &[u8],
         hashes: PayloadHashes,
     ) -> Self {
         let subject = config
             .subject
             .as_ref()
-            .and_then(|subject| subject.of_payload(body));
+            .and_then(|subject| subject.of_payload(document));
         if !config.store_payload {
             return Self {
                 hashes,

@@ -37,6 +37,7 @@ mod payload_marker;
 mod payload_retention;
 mod pooler;
 mod presets;
+mod privacy_hostile;
 mod receive;
 mod redaction;
 mod redrive;

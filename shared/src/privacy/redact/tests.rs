@@ -136,3 +136,26 @@ proptest::proptest! {
         }
     }
 }
+
+#[test]
+fn a_form_with_a_payload_field_is_redacted_inside_its_json() {
+    let inner = r#"{"pusher": {"email": "ada@example.com", "name": "ada"}, "ref": "main"}"#;
+    let body: String = form_urlencoded::Serializer::new(String::new())
+        .append_pair("payload", inner)
+        .finish();
+    let out = applied(&["/pusher/email"], &body);
+    let fields: Vec<(String, String)> = form_urlencoded::parse(out.as_bytes())
+        .into_owned()
+        .collect();
+    assert_eq!(fields.len(), 1);
+    assert_eq!(fields[0].0, "payload");
+    assert_eq!(
+        fields[0].1,
+        r#"{"pusher":{"email":"[redacted]","name":"ada"},"ref":"main"}"#
+    );
+    // A payload field that is not JSON cannot be redacted: never stored as it is.
+    assert_eq!(
+        redaction(&["/a"]).apply(b"payload=not-json"),
+        Err(Unredactable::Json)
+    );
+}
