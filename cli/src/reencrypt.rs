@@ -67,6 +67,17 @@ fn summary(source: &str, current: &str, report: &ReencryptReport) -> String {
          sealed from the clear; {} left as they were\n",
         report.read, report.batches, report.resealed, report.sealed, report.unchanged
     );
+    if report.responses_resealed > 0 || report.responses_raced > 0 {
+        out.push_str(&format!(
+            "  stored responses sealed again: {}{}\n",
+            report.responses_resealed,
+            if report.responses_raced > 0 {
+                format!(" ({} changed meanwhile, left)", report.responses_raced)
+            } else {
+                String::new()
+            }
+        ));
+    }
     if report.raced > 0 {
         out.push_str(&format!(
             "  {} changed meanwhile by the worker, the sweep or an erasure (left to them)\n",

@@ -392,6 +392,32 @@ async fn reencryption_moves_every_payload_to_the_new_master_key_in_bounded_batch
         "{report:?}"
     );
     assert_eq!((report.batches, report.done), (2, true), "{report:?}");
+    // The handler's sealed answers move too: with k1 retired, retries are still answered.
+    assert_eq!(report.responses_resealed, 3, "{report:?}");
+    let mut retired = app.settings.clone();
+    retired.payload_keys = Some(Arc::new(PayloadKeys::local(
+        LocalKeys::from_json(
+            &serde_json::json!({"current": "k2", "keys": {
+                "k2": "ZmVkY2JhOTg3NjU0MzIxMGZlZGNiYTk4NzY1NDMyMTA="}})
+            .to_string(),
+        )
+        .unwrap(),
+        Duration::from_secs(3600),
+    )));
+    let after_rotation = shared::Receiver::new(
+        &retired,
+        app.receiver().pool.clone(),
+        handlers_for(&retired.sources),
+    );
+    let retry = after_rotation
+        .receive("vault", &deliveries[1].headers, &deliveries[1].body, NOW)
+        .await;
+    assert_eq!(
+        (retry.status, retry.replayed),
+        (200, true),
+        "{}",
+        retry.body
+    );
     for (n, delivery) in deliveries.iter().enumerate() {
         let id = format!("msg_{}", n + 1);
         let sealed = stored(&app, &id).await;
@@ -421,9 +447,22 @@ async fn reencryption_moves_every_payload_to_the_new_master_key_in_bounded_batch
     let again = shared::reencrypt::reencrypt(&conn, source, &keys, "", 2, 100)
         .await
         .unwrap();
-    assert_eq!((again.unchanged, again.resealed, again.sealed), (3, 0, 0));
-    let retry = app.receive("vault", &deliveries[0]).await;
+    assert_eq!(
+        (
+            again.unchanged,
+            again.resealed,
+            again.sealed,
+            again.responses_resealed
+        ),
+        (3, 0, 0, 0)
+    );
+    let retry = after_rotation
+        .receive("vault", &deliveries[0].headers, &deliveries[0].body, NOW)
+        .await;
     assert_eq!((retry.status, retry.replayed), (200, true));
+    // A function still holding only the old key cannot open what moved: hence the order
+    // (every function gets the new keyring first, then reencrypt, then retire the old key).
+    assert_eq!(app.receive("vault", &deliveries[0]).await.status, 500);
     // A run that stops at its batch limit says where to continue.
     let partial = shared::reencrypt::reencrypt(&conn, source, &keys, "", 1, 1)
         .await
