@@ -43,7 +43,32 @@ pub async fn run(settings: &Settings, pool: &Pool, args: Args) -> anyhow::Result
     if args.json {
         println!("{}", detail.to_json());
     } else {
-        print!("{}", summary(&detail));
+        // A sealed response (`encrypt_payload`) is shown opened when this CLI has the keys
+        // (and, in AWS, kms:Decrypt), else said to be sealed; `--json` prints it as stored.
+        let sealed = detail
+            .response_body
+            .as_ref()
+            .map(ToString::to_string)
+            .filter(|text| shared::privacy::response::envelope_of(text).is_some());
+        let opened = match (&sealed, &settings.payload_keys) {
+            (Some(text), Some(keys)) => Some(
+                shared::privacy::response::open_response(
+                    keys,
+                    &detail.source,
+                    &detail.event_id,
+                    text,
+                )
+                .await
+                .ok()
+                .flatten()
+                .unwrap_or_else(|| {
+                    "(sealed: encrypted at rest; these keys cannot open it)".to_owned()
+                }),
+            ),
+            (Some(_), None) => Some("(sealed: encrypted at rest)".to_owned()),
+            (None, _) => None,
+        };
+        print!("{}", summary(&detail, opened.as_deref()));
     }
     Ok(())
 }
@@ -104,13 +129,17 @@ fn outcome(detail: &EventDetail) -> String {
     format!("{}{note}", detail.outcome)
 }
 
-/// The readable form: a header line, then one labelled line per field.
-fn summary(detail: &EventDetail) -> String {
+/// The readable form: a header line, then one labelled line per field; `response` in place of
+/// the stored response body when given (a sealed one, opened or said to be sealed).
+fn summary(detail: &EventDetail, response: Option<&str>) -> String {
     let mut text = format!(
         "{}/{} ({})\n",
         detail.source, detail.event_id, detail.event_type
     );
     let response = match (&detail.response_status, &detail.response_body) {
+        (Some(status), Some(_)) if response.is_some() => {
+            format!("{status} {}", response.unwrap_or_default())
+        }
         (Some(status), Some(body)) => format!("{status} {body}"),
         (Some(status), None) => status.to_string(),
         _ => "-".to_owned(),

@@ -5,6 +5,7 @@
 
 mod console;
 mod forget;
+mod inspect_sealed;
 mod operator;
 mod replay;
 mod sweep;
