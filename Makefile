@@ -141,12 +141,19 @@ audit:
 ## HTTP and a FastAPI + asyncpg peer under the same load (bench-http), pgbench's limit and the
 ## per-event database work (bench-limit), the ledger at 10k/1M/10M rows, cold start and footprint
 ## (bench-cold), the Lambda cost model; each part on its own throwaway PostgreSQL with fsync on;
-## signature verification per algorithm of the scheme model (bench-verify, no database).
-## Writes dev/bench/RESULTS.md and dev/bench/throughput.png. PARTS="http limit scale cold verify"
-## selects parts; BENCH_HTTP_ARGS passes options to bench-http (bench-http --help),
-## BENCH_VERIFY_ARGS to bench-verify (bench-verify --help)
-PARTS ?= http limit scale cold verify
+## signature verification per algorithm of the scheme model (bench-verify, no database); receiver
+## CPU, p50/p99 and stored bytes with payload encryption off and on (bench-privacy, issue 28).
+## Writes dev/bench/RESULTS.md and dev/bench/throughput.png. PARTS="http limit scale cold verify
+## privacy" selects parts; BENCH_HTTP_ARGS passes options to bench-http (bench-http --help),
+## BENCH_VERIFY_ARGS to bench-verify, BENCH_PRIVACY_ARGS to bench-privacy (--help of each)
+PARTS ?= http limit scale cold verify privacy
 bench: postgres .venv-bench/.installed
+ifneq ($(filter privacy,$(PARTS)),)
+	@echo "make bench: part privacy (bench-privacy: encryption off/on per delivery)" >&2
+	nice -n 5 cargo build --release -p bench --bin bench-privacy
+	HOOKLEDGER_PG_DURABLE=1 scripts/with-postgres.sh \
+	  $${CARGO_TARGET_DIR:-target}/release/bench-privacy $(BENCH_PRIVACY_ARGS) >/dev/null
+endif
 	PARTS="$(PARTS)" BENCH_VENV=.venv-bench scripts/bench.sh
 
 .venv-bench/.installed: dev/bench/requirements.txt dev/bench/peers/fastapi/requirements.txt

@@ -165,30 +165,32 @@ pub async fn plan(
     };
     // A response that cannot be sealed now takes the transaction shape, which answers the
     // failure (503).
-    let body = stored_body(sealing, event, &effect).await.ok()?;
+    let body = match sealed_body(sealing, event, &effect).await.ok()? {
+        Some(sealed) => sealed,
+        None => effect.body,
+    };
     crate::ledger::one_statement::Plan::new(effect.status.code(), body, writes)
         .map(|plan| (plan, outcome))
 }
 
-/// The body to store for `effect`: sealed when `sealing` (the source encrypts,
-/// `crate::privacy::response`), except the recorded no-op, which holds only the event's type
-/// and by which the ledger tells an ignored event.
-async fn stored_body(
+/// `effect`'s body sealed for storing when `sealing` (the source encrypts,
+/// `crate::privacy::response`); `None` to store it as it is: no sealing, or the recorded no-op,
+/// which holds only the event's type and by which the ledger tells an ignored event.
+async fn sealed_body(
     sealing: Option<&PayloadKeys>,
     event: &Event<'_>,
     effect: &Effect,
-) -> Result<serde_json::Value, crate::privacy::seal::SealError> {
+) -> Result<Option<serde_json::Value>, crate::privacy::seal::SealError> {
     match sealing {
-        Some(keys) if *effect != ignored_effect(event) => {
-            crate::privacy::response::seal_response(
-                keys,
-                event.source,
-                event.event_id,
-                &effect.body,
-            )
-            .await
-        }
-        _ => Ok(effect.body.clone()),
+        Some(keys) if *effect != ignored_effect(event) => crate::privacy::response::seal_response(
+            keys,
+            event.source,
+            event.event_id,
+            &effect.body,
+        )
+        .await
+        .map(Some),
+        _ => Ok(None),
     }
 }
 
@@ -309,15 +311,19 @@ pub async fn apply<'c>(
         },
         None => (ignored_effect(event), Outcome::Ignored),
     };
-    let body = match stored_body(sealing, event, &effect).await {
-        Ok(body) => body,
+    let sealed = match sealed_body(sealing, event, &effect).await {
+        Ok(sealed) => sealed,
         Err(error) => {
             let _ = tx.rollback().await;
             return Err(ApplyError::Seal(error));
         }
     };
     let (response, queued) = tx
-        .complete_counting((event.source, event.event_id), effect.status.code(), &body)
+        .complete_counting(
+            (event.source, event.event_id),
+            effect.status.code(),
+            sealed.as_ref().unwrap_or(&effect.body),
+        )
         .await
         .map_err(|error| match error {
             // A deferred write failing (constraint, type) is the handler's failure.
@@ -325,6 +331,15 @@ pub async fn apply<'c>(
             CompleteError::Lost => ApplyError::Lost,
             CompleteError::Ledger(e) => ApplyError::Ledger(e),
         })?;
+    // A sealed body is answered with what was sealed (the handler's answer as compact JSON,
+    // the text every retry opens), not opened again from what the statement returned.
+    let response = match sealed {
+        None => response,
+        Some(_) => StoredResponse {
+            status: response.status,
+            body: serde_json::to_string(&effect.body).unwrap_or(response.body),
+        },
+    };
     Ok(Applied {
         response,
         outcome,

@@ -7,8 +7,9 @@ pub type Delivery = (http::HeaderMap, Vec<u8>);
 /// The in-process receive path over `database` with the sources `sources_json` (a JSON array,
 /// as `HOOKLEDGER_SOURCES`), running the example Rust handlers on its Stripe sources when
 /// `examples` (`handlers::examples::registry`) and every source's SQL handlers (its
-/// `"handlers"`), as the functions join them (`App::handlers`); and the configuration of its
-/// source `source` (to sign deliveries with).
+/// `"handlers"`), as the functions join them (`App::handlers`), sealing the payloads of its
+/// sources with `encrypt_payload` under `payload_keys` (`Settings::payload_keys`); and the
+/// configuration of its source `source` (to sign deliveries with).
 ///
 /// # Errors
 /// When the sources do not parse, a SQL handler is refused, the pool cannot be built, or
@@ -18,6 +19,7 @@ pub fn in_process_receiver(
     sources_json: &str,
     source: &str,
     examples: bool,
+    payload_keys: Option<std::sync::Arc<shared::privacy::keys::PayloadKeys>>,
 ) -> anyhow::Result<(
     std::sync::Arc<shared::Receiver>,
     std::sync::Arc<shared::SourceConfig>,
@@ -31,7 +33,7 @@ pub fn in_process_receiver(
         worker_function: None,
         sweep: Default::default(),
         audit: Default::default(),
-        payload_keys: None,
+        payload_keys,
     };
     let pool = shared::db::pool(&settings.database)?;
     let rust = if examples {

@@ -4,6 +4,7 @@
 
 pub mod common;
 pub mod delivery;
+pub mod privacy;
 
 pub use common::*;
 pub use delivery::*;

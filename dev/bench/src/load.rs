@@ -70,7 +70,8 @@ fn cpu_seconds() -> f64 {
 }
 
 async fn load(database: DatabaseSettings, n: usize, concurrency: usize) -> Result<()> {
-    let (receiver, stripe) = bench::in_process_receiver(database, SOURCES_JSON, "stripe", true)?;
+    let (receiver, stripe) =
+        bench::in_process_receiver(database, SOURCES_JSON, "stripe", true, None)?;
     // Log every delivery as the function does (redirect stdout to discard it); results go to
     // stderr.
     shared::telemetry::init();

@@ -1,5 +1,5 @@
 //! `bench-report`: assembles `dev/bench/RESULTS.md` from
-//! `dev/bench/results/{http,limit,scale,cold,verify}.json` and their `.md` sections (a part that
+//! `dev/bench/results/{http,limit,scale,cold,verify,privacy}.json` and their `.md` sections (a part that
 //! did not run is said to be "not run"), with the headline table of the issue's targets, the
 //! cost model (issue 12, part 5) and the chart (`dev/bench/throughput.png`, drawn by
 //! `dev/bench/chart.py`).
@@ -82,6 +82,7 @@ fn main() -> Result<()> {
     let (scale, scale_md) = load(&args.results, "scale");
     let (cold, cold_md) = load(&args.results, "cold");
     let (_, verify_md) = load(&args.results, "verify");
+    let (_, privacy_md) = load(&args.results, "privacy");
     let machine: Option<Value> = std::fs::read_to_string(args.results.join("machine.json"))
         .ok()
         .and_then(|s| serde_json::from_str(&s).ok());
@@ -305,6 +306,10 @@ fn main() -> Result<()> {
         (
             "Signature verification per delivery (micro-benchmark)",
             &verify_md,
+        ),
+        (
+            "Payload privacy at rest: encryption and redaction per delivery (issue 28)",
+            &privacy_md,
         ),
     ] {
         match section {

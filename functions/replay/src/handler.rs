@@ -111,11 +111,22 @@ impl std::fmt::Display for InputError {
             InputError::Ambiguous => f.write_str("give one of redrive, inspect and forget"),
             // serde's message quotes the offending value, and a forget input's values are a
             // data subject's identifier: its shape instead (and nothing of serde's).
-            InputError::Invalid { what: "forget", .. } => f.write_str(
-                "invalid forget input: expected {\"forget\": {\"source\": \"...\", \
-                 \"event_id\": \"...\" or \"subject\": \"...\" (strings), \"by\": \"...\", \
-                 \"reason\": \"...\" (optional), \"dry_run\": true (optional)}}",
-            ),
+            InputError::Invalid {
+                what: "forget",
+                source,
+            } => {
+                f.write_str(
+                    "invalid forget input: expected {\"forget\": {\"source\": \"...\", \
+                     \"event_id\": \"...\" or \"subject\": \"...\" (strings), \"by\": \"...\", \
+                     \"reason\": \"...\" (optional), \"dry_run\": true (optional)}}",
+                )?;
+                // Only serde's messages that name a field, never one that quotes a value.
+                let message = source.to_string();
+                if message.starts_with("unknown field") || message.starts_with("missing field") {
+                    write!(f, ": {message}")?;
+                }
+                Ok(())
+            }
             InputError::Invalid { what, .. } => write!(f, "invalid {what} input"),
         }
     }

@@ -519,7 +519,7 @@ ON CONFLICT (order_id) DO NOTHING",
         let sql = composed(&[&EXAMPLE_ORDER]).expect("composed");
         assert!(
             sql.text
-                .contains("SELECT $10, $11, $12, $13, $14 FROM claimed"),
+                .contains("SELECT $11, $12, $13, $14, $15 FROM claimed"),
             "{}",
             sql.text
         );
@@ -529,16 +529,16 @@ ON CONFLICT (order_id) DO NOTHING",
     fn writes_are_numbered_after_the_claim_and_each_other() {
         let sql = composed(&[&ORDER, &ORDER]).expect("composed");
         assert!(
-            sql.text.contains("SELECT $10, $11 FROM claimed"),
+            sql.text.contains("SELECT $11, $12 FROM claimed"),
             "{}",
             sql.text
         );
         assert!(
-            sql.text.contains("SELECT $12, $13 FROM claimed"),
+            sql.text.contains("SELECT $13, $14 FROM claimed"),
             "{}",
             sql.text
         );
-        assert_eq!(sql.types.len(), 13);
+        assert_eq!(sql.types.len(), 14);
         // Cached: the same sequence is the same statement.
         assert!(std::ptr::eq(
             sql,

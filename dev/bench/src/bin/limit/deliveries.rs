@@ -66,8 +66,10 @@ pub fn receiver_with(url: &str, pool_size: usize, handler: Handler) -> Result<Be
     // As template.yaml configures the receiver: the limits live on its login (`migrate`).
     database.transaction_limits = false;
     let (receiver, stripe) = match handler {
-        Handler::Rust => bench::in_process_receiver(database, SOURCES_JSON, "stripe", true)?,
-        Handler::Sql => bench::in_process_receiver(database, SQL_SOURCES_JSON, "stripe", false)?,
+        Handler::Rust => bench::in_process_receiver(database, SOURCES_JSON, "stripe", true, None)?,
+        Handler::Sql => {
+            bench::in_process_receiver(database, SQL_SOURCES_JSON, "stripe", false, None)?
+        }
     };
     Ok(Bench { receiver, stripe })
 }
