@@ -165,12 +165,16 @@ pub async fn plan(
     };
     // A response that cannot be sealed now takes the transaction shape, which answers the
     // failure (503).
-    let body = match sealed_body(sealing, event, &effect).await.ok()? {
-        Some(sealed) => sealed,
-        None => effect.body,
-    };
-    crate::ledger::one_statement::Plan::new(effect.status.code(), body, writes)
-        .map(|plan| (plan, outcome))
+    match sealed_body(sealing, event, &effect).await.ok()? {
+        // Sealed: a won claim answers the handler's answer, the text that was sealed.
+        Some(sealed) => {
+            let answer = serde_json::to_string(&effect.body).ok()?;
+            crate::ledger::one_statement::Plan::new(effect.status.code(), sealed, writes)
+                .map(|plan| (plan.answering(answer), outcome))
+        }
+        None => crate::ledger::one_statement::Plan::new(effect.status.code(), effect.body, writes)
+            .map(|plan| (plan, outcome)),
+    }
 }
 
 /// `effect`'s body sealed for storing when `sealing` (the source encrypts,

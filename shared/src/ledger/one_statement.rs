@@ -122,6 +122,8 @@ pub struct Plan {
     pub(crate) writes: Vec<Deferred>,
     /// The composed statement for these writes (see the module docs).
     statement: &'static Sql,
+    /// What a won claim answers when it is not the body as stored ([`Plan::answering`]).
+    answer: Option<String>,
 }
 
 impl Plan {
@@ -135,7 +137,20 @@ impl Plan {
             body,
             writes,
             statement,
+            answer: None,
         })
+    }
+
+    /// The same plan answering a won claim with `answer` instead of the body as stored: the
+    /// handler's answer when the stored body is its sealed form (`crate::privacy::response`).
+    pub(crate) fn answering(mut self, answer: String) -> Self {
+        self.answer = Some(answer);
+        self
+    }
+
+    /// What a won claim answers: [`Plan::answering`]'s text, else the stored body `stored`.
+    pub(crate) fn answer_for(&self, stored: String) -> String {
+        self.answer.clone().unwrap_or(stored)
     }
 }
 

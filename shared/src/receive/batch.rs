@@ -245,7 +245,7 @@ impl Receiver {
         at: usize,
         decided: Result<Decided, LedgerError>,
     ) -> Step {
-        let (Some((meta, kept)), Some((_, outcome))) = (items.get(at), plans.get(at)) else {
+        let (Some((meta, kept)), Some((plan, outcome))) = (items.get(at), plans.get(at)) else {
             return Step::OneByOne;
         };
         let decided = match decided {
@@ -253,7 +253,7 @@ impl Receiver {
             Err(error) => return Step::Answered(Err(error.into())),
         };
         let (event, new_event) = event_of(config, meta, kept, &meta.document, false);
-        let claim = match super::one_statement::answer(decided, *outcome) {
+        let claim = match super::one_statement::answer(decided, plan, *outcome) {
             Some(Ok(reply)) => return Step::Answered(Ok((reply, false))),
             Some(Err(lost)) => lost,
             // Undecided: the transaction shape's claim on this connection, as a single event's

@@ -5,7 +5,7 @@ use super::receiver::{Failed, Receiver};
 use super::reply::Reply;
 use crate::config::SourceConfig;
 use crate::effect::Event;
-use crate::ledger::one_statement::Decided;
+use crate::ledger::one_statement::{Decided, Plan};
 use crate::ledger::{self, Claim, Expiry, NewEvent};
 
 impl Receiver {
@@ -30,7 +30,7 @@ impl Receiver {
         };
         let decided =
             ledger::one_statement::claim_and_complete(conn, new_event, &plan, expiry).await?;
-        Ok(answer(decided, outcome))
+        Ok(answer(decided, &plan, outcome))
     }
 }
 
@@ -40,13 +40,14 @@ impl Receiver {
 /// items turn a decision into an answer.
 pub(super) fn answer(
     decided: Decided,
+    plan: &Plan,
     outcome: crate::apply::Outcome,
 ) -> Option<Result<Reply, Claim<'static>>> {
     match decided {
         Decided::Won(response) => Some(Ok(Reply {
             content_type: "application/json",
             status: response.status,
-            body: response.body,
+            body: plan.answer_for(response.body),
             replayed: false,
             retry_after: None,
             outcome: outcome.into(),

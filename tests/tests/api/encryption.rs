@@ -565,3 +565,34 @@ async fn a_stored_response_is_sealed_and_every_retry_gets_the_first_answers_byte
     assert_eq!(refused.status, 503);
     assert!(!refused.body.contains(MARK));
 }
+
+#[tokio::test]
+async fn a_sealed_answer_of_the_one_statement_shape_is_the_same_bytes_first_and_on_retry() {
+    let mut source = sealed_source("vault", "inline", false);
+    // A plain INSERT and a fixed answer: the one-statement shape.
+    source["handlers"] = serde_json::json!([{
+        "event_types": ["order.paid"],
+        "sql": [{"statement": "INSERT INTO seen (event_id, email) VALUES ($1, $2)",
+                 "params": [{"event": "id"}, {"path": "/data/customer/email", "type": "text"}]}],
+        "response": {"status": 200, "body": {"seen": "recorded", "by": "vault"}}
+    }]);
+    let app = app_with(serde_json::json!([source]), Some(local_keys())).await;
+    let delivery = standard("msg_o1", &order("ada@example.com"), NOW);
+    let first = app.receive("vault", &delivery).await;
+    assert_eq!(first.status, 200);
+    assert_eq!(first.body, r#"{"by":"vault","seen":"recorded"}"#);
+    let stored = app
+        .texts("SELECT response_body::text FROM webhook_event WHERE event_id = 'msg_o1'")
+        .await
+        .pop()
+        .unwrap();
+    assert!(
+        shared::privacy::response::envelope_of(&stored).is_some(),
+        "{stored}"
+    );
+    let retry = app.receive("vault", &delivery).await;
+    assert_eq!(
+        (retry.status, retry.replayed, retry.body.as_str()),
+        (200, true, first.body.as_str())
+    );
+}
