@@ -4,7 +4,11 @@
 
 use std::time::Duration;
 
-use hookledger_tests::{local_sources_json, PAYLOAD_MARKER as MARK};
+use hookledger_tests::local_sources_json;
+
+/// What the sealed response holds (not the suite's payload marker: inspect prints it opened, and
+/// the suite's log scan reads what the CLI printed).
+const VALUE: &str = "receipt-to-ada@example.com";
 use serde_json::{json, Value};
 use shared::privacy::keys::PayloadKeys;
 use shared::privacy::wrap::LocalKeys;
@@ -53,7 +57,7 @@ async fn inspect_opens_a_sealed_response_with_the_operators_keys_and_never_print
         &keys,
         "stripe",
         "evt_sealed",
-        &json!({"receipt_to": MARK}),
+        &json!({"receipt_to": VALUE}),
     )
     .await
     .unwrap();
@@ -74,7 +78,7 @@ async fn inspect_opens_a_sealed_response_with_the_operators_keys_and_never_print
     let url = db.url.clone();
     let opened = inspect(&url, &sources, K1).await;
     assert!(
-        opened.contains(&format!("200 {{\"receipt_to\":\"{MARK}\"}}")),
+        opened.contains(&format!("200 {{\"receipt_to\":\"{VALUE}\"}}")),
         "{opened}"
     );
     let other = inspect(&url, &sources, K2).await;
@@ -82,5 +86,5 @@ async fn inspect_opens_a_sealed_response_with_the_operators_keys_and_never_print
         other.contains("(sealed: encrypted at rest; these keys cannot open it)"),
         "{other}"
     );
-    assert!(!other.contains(MARK) && !other.contains("SExT"), "{other}");
+    assert!(!other.contains(VALUE) && !other.contains("SExT"), "{other}");
 }
