@@ -114,7 +114,8 @@ impl Measured {
              `stripe-off`; `stripe-on` with `\"encrypt_payload\": true` (its payload and its \
              handler's stored response sealed with AES-256-GCM under a data key wrapped by a \
              local master key, `PayloadKeys::local`: the envelope KMS would give, without KMS's \
-             network call; the stored response opened again to answer); `stripe-redact` with \
+             network call; a new event answers with the text it sealed, a retry opens the stored \
+             one); `stripe-redact` with \
              `\"redact\": [\"{REDACTED_POINTER}\"]` and no encryption. Each gets {} new signed \
              `payment_intent.succeeded` deliveries (`bench::signed_deliveries`: {:.0} bytes of \
              JSON on average, as long for every variant) per round at C={}, in {} interleaved \
@@ -208,10 +209,10 @@ impl Measured {
              handler; {} calls of each after a warm-up, one thread, each call timed): the \
              payload ({} bytes) sealed, median {:.2} µs (p99 {:.2}); the handler's response \
              sealed in its stored form (`{{\"sealed\": \"<base64>\"}}`), median {:.2} µs; that \
-             form opened to answer the provider (a new event is answered with its response as \
-             stored), median {:.2} µs. The three from {} tasks at once: {:.2} µs of CPU per \
-             delivery, against the {:.1} µs more CPU per delivery measured above with \
-             encryption on. Opening the payload again (the worker's and the console's side): \
+             form opened (what answering a retry costs; a new event answers with the text it \
+             sealed), median {:.2} µs. The three from {} tasks at once: {:.2} µs of CPU (a new \
+             delivery pays the two seals), against the {:.1} µs more CPU per delivery measured \
+             above with encryption on. Opening the payload again (the worker's and the console's side): \
              median {:.2} µs.\n\n",
             a.calls,
             a.body_bytes,
