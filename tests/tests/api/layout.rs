@@ -649,3 +649,41 @@ fn the_product_crates_are_ready_to_publish_and_the_others_never_are() {
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
+
+/// Issue 29: one TLS and crypto stack for the AWS APIs. The SDK crates' default `rustls`
+/// feature (the legacy hyper 0.14 client on rustls 0.21) brought `ring` in beside `aws-lc-rs`
+/// (rustls 0.23, the SDK's default client) and OpenSSL (PostgreSQL's TLS, payload
+/// encryption): no product crate may build `ring` or a second rustls again.
+#[test]
+fn no_product_crate_builds_ring_or_a_second_rustls() {
+    for (package, version) in [("ring", None), ("rustls", Some("0.21"))] {
+        let spec = match version {
+            Some(version) => format!("{package}@{version}"),
+            None => package.to_owned(),
+        };
+        let output = std::process::Command::new(env!("CARGO"))
+            .current_dir(workspace())
+            .args([
+                "tree",
+                "--workspace",
+                "--locked",
+                "--offline",
+                "--edges",
+                "normal,build",
+                "--invert",
+                &spec,
+            ])
+            .output()
+            .expect("cargo tree runs");
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        // Absent: cargo says there is nothing to print, or that no package matches.
+        assert!(
+            text.contains("nothing to print") || text.contains("did not match any packages"),
+            "{spec} is built again:\n{text}"
+        );
+    }
+}
