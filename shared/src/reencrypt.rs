@@ -165,6 +165,7 @@ pub async fn reencrypt(
 ) -> Result<ReencryptReport, ReencryptError> {
     let read_batch = conn.prepare(&PAYLOADS_AFTER).await?;
     let replace = conn.prepare(&REPLACE_PAYLOADS).await?;
+    let replace_responses = conn.prepare(&REPLACE_RESPONSES).await?;
     let current = keys.current_master_key().to_owned();
     let name = source.name.as_str();
     let mut report = ReencryptReport::default();
@@ -238,12 +239,11 @@ pub async fn reencrypt(
             }
         }
         if !responses.is_empty() {
-            let replace = conn.prepare(&REPLACE_RESPONSES).await?;
             let ids: Vec<&str> = responses.iter().map(|c| c.0.as_str()).collect();
             let read: Vec<&str> = responses.iter().map(|c| c.1.as_str()).collect();
             let sealed: Vec<&str> = responses.iter().map(|c| c.2.as_str()).collect();
             let written = conn
-                .query(&replace, &[&name, &ids, &read, &sealed])
+                .query(&replace_responses, &[&name, &ids, &read, &sealed])
                 .await?
                 .len() as u64;
             report.responses_resealed += written;

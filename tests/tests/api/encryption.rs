@@ -7,9 +7,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use hookledger_console::{AccessToken, Auth, Console, ConsoleConfig};
 use hookledger_tests::PAYLOAD_MARKER as MARK;
-use shared::doorbell::Doorbell;
 use shared::privacy::keys::PayloadKeys;
 use shared::privacy::wrap::LocalKeys;
 
@@ -85,31 +83,6 @@ fn contains(haystack: &[u8], needle: &str) -> bool {
     haystack
         .windows(needle.len())
         .any(|window| window == needle.as_bytes())
-}
-
-async fn console_page(app: &TestApp, settings: shared::Settings, path: &str) -> String {
-    let token = "encryption-console-token-0123456789";
-    let console = Console::new(
-        settings,
-        app.receiver().pool.clone(),
-        handlers::examples::registry(&app.settings.sources),
-        Doorbell::off(),
-        ConsoleConfig {
-            auth: Auth::Token(AccessToken::new(token).unwrap()),
-            read_only: true,
-        },
-    );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move { console.serve(listener, std::future::pending()).await });
-    let page = reqwest::Client::new()
-        .get(format!("http://{addr}{path}"))
-        .bearer_auth(token)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(page.status(), 200);
-    page.text().await.unwrap()
 }
 
 #[tokio::test]

@@ -535,3 +535,31 @@ pub async fn outbox_messages(
         .map(|r| (r.get(0), r.get(1), r.get(2), r.get(3), r.get(4)))
         .collect()
 }
+
+/// The read-only console over `app`'s pool with `settings` (its sources and payload keys):
+/// the page at `path` (a 200) as HTML, fetched with a bearer token.
+pub async fn console_page(app: &TestApp, settings: Settings, path: &str) -> String {
+    use hookledger_console::{AccessToken, Auth, Console, ConsoleConfig};
+    let token = "helpers-console-token-0123456789";
+    let console = Console::new(
+        settings,
+        app.receiver().pool.clone(),
+        handlers::examples::registry(&app.settings.sources),
+        shared::doorbell::Doorbell::off(),
+        ConsoleConfig {
+            auth: Auth::Token(AccessToken::new(token).unwrap()),
+            read_only: true,
+        },
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { console.serve(listener, std::future::pending()).await });
+    let page = reqwest::Client::new()
+        .get(format!("http://{addr}{path}"))
+        .bearer_auth(token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(page.status(), 200);
+    page.text().await.unwrap()
+}

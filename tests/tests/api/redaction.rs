@@ -4,9 +4,7 @@
 //! deferred event keeps the body as received until the worker completes it, then keeps the
 //! redacted copy. The payload identity (the 409 rule) is the body's as received.
 
-use hookledger_console::{AccessToken, Auth, Console, ConsoleConfig};
 use hookledger_tests::PAYLOAD_MARKER as MARK;
-use shared::doorbell::Doorbell;
 
 use crate::helpers::*;
 
@@ -100,28 +98,7 @@ async fn redacted_fields_never_reach_the_table_or_the_console_while_the_handler_
         .await
         .unwrap();
     assert!(!format!("{detail:?}").contains(MARK));
-    let token = "redaction-console-token-0123456789";
-    let console = Console::new(
-        app.settings.clone(),
-        app.receiver().pool.clone(),
-        handlers::examples::registry(&app.settings.sources),
-        Doorbell::off(),
-        ConsoleConfig {
-            auth: Auth::Token(AccessToken::new(token).unwrap()),
-            read_only: true,
-        },
-    );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move { console.serve(listener, std::future::pending()).await });
-    let page = reqwest::Client::new()
-        .get(format!("http://{addr}/events/priv/msg_r1"))
-        .bearer_auth(token)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(page.status(), 200);
-    let html = page.text().await.unwrap();
+    let html = console_page(&app, app.settings.clone(), "/events/priv/msg_r1").await;
     assert!(
         html.contains("[redacted]"),
         "the page shows the stored copy"
