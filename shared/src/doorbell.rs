@@ -57,7 +57,7 @@ impl Doorbell {
         match function {
             None => Self::off(),
             Some(function) => {
-                let config = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
+                let config = crate::aws::load().await;
                 Self {
                     target: Some((aws_sdk_lambda::Client::new(&config), function.to_owned())),
                 }

@@ -9,6 +9,7 @@
 pub mod app;
 pub mod apply;
 pub mod audit;
+pub mod aws;
 pub mod config;
 pub mod coverage;
 pub mod db;
@@ -19,6 +20,7 @@ pub mod expression;
 pub mod forget;
 pub mod github_app;
 pub mod handler;
+pub mod https;
 pub mod invocation;
 pub mod ledger;
 pub mod loopback;

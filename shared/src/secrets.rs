@@ -64,7 +64,7 @@ pub struct Secrets {
 impl Secrets {
     /// A client configured from the environment (region, credentials, endpoint overrides).
     pub async fn from_env() -> Self {
-        let config = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
+        let config = crate::aws::load().await;
         Self {
             client: Client::new(&config),
             reads: Arc::default(),

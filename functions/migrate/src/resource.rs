@@ -89,9 +89,7 @@ impl SchemaResource {
         secrets: Option<shared::secrets::Secrets>,
         sets: Vec<MigrationSet>,
     ) -> Result<Self, reqwest::Error> {
-        let http = reqwest::Client::builder()
-            .redirect(reqwest::redirect::Policy::none())
-            .build()?;
+        let http = shared::https::client_builder().build()?;
         Ok(Self {
             database,
             secrets,

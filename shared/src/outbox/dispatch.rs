@@ -28,10 +28,7 @@ impl Dispatcher {
     /// A dispatcher with its own HTTP client (no redirects followed: a target that redirects
     /// is refused, so a message never lands somewhere its configuration did not name).
     pub fn new() -> Self {
-        let http = reqwest::Client::builder()
-            .redirect(reqwest::redirect::Policy::none())
-            .build()
-            .unwrap_or_default();
+        let http = crate::https::client_builder().build().unwrap_or_default();
         Self {
             http,
             sqs: Default::default(),
@@ -42,7 +39,7 @@ impl Dispatcher {
     /// The environment's AWS configuration with the dispatch timeouts; loaded once per client
     /// kind (each client is built once and kept).
     async fn aws() -> aws_config::SdkConfig {
-        aws_config::defaults(aws_config::BehaviorVersion::latest())
+        crate::aws::loader()
             .timeout_config(
                 aws_config::timeout::TimeoutConfig::builder()
                     .operation_attempt_timeout(AWS_ATTEMPT_TIMEOUT)

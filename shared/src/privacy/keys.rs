@@ -129,9 +129,7 @@ impl PayloadKeys {
                 cell.get_or_try_init(|| async {
                     let client = client
                         .get_or_init(|| async {
-                            let config =
-                                aws_config::load_defaults(aws_config::BehaviorVersion::latest())
-                                    .await;
+                            let config = crate::aws::load().await;
                             aws_sdk_kms::Client::new(&config)
                         })
                         .await;

@@ -417,7 +417,7 @@ impl KmsWrapper {
     /// # Errors
     /// As [`KmsWrapper::new`].
     pub async fn from_env(key_id: impl Into<String>) -> Result<Self, KeysError> {
-        let config = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
+        let config = crate::aws::load().await;
         Self::new(aws_sdk_kms::Client::new(&config), key_id)
     }
 

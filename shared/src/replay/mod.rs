@@ -390,12 +390,11 @@ impl Replayer {
     /// # Errors
     /// [`ReplayErrorKind::Client`] when the TLS backend cannot initialise.
     pub fn new(options: ReplayOptions) -> Result<Self, ReplayError> {
-        let client = reqwest::Client::builder()
+        let client = crate::https::client_builder()
             .user_agent(concat!("hookledger-replay/", env!("CARGO_PKG_VERSION")))
             .connect_timeout(options.request_timeout)
-            // The providers' list APIs do not redirect; a redirect is answered as a failed
-            // request rather than followed with the credential to wherever it points.
-            .redirect(reqwest::redirect::Policy::none())
+            // The providers' list APIs do not redirect: client_builder answers a redirect as a
+            // failed request rather than following it with the credential.
             .build()
             .map_err(|e| ReplayErrorKind::Client(e).into_error(ReplayReport::default()))?;
         Ok(Self { client, options })

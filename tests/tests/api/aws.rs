@@ -284,7 +284,7 @@ pub(crate) async fn emulator() -> aws_sdk_secretsmanager::Client {
         std::env::var("AWS_ENDPOINT_URL_SECRETS_MANAGER").is_ok(),
         "AWS_ENDPOINT_URL_SECRETS_MANAGER: run with make test (it starts the moto emulator)"
     );
-    let config = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
+    let config = shared::aws::load().await;
     aws_sdk_secretsmanager::Client::new(&config)
 }
 

@@ -249,7 +249,7 @@ async fn a_source_that_encrypts_needs_a_master_key_at_start_up() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fifty_deliveries_through_kms_make_one_generate_data_key_and_a_worker_one_decrypt() {
-    let config = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
+    let config = shared::aws::load().await;
     let kms = aws_sdk_kms::Client::new(&config);
     let key_id = kms
         .create_key()

@@ -18,7 +18,7 @@ async fn emulator() -> aws_sdk_kms::Client {
         std::env::var("AWS_ENDPOINT_URL").is_ok(),
         "AWS_ENDPOINT_URL: run with scripts/with-moto.sh (it starts the moto emulator)"
     );
-    let config = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
+    let config = shared::aws::load().await;
     aws_sdk_kms::Client::new(&config)
 }
 

@@ -521,7 +521,7 @@ async fn aws_config() -> aws_config::SdkConfig {
         std::env::var("AWS_ENDPOINT_URL").is_ok(),
         "AWS_ENDPOINT_URL: run with make test (it starts the moto emulator)"
     );
-    aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await
+    shared::aws::load().await
 }
 
 fn unique(name: &str) -> String {
