@@ -1,18 +1,27 @@
-//! `bench-cold` (issue 12, part 4): cold start and footprint of the release `receiver` binary
-//! and of `bench-hello` (the smallest lambda_http function, the floor), each run as Lambda runs
-//! it: a process whose only contact is a Lambda Runtime API (`AWS_LAMBDA_RUNTIME_API`), served
-//! in-process on 127.0.0.1 by the dev-only `lambda_sim` crate (shared with `make chaos`).
+//! `bench-cold` (issue 12, part 4; issue 29): cold start and footprint of the release
+//! `receiver` binary and of `bench-hello` (the smallest lambda_http function, the floor), each
+//! run as Lambda runs it: a process whose only contact is a Lambda Runtime API
+//! (`AWS_LAMBDA_RUNTIME_API`), served in-process on 127.0.0.1 by the dev-only `lambda_sim`
+//! crate (shared with `make chaos`). `bench-hello` runs twice: as `hello` (no database) and as
+//! `hello-pg`, the floor of a function that answers after a PostgreSQL round trip (with
+//! `DATABASE_URL`, its first invocation opens one connection and every invocation runs
+//! `SELECT 1`). With a CA file (`--ca-file`, `HOOKLEDGER_TEST_CA_FILE` from
+//! scripts/with-postgres.sh) the receiver and hello-pg both connect over TLS, verified against
+//! that CA (`sslmode=require`, the host by a name on the server's certificate); without one,
+//! with `DATABASE_URL` as given.
 //!
 //! For each binary, `--runs` times: spawn it with the usual Lambda environment and measure,
 //! from just before the spawn (fork + exec), to (i) its first `GET .../invocation/next` and
 //! (ii) its first posted response; then one warm invocation. The receiver's event is a properly
 //! signed Stripe `payment_intent.succeeded` delivery to `/webhooks/stripe` (API Gateway HTTP API
-//! v2), so its first response is a real claim against `DATABASE_URL`; hello's is a plain GET.
+//! v2), so its first response is a real claim against `DATABASE_URL`; hello's and hello-pg's
+//! are a plain GET.
 //! Then `--invocations` on one process (the receiver: unique events with every tenth a
 //! duplicate of an earlier one), and its `VmRSS` from /proc. Finally the binaries zipped as
 //! `bootstrap` (deflate, level 9, as cargo-lambda does; python3's zipfile).
 //!
-//! Writes `<out>/cold.json` (`{"receiver": C, "hello": C, ...}`) and `<out>/cold.md`.
+//! Writes `<out>/cold.json` (`{"receiver": C, "hello": C, "hello-pg": C, ...}`) and
+//! `<out>/cold.md`.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -46,7 +55,12 @@ struct Args {
     /// Extra environment for the receiver, `NAME=VALUE` (repeatable), e.g. RUST_LOG=warn.
     #[arg(long = "env")]
     extra_env: Vec<String>,
-    /// Only measure these binaries (`receiver`, `hello`; default both).
+    /// The CA of the database server's certificate. With it, the receiver and hello-pg connect
+    /// over TLS verified against it (`DATABASE_URL` with `sslmode=require` and the host by a
+    /// name on the throwaway cluster's certificate); without it, with `DATABASE_URL` as given.
+    #[arg(long, env = "HOOKLEDGER_TEST_CA_FILE")]
+    ca_file: Option<PathBuf>,
+    /// Only measure these targets (`receiver`, `hello`, `hello-pg`; default all).
     #[arg(long)]
     only: Vec<String>,
     /// A cold.json from before a change, shown in cold.md as "before this change".
@@ -378,18 +392,61 @@ fn hello_events() -> Box<dyn Fn(usize) -> Bytes> {
     })
 }
 
+/// The names on the throwaway cluster's server certificate (scripts/postgres.sh).
+const CERTIFICATE_NAMES: [&str; 2] = ["localhost", "127.0.0.1"];
+
+/// `url` over TLS to the throwaway cluster: `sslmode=require` (in place of the URL's
+/// `sslmode`, or added) and the host `localhost`, a name on the server's certificate, as the
+/// tests connect (a deployed function, too, connects by a name it resolves).
+///
+/// # Errors
+/// The URL is not `postgres://...` or its host is not one the certificate names.
+fn tls_url(url: &str) -> Result<String> {
+    let (scheme, rest) = url
+        .split_once("://")
+        .context("DATABASE_URL: expected postgres://...")?;
+    let (rest, query) = rest.split_once('?').unwrap_or((rest, ""));
+    let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+    let (user, host_port) = match authority.rsplit_once('@') {
+        Some((user, host_port)) => (format!("{user}@"), host_port),
+        None => (String::new(), authority),
+    };
+    let (host, port) = host_port.split_at(host_port.find(':').unwrap_or(host_port.len()));
+    anyhow::ensure!(
+        CERTIFICATE_NAMES.contains(&host),
+        "DATABASE_URL's host {host:?} is not on the --ca-file cluster's certificate \
+         ({CERTIFICATE_NAMES:?})"
+    );
+    let mut params: Vec<&str> = query
+        .split('&')
+        .filter(|p| !p.is_empty() && !p.starts_with("sslmode="))
+        .collect();
+    params.push("sslmode=require");
+    Ok(format!(
+        "{scheme}://{user}localhost{port}{path}?{}",
+        params.join("&")
+    ))
+}
+
 /// Median time of a direct connection to the database through `shared::db::connect` (TCP,
-/// TLS negotiation as the pool does it, start-up and authentication), ms.
-async fn direct_connect(url: &str, n: usize) -> Result<Stats> {
-    let settings = DatabaseSettings::with_url(url.to_owned());
+/// TLS negotiation as the pool does it, start-up and authentication), ms, and whether the
+/// session is encrypted (the server's `pg_stat_ssl`).
+async fn direct_connect(settings: &DatabaseSettings, n: usize) -> Result<(Stats, bool)> {
     let mut times = Vec::new();
+    let mut tls = false;
     for _ in 0..n {
         let start = Instant::now();
-        let client = shared::db::connect(&settings).await?;
+        let client = shared::db::connect(settings).await?;
         times.push(ms(start.elapsed()));
-        drop(client);
+        tls = client
+            .query_one(
+                "SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()",
+                &[],
+            )
+            .await?
+            .get(0);
     }
-    Ok(stats(&times))
+    Ok((stats(&times), tls))
 }
 
 fn sibling(name: &str) -> Result<PathBuf> {
@@ -445,10 +502,19 @@ async fn main() -> Result<()> {
         Some(path) => path.clone(),
         None => sibling("bench-hello")?,
     };
-    let mut receiver_env = vec![
-        ("DATABASE_URL".to_owned(), args.database_url.clone()),
-        ("HOOKLEDGER_SOURCES".to_owned(), SOURCES_JSON.to_owned()),
-    ];
+    // The database as the receiver and hello-pg reach it: over TLS with the CA, when given.
+    let db_url = match &args.ca_file {
+        Some(_) => tls_url(&args.database_url)?,
+        None => args.database_url.clone(),
+    };
+    let mut db = DatabaseSettings::with_url(db_url.clone());
+    db.ca_file = args.ca_file.clone();
+    let mut db_env = vec![("DATABASE_URL".to_owned(), db_url)];
+    if let Some(ca) = &args.ca_file {
+        db_env.push(("HOOKLEDGER_DB_CA_FILE".to_owned(), ca.display().to_string()));
+    }
+    let mut receiver_env = db_env.clone();
+    receiver_env.push(("HOOKLEDGER_SOURCES".to_owned(), SOURCES_JSON.to_owned()));
     for pair in &args.extra_env {
         let (k, v) = pair
             .split_once('=')
@@ -465,13 +531,27 @@ async fn main() -> Result<()> {
         },
         Target {
             name: "hello",
-            binary: hello,
+            binary: hello.clone(),
             env: Vec::new(),
             events: hello_events(),
             ok: 200,
         },
+        Target {
+            name: "hello-pg",
+            binary: hello,
+            env: db_env,
+            events: hello_events(),
+            ok: 200,
+        },
     ];
-    let connect = direct_connect(&args.database_url, args.runs).await?;
+    if let Some(unknown) = args
+        .only
+        .iter()
+        .find(|o| !targets.iter().any(|t| t.name == o.as_str()))
+    {
+        bail!("--only {unknown}: expected receiver, hello or hello-pg");
+    }
+    let (connect, tls) = direct_connect(&db, args.runs).await?;
     let mut results = serde_json::Map::new();
     let mut measured = BTreeMap::new();
     for target in &targets {
@@ -483,18 +563,21 @@ async fn main() -> Result<()> {
         let zip = zip_size(&target.binary, &args.logs)?;
         let size = std::fs::metadata(&target.binary)?.len();
         let package = package_zip(target.name);
-        let is_receiver = target.name == "receiver";
-        let db_connect = if is_receiver {
+        // The receiver and hello-pg connect to the same URL with the same CA.
+        let connects = target.name != "hello";
+        let db_connect = if connects {
             json!(round3(connect.median))
         } else {
             Value::Null
         };
+        let db_tls = if connects { json!(tls) } else { Value::Null };
         results.insert(
             target.name.to_owned(),
             json!({
                 "init_to_next_ms": round3(m.to_next.median),
                 "init_to_first_response_ms": round3(m.to_first_response.median),
                 "db_connect_ms": db_connect,
+                "db_tls": db_tls,
                 "rss_mib_after": round3(m.rss_after),
                 "invocations": m.invocations,
                 "zip_bytes": zip,
@@ -505,7 +588,7 @@ async fn main() -> Result<()> {
                     "first_invocation_ms": stats_json(&m.first_invocation),
                     "warm_invocation_ms": stats_json(&m.warm_invocation),
                     "first_minus_warm_ms": round3(m.first_invocation.median - m.warm_invocation.median),
-                    "direct_connect_ms": if is_receiver { stats_json(&connect) } else { Value::Null },
+                    "direct_connect_ms": if connects { stats_json(&connect) } else { Value::Null },
                     "rss_mib_after_init": stats_json(&m.rss_after_init),
                     "hwm_mib_after": round3(m.hwm_after),
                     "errors": m.errors,
@@ -577,9 +660,33 @@ fn ratio(v: &Value, path_a: &[&str], path_b: &[&str]) -> String {
     }
 }
 
+/// The targets, in the table's column order.
+const NAMES: [&str; 3] = ["receiver", "hello", "hello-pg"];
+
+/// One row of the table: a figure per target, then receiver ÷ hello and receiver ÷ hello-pg
+/// (`ratios`: the figure's path under each target, or none).
+fn row(label: &str, cells: [String; 3], ratios: Option<(&Value, &[&str])>) -> String {
+    let (by_hello, by_hello_pg) = match ratios {
+        Some((v, path)) => {
+            let under = |name: &'static str| [&[name][..], path].concat();
+            (
+                ratio(v, &under("receiver"), &under("hello")),
+                ratio(v, &under("receiver"), &under("hello-pg")),
+            )
+        }
+        None => (String::new(), String::new()),
+    };
+    let [r, h, hp] = cells;
+    format!("| {label} | {r} | {h} | {hp} | {by_hello} | {by_hello_pg} |\n")
+}
+
 fn table(v: &Value) -> String {
     let mut s = String::new();
-    s.push_str("| figure | receiver | hello-world | receiver / hello |\n|---|---|---|---|\n");
+    s.push_str(
+        "| figure | receiver | hello-world | hello-pg (one PostgreSQL connect, `SELECT 1`) \
+         | receiver / hello | receiver / hello-pg |\n|---|---|---|---|---|---|\n",
+    );
+    let each = |f: &dyn Fn(&str) -> String| NAMES.map(f);
     let rows: [(&str, &str); 5] = [
         (
             "exec to first `/next`, ms, median (min–max)",
@@ -594,61 +701,82 @@ fn table(v: &Value) -> String {
         ("RSS after init (first response), MiB", "rss_mib_after_init"),
     ];
     for (label, key) in rows {
-        s.push_str(&format!(
-            "| {label} | {} | {} | {} |\n",
-            range(v, "receiver", key),
-            range(v, "hello", key),
-            ratio(
-                v,
-                &["receiver", "detail", key, "median"],
-                &["hello", "detail", key, "median"]
-            )
+        s.push_str(&row(
+            label,
+            each(&|name| range(v, name, key)),
+            Some((v, &["detail", key, "median"])),
         ));
     }
-    s.push_str(&format!(
-        "| database connect (direct `shared::db::connect`), ms | {} | – | |\n",
-        range(v, "receiver", "direct_connect_ms")
+    let connects = |name: &str| name != "hello";
+    s.push_str(&row(
+        "database connect (direct `shared::db::connect`), ms",
+        each(&|name| {
+            if connects(name) {
+                range(v, name, "direct_connect_ms")
+            } else {
+                "–".to_owned()
+            }
+        }),
+        None,
     ));
-    s.push_str(&format!(
-        "| first minus warm invocation (connect + first use), ms | {} | {} | |\n",
-        num(v, &["receiver", "detail", "first_minus_warm_ms"]),
-        num(v, &["hello", "detail", "first_minus_warm_ms"])
+    s.push_str(&row(
+        "database connect over TLS (the server's `pg_stat_ssl`)",
+        each(&|name| {
+            if !connects(name) {
+                return "–".to_owned();
+            }
+            match v.get(name).map(|t| &t["db_tls"]) {
+                Some(Value::Bool(true)) => "yes, verified against the CA".to_owned(),
+                Some(Value::Bool(false)) => "no".to_owned(),
+                _ => "n/a".to_owned(),
+            }
+        }),
+        None,
     ));
-    s.push_str(&format!(
-        "| RSS after {} invocations, MiB (peak) | {} ({}) | {} ({}) | {} |\n",
-        num(v, &["receiver", "invocations"]),
-        num(v, &["receiver", "rss_mib_after"]),
-        num(v, &["receiver", "detail", "hwm_mib_after"]),
-        num(v, &["hello", "rss_mib_after"]),
-        num(v, &["hello", "detail", "hwm_mib_after"]),
-        ratio(
-            v,
-            &["receiver", "rss_mib_after"],
-            &["hello", "rss_mib_after"]
-        )
+    s.push_str(&row(
+        "first minus warm invocation (connect + first use), ms",
+        each(&|name| num(v, &[name, "detail", "first_minus_warm_ms"])),
+        None,
     ));
-    s.push_str(&format!(
-        "| invocation p50 / p99 over those, ms | {} / {} | {} / {} | |\n",
-        num(v, &["receiver", "detail", "invocation_p50_ms"]),
-        num(v, &["receiver", "detail", "invocation_p99_ms"]),
-        num(v, &["hello", "detail", "invocation_p50_ms"]),
-        num(v, &["hello", "detail", "invocation_p99_ms"])
+    s.push_str(&row(
+        &format!(
+            "RSS after {} invocations, MiB (peak)",
+            num(v, &["receiver", "invocations"])
+        ),
+        each(&|name| {
+            format!(
+                "{} ({})",
+                num(v, &[name, "rss_mib_after"]),
+                num(v, &[name, "detail", "hwm_mib_after"])
+            )
+        }),
+        Some((v, &["rss_mib_after"])),
     ));
-    s.push_str(&format!(
-        "| errors (non-200) among them | {} | {} | |\n",
-        num(v, &["receiver", "detail", "errors"]),
-        num(v, &["hello", "detail", "errors"])
+    s.push_str(&row(
+        "invocation p50 / p99 over those, ms",
+        each(&|name| {
+            format!(
+                "{} / {}",
+                num(v, &[name, "detail", "invocation_p50_ms"]),
+                num(v, &[name, "detail", "invocation_p99_ms"])
+            )
+        }),
+        None,
     ));
-    s.push_str(&format!(
-        "| binary, bytes | {} | {} | |\n",
-        num(v, &["receiver", "detail", "binary_bytes"]),
-        num(v, &["hello", "detail", "binary_bytes"])
+    s.push_str(&row(
+        "errors (non-200) among them",
+        each(&|name| num(v, &[name, "detail", "errors"])),
+        None,
     ));
-    s.push_str(&format!(
-        "| zipped as `bootstrap` (deflate 9), bytes | {} | {} | {} |\n",
-        num(v, &["receiver", "zip_bytes"]),
-        num(v, &["hello", "zip_bytes"]),
-        ratio(v, &["receiver", "zip_bytes"], &["hello", "zip_bytes"])
+    s.push_str(&row(
+        "binary, bytes",
+        each(&|name| num(v, &[name, "detail", "binary_bytes"])),
+        None,
+    ));
+    s.push_str(&row(
+        "zipped as `bootstrap` (deflate 9), bytes",
+        each(&|name| num(v, &[name, "zip_bytes"])),
+        Some((v, &["zip_bytes"])),
     ));
     for name in ["receiver", "hello"] {
         if let Some(p) = v
@@ -656,13 +784,25 @@ fn table(v: &Value) -> String {
             .and_then(|r| r["detail"]["package_zip"].as_object())
         {
             s.push_str(&format!(
-                "| `make package` zip of {name} ({}), bytes | {} | | |\n",
+                "| `make package` zip of {name} ({}), bytes | {} | | | | |\n",
                 p.get("path").and_then(Value::as_str).unwrap_or(""),
                 p.get("bytes").map(|b| b.to_string()).unwrap_or_default()
             ));
         }
     }
     s
+}
+
+/// Whether the receiver's and hello-pg's connects were over TLS, in words.
+fn tls_note(v: &Value) -> &'static str {
+    let tls = |name: &str| v.get(name).and_then(|t| t["db_tls"].as_bool());
+    match (tls("receiver"), tls("hello-pg")) {
+        (Some(true), Some(true)) => "both connects over TLS, verified against the CA",
+        (Some(false), Some(false)) => {
+            "the connects were **without TLS** (no CA file): not the issue's TLS floor"
+        }
+        _ => "TLS of the connects not recorded",
+    }
 }
 
 fn target_check(v: &Value) -> String {
@@ -684,12 +824,16 @@ fn target_check(v: &Value) -> String {
     let init_first = get(&["receiver", "init_to_first_response_ms"])
         .zip(get(&["hello", "init_to_first_response_ms"]))
         .map(|(r, h)| r <= 2.0 * h);
+    let first_pg = get(&["receiver", "init_to_first_response_ms"])
+        .zip(get(&["hello-pg", "init_to_first_response_ms"]))
+        .map(|(r, h)| r <= 1.5 * h);
     let rss = get(&["receiver", "rss_mib_after"]).map(|r| r <= 25.0);
     let zip = get(&["receiver", "zip_bytes"]).map(|z| z <= 8.0 * 1_000_000.0);
     format!(
         "| target | verdict |\n|---|---|\n\
          | cold init (exec to first `/next`) within 2x of hello-world | {} ({}) |\n\
          | exec to first response within 2x of hello-world (includes the database connect) | {} ({}) |\n\
+         | exec to first response within 1.5x of hello-world with one TLS PostgreSQL connect (issue 29) | {} ({}; {}) |\n\
          | RSS after the invocations <= 25 MiB | {} |\n\
          | zip <= 8 MB (8,000,000 bytes) | {} |\n",
         verdict(init),
@@ -700,6 +844,13 @@ fn target_check(v: &Value) -> String {
             &["receiver", "init_to_first_response_ms"],
             &["hello", "init_to_first_response_ms"]
         ),
+        verdict(first_pg),
+        ratio(
+            v,
+            &["receiver", "init_to_first_response_ms"],
+            &["hello-pg", "init_to_first_response_ms"]
+        ),
+        tls_note(v),
         verdict(rss),
         verdict(zip)
     )
@@ -718,7 +869,12 @@ fn markdown(v: &Value, baseline: Option<&Value>, command: &str) -> String {
          go to a file. Times run from just before the spawn (fork + exec) to the first \
          `GET /next` and to the first posted response; the receiver's event is a signed Stripe \
          `payment_intent.succeeded` delivery (a real claim and order insert, durable \
-         PostgreSQL), hello-world's a plain GET. {} cold starts each; median (min–max).\n\n",
+         PostgreSQL), hello-world's a plain GET. hello-pg is the same hello-world binary given \
+         the receiver's `DATABASE_URL` (and `HOOKLEDGER_DB_CA_FILE`): the floor of a function \
+         that answers after a PostgreSQL round trip, its first invocation opens one \
+         tokio-postgres connection over postgres-native-tls (building the TLS connector then) \
+         and every invocation runs `SELECT 1` on it before answering (same plain GET); {}. {} \
+         cold starts each; median (min–max).\n\n",
         m["cpu"].as_str().unwrap_or("?"),
         m["cores"],
         m["kernel"].as_str().unwrap_or("?"),
@@ -729,16 +885,17 @@ fn markdown(v: &Value, baseline: Option<&Value>, command: &str) -> String {
         } else {
             ""
         },
+        tls_note(v),
         num(v, &["receiver", "detail", "runs"]),
     ));
     s.push_str(&table(v));
     s.push_str(
         "\nThe database connect is measured two ways: a direct `shared::db::connect` to the same \
-         server from the harness (what the pool's first connection does: TCP, TLS negotiation \
-         with the URL's `sslmode`, start-up and authentication; median of as many connects as \
-         cold starts), and the receiver's first invocation minus its warm one (the connect plus \
-         whatever else the first delivery does for the first time, such as preparing its \
-         statements).\n\n",
+         server with the same URL and CA from the harness (what the pool's first connection \
+         does: TCP, TLS negotiation with the URL's `sslmode`, start-up and authentication; \
+         median of as many connects as cold starts), and each function's first invocation minus \
+         its warm one (the connect plus whatever else the first delivery does for the first \
+         time, such as preparing its statements).\n\n",
     );
     s.push_str(&target_check(v));
     if let Some(b) = baseline {
@@ -750,4 +907,22 @@ fn markdown(v: &Value, baseline: Option<&Value>, command: &str) -> String {
     }
     s.push_str(&format!("\nCommand: `{command}`\n"));
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::tls_url;
+
+    #[test]
+    fn the_tls_url_requires_tls_by_the_certificate_s_name() {
+        assert_eq!(
+            tls_url("postgres://postgres@127.0.0.1:5433/postgres?sslmode=disable").unwrap(),
+            "postgres://postgres@localhost:5433/postgres?sslmode=require"
+        );
+        assert_eq!(
+            tls_url("postgres://u:p@localhost/db?application_name=x").unwrap(),
+            "postgres://u:p@localhost/db?application_name=x&sslmode=require"
+        );
+        assert!(tls_url("postgres://postgres@db.example.com:5432/postgres").is_err());
+    }
 }

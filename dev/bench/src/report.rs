@@ -200,6 +200,20 @@ fn main() -> Result<()> {
             "x",
         ),
         ratio_row(
+            if cold_v["hello-pg"]["db_tls"].as_bool() == Some(false) {
+                "cold exec to first response: receiver ÷ hello-world with one PostgreSQL connect (without TLS)"
+            } else {
+                "cold exec to first response: receiver ÷ hello-world with one TLS PostgreSQL connect"
+            },
+            "≤ 1.5x",
+            div(
+                num(cold_v, &["receiver", "init_to_first_response_ms"]),
+                num(cold_v, &["hello-pg", "init_to_first_response_ms"]),
+            ),
+            |v| v <= 1.5,
+            "x",
+        ),
+        ratio_row(
             "RSS after the invocations (MiB)",
             "≤ 25",
             num(cold_v, &["receiver", "rss_mib_after"]),
