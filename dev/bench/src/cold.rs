@@ -2,10 +2,9 @@
 //! `receiver` binary and of `bench-hello` (the smallest lambda_http function, the floor), each
 //! run as Lambda runs it: a process whose only contact is a Lambda Runtime API
 //! (`AWS_LAMBDA_RUNTIME_API`), served in-process on 127.0.0.1 by the dev-only `lambda_sim`
-//! crate (shared with `make chaos`). `bench-hello` runs twice: as `hello` (no database) and as
-//! `hello-pg`, the floor of a function that answers after a PostgreSQL round trip (with
-//! `DATABASE_URL`, its first invocation opens one connection and every invocation runs
-//! `SELECT 1`). With a CA file (`--ca-file`, `HOOKLEDGER_TEST_CA_FILE` from
+//! crate (shared with `make chaos`); and of `bench-hello-pg` (`hello-pg`), the floor of a
+//! function that answers after a PostgreSQL round trip (its first invocation opens one
+//! connection to `DATABASE_URL`, and every invocation runs `SELECT 1`). With a CA file (`--ca-file`, `HOOKLEDGER_TEST_CA_FILE` from
 //! scripts/with-postgres.sh) the receiver and hello-pg both connect over TLS, verified against
 //! that CA (`sslmode=require`, the host by a name on the server's certificate); without one,
 //! with `DATABASE_URL` as given.
@@ -46,6 +45,9 @@ struct Args {
     /// The hello-world binary (default: `bench-hello` beside this binary).
     #[arg(long)]
     hello: Option<PathBuf>,
+    /// The hello-world with one PostgreSQL connect (default: `bench-hello-pg` beside this binary).
+    #[arg(long)]
+    hello_pg: Option<PathBuf>,
     /// Cold starts per binary (the median is reported).
     #[arg(long, default_value_t = 20)]
     runs: usize,
@@ -502,6 +504,10 @@ async fn main() -> Result<()> {
         Some(path) => path.clone(),
         None => sibling("bench-hello")?,
     };
+    let hello_pg = match &args.hello_pg {
+        Some(path) => path.clone(),
+        None => sibling("bench-hello-pg")?,
+    };
     // The database as the receiver and hello-pg reach it: over TLS with the CA, when given.
     let db_url = match &args.ca_file {
         Some(_) => tls_url(&args.database_url)?,
@@ -531,14 +537,14 @@ async fn main() -> Result<()> {
         },
         Target {
             name: "hello",
-            binary: hello.clone(),
+            binary: hello,
             env: Vec::new(),
             events: hello_events(),
             ok: 200,
         },
         Target {
             name: "hello-pg",
-            binary: hello,
+            binary: hello_pg,
             env: db_env,
             events: hello_events(),
             ok: 200,
@@ -869,7 +875,7 @@ fn markdown(v: &Value, baseline: Option<&Value>, command: &str) -> String {
          go to a file. Times run from just before the spawn (fork + exec) to the first \
          `GET /next` and to the first posted response; the receiver's event is a signed Stripe \
          `payment_intent.succeeded` delivery (a real claim and order insert, durable \
-         PostgreSQL), hello-world's a plain GET. hello-pg is the same hello-world binary given \
+         PostgreSQL), hello-world's a plain GET. hello-pg is `bench-hello-pg`, the hello-world given \
          the receiver's `DATABASE_URL` (and `HOOKLEDGER_DB_CA_FILE`): the floor of a function \
          that answers after a PostgreSQL round trip, its first invocation opens one \
          tokio-postgres connection over postgres-native-tls (building the TLS connector then) \

@@ -1,66 +1,12 @@
 //! `bench-hello`: the floor for `bench-cold`. The smallest lambda_http function, built with the
 //! same release profile as the receiver: every request answers `200 hello`.
-//!
-//! With `DATABASE_URL` set (bench-cold's `hello-pg`), the floor of a function that answers
-//! after a PostgreSQL round trip: its first invocation opens one tokio-postgres connection over
-//! postgres-native-tls (the system roots, plus the certificate in `HOOKLEDGER_DB_CA_FILE` when
-//! set), and every invocation runs `SELECT 1` on that connection before answering `200 hello`;
-//! an error answers 500.
 
-use std::sync::Arc;
-
-use lambda_http::http::StatusCode;
 use lambda_http::{service_fn, Body, Error, Request, Response};
-use tokio::sync::OnceCell;
-use tokio_postgres::Client;
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
-    let Ok(url) = std::env::var("DATABASE_URL") else {
-        return lambda_http::run(service_fn(|_request: Request| async {
-            Ok::<_, Error>(Response::new(Body::from("hello")))
-        }))
-        .await;
-    };
-    let url: Arc<str> = url.into();
-    let client: Arc<OnceCell<Client>> = Arc::default();
-    lambda_http::run(service_fn(move |_request: Request| {
-        let (url, client) = (url.clone(), client.clone());
-        async move {
-            match select_1(&url, &client).await {
-                Ok(()) => Ok::<_, Error>(Response::new(Body::from("hello"))),
-                Err(error) => {
-                    eprintln!("bench-hello: {error}");
-                    let mut response = Response::new(Body::from("database error"));
-                    *response.status_mut() = StatusCode::INTERNAL_SERVER_ERROR;
-                    Ok(response)
-                }
-            }
-        }
+    lambda_http::run(service_fn(|_request: Request| async {
+        Ok::<_, Error>(Response::new(Body::from("hello")))
     }))
     .await
-}
-
-/// `SELECT 1` on the one connection, opened by the first call (again by the next call if
-/// opening failed).
-async fn select_1(url: &str, client: &OnceCell<Client>) -> Result<(), Error> {
-    let client = client.get_or_try_init(|| connect(url)).await?;
-    client.simple_query("SELECT 1").await?;
-    Ok(())
-}
-
-async fn connect(url: &str) -> Result<Client, Error> {
-    let mut builder = native_tls::TlsConnector::builder();
-    if let Ok(path) = std::env::var("HOOKLEDGER_DB_CA_FILE") {
-        let pem = std::fs::read(&path).map_err(|e| format!("reading {path}: {e}"))?;
-        builder.add_root_certificate(native_tls::Certificate::from_pem(&pem)?);
-    }
-    let tls = postgres_native_tls::MakeTlsConnector::new(builder.build()?);
-    let (client, connection) = tokio_postgres::connect(url, tls).await?;
-    tokio::spawn(async move {
-        if let Err(error) = connection.await {
-            eprintln!("bench-hello: connection closed: {error}");
-        }
-    });
-    Ok(client)
 }

@@ -27,8 +27,8 @@ impl AppState {
         }
     }
 
-    /// The function's state as its `main` builds it once per execution environment: the pool,
-    /// `handlers` (the app's registry, `shared::App`), the worker's doorbell
+    /// The function's state as its `main` builds it once per execution environment: the pool
+    /// (its first connection opening at once, `shared::db::Pool::warm`), `handlers` (the app's registry, `shared::App`), the worker's doorbell
     /// (`HOOKLEDGER_WORKER_FUNCTION`, off when unset) and sources re-read after a signature
     /// mismatch, so rotated signing secrets are picked up without a redeploy
     /// (`shared::sources_refresh`). Logs what runs for each source, with a warning for a
@@ -42,7 +42,9 @@ impl AppState {
         settings: &Settings,
         handlers: Registry,
     ) -> Result<Self, shared::db::DbError> {
-        let pool = shared::db::pool(&settings.database)?;
+        // The first connection opens while the rest of the cold start runs and the runtime
+        // fetches the first event.
+        let pool = shared::db::pool(&settings.database)?.warm();
         // What runs for each source, and a warning for each source where nothing would.
         shared::coverage::Coverage::of(&handlers, &settings.sources).log();
         let mut state = Self::new(settings, pool, handlers);

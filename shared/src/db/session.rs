@@ -104,7 +104,13 @@ impl Session {
 pub struct Pool {
     inner: deadpool_postgres::Pool,
     session: Arc<Session>,
+    /// The first connection, opened by [`Pool::warm`] while the function waits for its first
+    /// event; [`Pool::get`] waits for it rather than opening a second one beside it.
+    warm_up: Option<WarmUp>,
 }
+
+/// A warm-up in flight or done (its outcome is only what it left in the pool).
+type WarmUp = futures_util::future::Shared<futures_util::future::BoxFuture<'static, ()>>;
 
 impl std::fmt::Debug for Pool {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -121,7 +127,31 @@ impl Pool {
         Self {
             inner,
             session: Arc::new(session),
+            warm_up: None,
         }
+    }
+
+    /// Opens the pool's first connection now, on a task of its own, and leaves it idle in the
+    /// pool: a cold start connects (TCP, TLS, authentication) while the runtime fetches the
+    /// first event instead of after it. The first [`Pool::get`] of this pool or its clones
+    /// waits for the warm-up and takes that connection. A warm-up that fails only logs (at
+    /// debug: the first delivery's own connect reports the same failure with its answer).
+    /// Needs a Tokio runtime.
+    pub fn warm(mut self) -> Self {
+        let inner = self.inner.clone();
+        let task = tokio::spawn(async move {
+            if let Err(error) = inner.get().await {
+                tracing::debug!(
+                    error = %crate::error_chain::error_chain(&error),
+                    "the warm-up connection failed; the first delivery connects itself"
+                );
+            }
+        });
+        let done: futures_util::future::BoxFuture<'static, ()> = Box::pin(async move {
+            let _ = task.await;
+        });
+        self.warm_up = Some(futures_util::FutureExt::shared(done));
+        self
     }
 
     /// The same connections under other transaction limits (the worker's transactions take the
@@ -130,6 +160,7 @@ impl Pool {
         Self {
             inner: self.inner.clone(),
             session: Arc::new(session),
+            warm_up: self.warm_up.clone(),
         }
     }
 
@@ -144,6 +175,11 @@ impl Pool {
     /// [`deadpool_postgres::PoolError`] when none is free within the wait timeout or a new one
     /// cannot be opened.
     pub async fn get(&self) -> Result<Connection, deadpool_postgres::PoolError> {
+        if let Some(warm_up) = &self.warm_up {
+            if warm_up.peek().is_none() {
+                warm_up.clone().await;
+            }
+        }
         Ok(Connection {
             client: self.inner.get().await?,
             session: self.session.clone(),

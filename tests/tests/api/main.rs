@@ -54,6 +54,7 @@ mod target_expressions;
 mod targets;
 mod template;
 mod template_iam_mutations;
+mod warm_up;
 mod without_rust;
 mod worker_drain;
 mod worker_leases;
