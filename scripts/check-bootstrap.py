@@ -11,7 +11,11 @@ little-endian only (x86_64 and arm64 Lambda):
   vendored and linked statically) nor anything else;
 - its interpreter is the architecture's glibc loader;
 - the highest GLIBC_x.y symbol version it needs is at most --max-glibc (al2023: 2.34);
-- for a zip: it holds exactly one file, `bootstrap`, with its executable bits set.
+- for a zip: it holds exactly one file, `bootstrap`, with its executable bits set;
+- one TLS and crypto stack: no rustls or aws-lc compiled in beside OpenSSL;
+- a function named by its folder (`<target dir>/lambda/<function>/bootstrap.zip`, as `make
+  package` writes them) links the AWS SDKs it calls and no other (`CALLS`), each found by a
+  string its SDK compiles in (`AWS_APIS`).
 
 Prints one line per file; exits 1 when any check fails, 2 on bad usage or an unreadable file.
 """
@@ -151,7 +155,44 @@ def glibc_versions(info):
     return sorted(found, key=version_key), sorted(unknown)
 
 
-def check(data, arch, max_glibc):
+# A string each AWS SDK compiles in: its JSON protocol's target prefix or its REST path.
+AWS_APIS = {
+    "secretsmanager": b"secretsmanager.GetSecretValue",
+    "kms": b"TrentService.",
+    "lambda": b"/2015-03-31/functions/",
+    "sqs": b"AmazonSQS.",
+    "eventbridge": b"AWSEvents.",
+}
+# The AWS APIs each function calls (issue 29): Secrets Manager for its configuration; KMS
+# where payloads or responses are sealed or opened; Lambda where the worker's doorbell rings
+# (the receiver, replay's deferred claims); SQS and EventBridge where the outbox dispatches.
+CALLS = {
+    "receiver": {"secretsmanager", "kms", "lambda"},
+    "worker": {"secretsmanager", "kms", "sqs", "eventbridge"},
+    "sweeper": {"secretsmanager"},
+    "auditor": {"secretsmanager"},
+    "replay": {"secretsmanager", "kms", "lambda"},
+    "migrate": {"secretsmanager"},
+    "console": {"secretsmanager", "kms"},
+}
+# Another TLS or crypto stack than OpenSSL (the AWS SDK's default client brought both).
+OTHER_STACKS = {"rustls": b"rustls", "aws-lc": b"aws-lc"}
+
+
+def linked_apis(data):
+    """The AWS APIs whose SDK is compiled into `data`, sorted."""
+    return sorted(name for name, marker in AWS_APIS.items() if marker in data)
+
+
+def function_of(path):
+    """The function a `<...>/lambda/<function>/bootstrap(.zip)` path names, or None."""
+    parts = path.replace("\\", "/").split("/")
+    if len(parts) >= 2 and parts[-2] in CALLS:
+        return parts[-2]
+    return None
+
+
+def check(data, arch, max_glibc, function=None):
     """(problems, description) for one bootstrap's bytes."""
     info = parse(data)
     problems = []
@@ -197,6 +238,18 @@ def check(data, arch, max_glibc):
     ssl = re.search(rb"OpenSSL (\d+\.\d+\.\d+)", data)
     if ssl:
         parts.append(f"OpenSSL {ssl.group(1).decode()} compiled in")
+    for name, marker in OTHER_STACKS.items():
+        if marker in data:
+            problems.append(f"{name} is compiled in beside OpenSSL (one TLS stack only)")
+    apis = linked_apis(data)
+    parts.append("AWS APIs " + (", ".join(apis) if apis else "none"))
+    if function is not None:
+        extra = sorted(set(apis) - CALLS[function])
+        missing = sorted(CALLS[function] - set(apis))
+        if extra:
+            problems.append(f"{function} links the SDK of {', '.join(extra)}, which it never calls")
+        if missing:
+            problems.append(f"{function} lacks the SDK of {', '.join(missing)}, which it calls")
     return problems, "; ".join(parts)
 
 
@@ -234,7 +287,7 @@ def main(argv=None):
             data, problems = read_target(path)
             description = ""
             if data is not None:
-                more, description = check(data, args.arch, args.max_glibc)
+                more, description = check(data, args.arch, args.max_glibc, function_of(path))
                 problems += more
         except (OSError, ElfError, zipfile.BadZipFile, struct.error) as e:
             print(f"{path}: cannot read: {e}", file=sys.stderr)

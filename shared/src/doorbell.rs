@@ -8,6 +8,7 @@
 //! `AWS_ENDPOINT_URL_LAMBDA` (cargo-lambda's `watch` serves the Invoke API, so `make run` rings
 //! the local worker for real).
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use aws_sdk_lambda::primitives::Blob;
@@ -15,10 +16,6 @@ use aws_sdk_lambda::types::InvocationType;
 
 /// Longest a ring may delay the provider's 202, milliseconds.
 pub const RING_TIMEOUT_MS: u64 = 2_000;
-
-/// The SDK's error for an `Invoke` call.
-pub type InvokeSdkError =
-    aws_sdk_lambda::error::SdkError<aws_sdk_lambda::operation::invoke::InvokeError>;
 
 /// Why a ring failed. Never fatal to the delivery, and not retried: the worker's schedule
 /// drains the event anyway.
@@ -30,9 +27,8 @@ pub enum DoorbellError {
         /// The worker function.
         function: String,
         /// The SDK's error (the service's code and message, or the transport's failure).
-        /// Boxed: the SDK's error is large.
         #[source]
-        source: Box<InvokeSdkError>,
+        source: Box<dyn std::error::Error + Send + Sync>,
     },
     /// The Invoke call took longer than [`RING_TIMEOUT_MS`].
     #[error("invoke {0}: timed out")]
@@ -42,7 +38,49 @@ pub enum DoorbellError {
 /// Rings the worker; [`Doorbell::off`] when no worker function is configured.
 #[derive(Debug, Clone)]
 pub struct Doorbell {
-    target: Option<(aws_sdk_lambda::Client, String)>,
+    /// The worker's invoke, built only by [`Doorbell::new`]: behind a trait object, so a
+    /// function that never builds one (the console rings nothing) does not link the Lambda
+    /// SDK (issue 29).
+    target: Option<Arc<dyn Invoke>>,
+}
+
+/// One asynchronous invoke of the worker.
+#[async_trait::async_trait]
+trait Invoke: std::fmt::Debug + Send + Sync {
+    /// The worker function (name or ARN).
+    fn function(&self) -> &str;
+    /// `InvocationType=Event` with `payload`.
+    async fn invoke(&self, payload: String)
+        -> Result<(), Box<dyn std::error::Error + Send + Sync>>;
+}
+
+/// [`Invoke`] through Lambda's `Invoke` API.
+#[derive(Debug)]
+struct LambdaInvoke {
+    client: aws_sdk_lambda::Client,
+    function: String,
+}
+
+#[async_trait::async_trait]
+impl Invoke for LambdaInvoke {
+    fn function(&self) -> &str {
+        &self.function
+    }
+
+    async fn invoke(
+        &self,
+        payload: String,
+    ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+        self.client
+            .invoke()
+            .function_name(&self.function)
+            .invocation_type(InvocationType::Event)
+            .payload(Blob::new(payload))
+            .send()
+            .await
+            .map(|_| ())
+            .map_err(|error| Box::new(error) as _)
+    }
 }
 
 impl Doorbell {
@@ -59,7 +97,10 @@ impl Doorbell {
             Some(function) => {
                 let config = crate::aws::load().await;
                 Self {
-                    target: Some((aws_sdk_lambda::Client::new(&config), function.to_owned())),
+                    target: Some(Arc::new(LambdaInvoke {
+                        client: aws_sdk_lambda::Client::new(&config),
+                        function: function.to_owned(),
+                    })),
                 }
             }
         }
@@ -77,7 +118,7 @@ impl Doorbell {
     /// [`DoorbellError`] when the invoke fails or times out: log it with its causes
     /// (`crate::error_chain::error_chain`) and carry on.
     pub async fn ring(&self, source: &str, event_id: &str) -> Result<bool, DoorbellError> {
-        let Some((client, function)) = &self.target else {
+        let Some(target) = &self.target else {
             return Ok(false);
         };
         let payload = serde_json::json!({
@@ -85,19 +126,14 @@ impl Doorbell {
             "source": source,
             "event_id": event_id,
         });
-        let call = client
-            .invoke()
-            .function_name(function)
-            .invocation_type(InvocationType::Event)
-            .payload(Blob::new(payload.to_string()))
-            .send();
+        let call = target.invoke(payload.to_string());
         match tokio::time::timeout(Duration::from_millis(RING_TIMEOUT_MS), call).await {
-            Ok(Ok(_)) => Ok(true),
-            Ok(Err(error)) => Err(DoorbellError::Invoke {
-                function: function.clone(),
-                source: Box::new(error),
+            Ok(Ok(())) => Ok(true),
+            Ok(Err(source)) => Err(DoorbellError::Invoke {
+                function: target.function().to_owned(),
+                source,
             }),
-            Err(_) => Err(DoorbellError::Timeout(function.clone())),
+            Err(_) => Err(DoorbellError::Timeout(target.function().to_owned())),
         }
     }
 }

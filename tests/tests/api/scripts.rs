@@ -459,6 +459,75 @@ fn check_bootstrap(args: &[&str]) -> (bool, String) {
     (output.status.success(), text)
 }
 
+/// Issue 29: a packaged function links the AWS SDKs it calls and no other, and one TLS stack.
+/// The check finds each SDK by a string it compiles in; here those strings are appended to the
+/// host's /bin/true (the ELF headers do not cover trailing bytes) under the folder names
+/// `make package` writes (`lambda/<function>/bootstrap`).
+#[test]
+fn the_bootstrap_check_refuses_an_sdk_a_function_never_calls_and_a_second_tls_stack() {
+    let host = match std::env::consts::ARCH {
+        "aarch64" => "arm64",
+        _ => "x86_64",
+    };
+    let scratch = Scratch::new("bootstrap-sdks");
+    let true_bin = std::fs::read("/bin/true").unwrap();
+    let write = |function: &str, markers: &[&str]| {
+        let dir = scratch.0.join("lambda").join(function);
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut data = true_bin.clone();
+        for marker in markers {
+            data.extend_from_slice(marker.as_bytes());
+            data.push(0);
+        }
+        let path = dir.join("bootstrap");
+        std::fs::write(&path, data).unwrap();
+        path.to_str().unwrap().to_owned()
+    };
+    let secrets = "secretsmanager.GetSecretValue";
+    let kms = "TrentService.GenerateDataKey";
+    let sqs = "AmazonSQS.SendMessage";
+    let events = "AWSEvents.PutEvents";
+    let invoke = "/2015-03-31/functions/";
+
+    let sweeper = write("sweeper", &[secrets]);
+    let (passed, text) = check_bootstrap(&["--arch", host, "--max-glibc", "99.0", &sweeper]);
+    assert!(passed, "{text}");
+    assert!(text.contains("AWS APIs secretsmanager"), "{text}");
+
+    let worker = write("worker", &[secrets, kms, sqs, events]);
+    let (passed, text) = check_bootstrap(&["--arch", host, "--max-glibc", "99.0", &worker]);
+    assert!(passed, "{text}");
+
+    let sweeper = write("sweeper", &[secrets, kms, sqs]);
+    let (passed, text) = check_bootstrap(&["--arch", host, "--max-glibc", "99.0", &sweeper]);
+    assert!(!passed, "{text}");
+    assert!(
+        text.contains("sweeper links the SDK of kms, sqs, which it never calls"),
+        "{text}"
+    );
+
+    let console = write("console", &[secrets, kms, invoke]);
+    let (passed, text) = check_bootstrap(&["--arch", host, "--max-glibc", "99.0", &console]);
+    assert!(!passed, "{text}");
+    assert!(text.contains("console links the SDK of lambda"), "{text}");
+
+    let receiver = write("receiver", &[secrets, kms, invoke, "rustls"]);
+    let (passed, text) = check_bootstrap(&["--arch", host, "--max-glibc", "99.0", &receiver]);
+    assert!(!passed, "{text}");
+    assert!(
+        text.contains("rustls is compiled in beside OpenSSL"),
+        "{text}"
+    );
+
+    let worker = write("worker", &[secrets, kms, sqs]);
+    let (passed, text) = check_bootstrap(&["--arch", host, "--max-glibc", "99.0", &worker]);
+    assert!(!passed, "{text}");
+    assert!(
+        text.contains("worker lacks the SDK of eventbridge, which it calls"),
+        "{text}"
+    );
+}
+
 #[test]
 fn the_bootstrap_check_refuses_another_architecture_libssl_and_a_newer_glibc() {
     // The host's /bin/true is a small dynamically linked glibc executable that needs only
