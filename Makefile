@@ -5,22 +5,22 @@ VENV := .venv-tools
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export SAM_CLI_TELEMETRY := 0
 
-.PHONY: demo run test docs chaos fuzz package migrate replay redrive inspect stuck rejected sweep audit bench bench-sweep bench-load tools postgres chromium build clean
+.PHONY: demo run test docs chaos fuzz package migrate replay redrive inspect stuck rejected sweep audit bench bench-sweep bench-load tools postgres openssl chromium build clean
 
 ## demo: set up, run the receiver under cargo-lambda on a throwaway PostgreSQL, deliver events/, print;
 ## CONSOLE=1 then serves the ledger console on the demo's ledger until interrupted
-demo: tools postgres
+demo: tools postgres openssl
 	scripts/demo.sh demo
 
 ## run: the same set-up; keep the receiver serving on 127.0.0.1:9000 and the ledger console on
 ## 127.0.0.1:8470 (its URL with the access token printed) until interrupted
-run: tools postgres
+run: tools postgres openssl
 	scripts/demo.sh run
 
 ## test: fmt, clippy, every test on a throwaway PostgreSQL, the console's in headless Chromium too
 ## (fails on any failed or ignored test, and when the end-to-end tests number fewer than
 ## tests/minimum-e2e-tests)
-test: tools postgres chromium
+test: tools postgres chromium openssl
 	HOOKLEDGER_TOOLS_PYTHON=$(CURDIR)/$(VENV)/bin/python scripts/test.sh
 
 ## docs: the book in docs/ built with mdBook into target/book/ (open target/book/index.html);
@@ -206,6 +206,11 @@ $(NODE_INTEROP)/node_modules/.installed: $(NODE_INTEROP)/package.json $(NODE_INT
 ## postgres: PostgreSQL server binaries and pgbouncer (apt-get when missing)
 postgres:
 	@scripts/postgres.sh install
+
+## openssl: the distribution's OpenSSL headers (libssl-dev, pkg-config; apt-get when missing, best
+## effort), which demo, run and test link instead of compiling the vendored OpenSSL
+openssl:
+	@scripts/openssl.sh install
 
 ## chromium: headless Chromium and chromedriver for the console's browser test (apt-get when
 ## missing)
