@@ -14,7 +14,7 @@ use std::sync::OnceLock;
 ///
 /// # Errors
 /// native-tls's error when OpenSSL cannot build a connector (it cannot initialise); kept, so
-/// every later call reports it again.
+/// every later call returns it again without trying.
 pub fn tls_connector() -> Result<native_tls::TlsConnector, &'static native_tls::Error> {
     static CONNECTOR: OnceLock<Result<native_tls::TlsConnector, native_tls::Error>> =
         OnceLock::new();
@@ -28,8 +28,8 @@ pub fn tls_connector() -> Result<native_tls::TlsConnector, &'static native_tls::
 /// or API that redirects is answered as a failed request, not followed with its credentials).
 /// The caller adds its timeouts and user agent.
 ///
-/// When the shared connector could not be built, the builder is left to build its own, so
-/// its `build()` reports OpenSSL's error.
+/// When the shared connector could not be built, the builder is left to build its own: its
+/// `build()` tries OpenSSL once more and reports the error if it fails again.
 pub fn client_builder() -> reqwest::ClientBuilder {
     let builder = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none());
     match tls_connector() {

@@ -109,8 +109,18 @@ pub struct Pool {
     warm_up: Option<WarmUp>,
 }
 
-/// A warm-up in flight or done (its outcome is only what it left in the pool).
-type WarmUp = futures_util::future::Shared<futures_util::future::BoxFuture<'static, ()>>;
+/// A warm-up in flight or done: whether its connect timed out (what it opened is in the pool).
+type WarmUp = futures_util::future::Shared<futures_util::future::BoxFuture<'static, WarmedUp>>;
+
+/// How a warm-up ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum WarmedUp {
+    /// Connected, or failed at once (refused, a bad login): a waiting get connects itself.
+    Done,
+    /// The database did not answer within the connect timeout: a get that waited for it
+    /// answers that rather than waiting a second connect timeout.
+    TimedOut,
+}
 
 impl std::fmt::Debug for Pool {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -134,22 +144,30 @@ impl Pool {
     /// Opens the pool's first connection now, on a task of its own, and leaves it idle in the
     /// pool: a cold start connects (TCP, TLS, authentication) while the runtime fetches the
     /// first event instead of after it. The first [`Pool::get`] of this pool or its clones
-    /// waits for the warm-up and takes that connection. A warm-up that fails only logs (at
-    /// debug: the first delivery's own connect reports the same failure with its answer).
-    /// Needs a Tokio runtime.
+    /// waits for the warm-up and takes that connection. When the warm-up's connect timed out,
+    /// a get that was waiting for it fails with the pool's create timeout at once (a database
+    /// that does not answer is not asked twice on one delivery's clock); after any other
+    /// failure it connects itself. The warm-up's failure is logged at debug: the delivery's
+    /// answer reports it. Needs a Tokio runtime.
     pub fn warm(mut self) -> Self {
         let inner = self.inner.clone();
         let task = tokio::spawn(async move {
-            if let Err(error) = inner.get().await {
-                tracing::debug!(
-                    error = %crate::error_chain::error_chain(&error),
-                    "the warm-up connection failed; the first delivery connects itself"
-                );
+            match inner.get().await {
+                Ok(_) => WarmedUp::Done,
+                Err(error) => {
+                    tracing::debug!(
+                        error = %crate::error_chain::error_chain(&error),
+                        "the warm-up connection failed"
+                    );
+                    match error {
+                        deadpool_postgres::PoolError::Timeout(_) => WarmedUp::TimedOut,
+                        _ => WarmedUp::Done,
+                    }
+                }
             }
         });
-        let done: futures_util::future::BoxFuture<'static, ()> = Box::pin(async move {
-            let _ = task.await;
-        });
+        let done: futures_util::future::BoxFuture<'static, WarmedUp> =
+            Box::pin(async move { task.await.unwrap_or(WarmedUp::Done) });
         self.warm_up = Some(futures_util::FutureExt::shared(done));
         self
     }
@@ -176,8 +194,10 @@ impl Pool {
     /// cannot be opened.
     pub async fn get(&self) -> Result<Connection, deadpool_postgres::PoolError> {
         if let Some(warm_up) = &self.warm_up {
-            if warm_up.peek().is_none() {
-                warm_up.clone().await;
+            if warm_up.peek().is_none() && warm_up.clone().await == WarmedUp::TimedOut {
+                return Err(deadpool_postgres::PoolError::Timeout(
+                    deadpool_postgres::TimeoutType::Create,
+                ));
             }
         }
         Ok(Connection {

@@ -500,7 +500,7 @@ impl Receiver {
             tracing::warn!(
                 source = event.source,
                 event_id = event.event_id,
-                %error,
+                error = %crate::error_chain::error_chain(&error),
                 "doorbell failed; the worker's schedule will drain the event"
             );
             crate::telemetry::count(MetricName::DoorbellFailed, event.source, 1);
