@@ -184,9 +184,10 @@ pub fn tls_connector(settings: &DatabaseSettings) -> Result<MakeTlsConnector, Db
 /// that cannot be loaded fails each connect, with its reason, instead.
 pub fn pool(settings: &DatabaseSettings) -> Result<Pool, DbError> {
     // The connector loads the system trust store: built off the cold start's path.
+    let tls = background_tls::BackgroundTls::start(settings);
     let manager = Manager::from_config(
         pg_config(settings)?,
-        background_tls::BackgroundTls::start(settings),
+        tls.clone(),
         ManagerConfig {
             recycling_method: RecyclingMethod::Fast,
         },
@@ -197,7 +198,7 @@ pub fn pool(settings: &DatabaseSettings) -> Result<Pool, DbError> {
         .wait_timeout(Some(Duration::from_secs(POOL_WAIT_SECS)))
         .create_timeout(Some(Duration::from_secs(CONNECT_TIMEOUT_SECS)))
         .build()?;
-    Ok(Pool::new(inner, Session::new(settings)))
+    Ok(Pool::new(inner, Session::new(settings)).with_tls(tls))
 }
 
 /// One connection outside the pool (migrations, tooling). The connection task is spawned on

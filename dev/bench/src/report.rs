@@ -221,10 +221,25 @@ fn main() -> Result<()> {
             " MiB",
         ),
         ratio_row(
+            "RSS after the invocations, issue 29 (MiB)",
+            "≤ 12",
+            num(cold_v, &["receiver", "rss_mib_after"]),
+            |v| v <= 12.0,
+            " MiB",
+        ),
+        ratio_row(
             "zipped receiver (MiB)",
             "≤ 8",
             num(cold_v, &["receiver", "zip_bytes"]).map(|b| b / 1024.0 / 1024.0),
             |v| v <= 8.0,
+            " MiB",
+        ),
+        ratio_row(
+            "zipped receiver, `make package` (the last ARCH built), issue 29 (MiB)",
+            "≤ 5",
+            num(cold_v, &["receiver", "detail", "package_zip", "bytes"])
+                .map(|b| b / 1024.0 / 1024.0),
+            |v| v <= 5.0,
             " MiB",
         ),
         ratio_row(

@@ -31,13 +31,18 @@ pub(crate) struct BackgroundTls {
 struct Inner {
     settings: DatabaseSettings,
     built: OnceLock<Built>,
+    /// Set to `true` once `built` is (by whichever thread built it).
+    ready: tokio::sync::watch::Sender<bool>,
 }
 
 impl Inner {
     fn get(&self) -> &Built {
         // Blocks while another thread (the background one) builds it.
-        self.built
-            .get_or_init(|| super::tls_connector(&self.settings).map_err(Arc::new))
+        let built = self
+            .built
+            .get_or_init(|| super::tls_connector(&self.settings).map_err(Arc::new));
+        self.ready.send_replace(true);
+        built
     }
 }
 
@@ -47,6 +52,7 @@ impl BackgroundTls {
         let inner = Arc::new(Inner {
             settings: settings.clone(),
             built: OnceLock::new(),
+            ready: tokio::sync::watch::Sender::new(false),
         });
         let background = inner.clone();
         let spawned = std::thread::Builder::new()
@@ -56,8 +62,18 @@ impl BackgroundTls {
             });
         if let Err(error) = spawned {
             tracing::debug!(%error, "cannot build the TLS connector in the background; building it at the first connect");
+            // Nothing will build it in the background: nobody should wait for that.
+            inner.ready.send_replace(true);
         }
         Self { inner }
+    }
+
+    /// Waits, without blocking the runtime, until the connector is built (or its build
+    /// failed), so a connect started after it never blocks a runtime thread on the build.
+    pub(crate) async fn ready(&self) {
+        let mut ready = self.inner.ready.subscribe();
+        // Err: the sender is gone, which cannot happen while `self` holds it.
+        let _ = ready.wait_for(|built| *built).await;
     }
 }
 

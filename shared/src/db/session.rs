@@ -107,6 +107,9 @@ pub struct Pool {
     /// The first connection, opened by [`Pool::warm`] while the function waits for its first
     /// event; [`Pool::get`] waits for it rather than opening a second one beside it.
     warm_up: Option<WarmUp>,
+    /// The TLS connector being built in the background ([`crate::db::pool`]): the warm-up
+    /// waits for it without blocking a runtime thread.
+    tls: Option<super::background_tls::BackgroundTls>,
 }
 
 /// A warm-up in flight or done: whether its connect timed out (what it opened is in the pool).
@@ -138,7 +141,14 @@ impl Pool {
             inner,
             session: Arc::new(session),
             warm_up: None,
+            tls: None,
         }
+    }
+
+    /// The same pool, knowing the TLS connector its manager uses (for [`Pool::warm`]).
+    pub(crate) fn with_tls(mut self, tls: super::background_tls::BackgroundTls) -> Self {
+        self.tls = Some(tls);
+        self
     }
 
     /// Opens the pool's first connection now, on a task of its own, and leaves it idle in the
@@ -151,7 +161,13 @@ impl Pool {
     /// answer reports it. Needs a Tokio runtime.
     pub fn warm(mut self) -> Self {
         let inner = self.inner.clone();
+        let tls = self.tls.clone();
         let task = tokio::spawn(async move {
+            // The connect needs the TLS connector: wait for its build here, asleep, rather
+            // than blocked inside the connect on a runtime thread the cold start needs.
+            if let Some(tls) = tls {
+                tls.ready().await;
+            }
             match inner.get().await {
                 Ok(_) => WarmedUp::Done,
                 Err(error) => {
@@ -179,6 +195,7 @@ impl Pool {
             inner: self.inner.clone(),
             session: Arc::new(session),
             warm_up: self.warm_up.clone(),
+            tls: self.tls.clone(),
         }
     }
 

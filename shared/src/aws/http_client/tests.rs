@@ -240,7 +240,7 @@ async fn a_connection_closed_before_the_answer_is_retried_by_the_sdk() {
 #[test]
 fn aws_calls_do_not_go_through_http_proxy() {
     const NAME: &str = "aws::http_client::tests::aws_calls_do_not_go_through_http_proxy";
-    if std::env::var_os("HOOKLEDGER_PROXY_PROBE").is_some() {
+    if std::env::var_os("PROXY_PROBE_CHILD").is_some() {
         let runtime = tokio::runtime::Runtime::new().expect("a runtime");
         runtime.block_on(async {
             let _ = lambda_at("http://127.0.0.1:9")
@@ -259,7 +259,7 @@ fn aws_calls_do_not_go_through_http_proxy() {
     let mut child = std::process::Command::new(std::env::current_exe().expect("exe"))
         .args([NAME, "--exact", "--test-threads=1"])
         .env("HTTP_PROXY", format!("http://127.0.0.1:{port}"))
-        .env("HOOKLEDGER_PROXY_PROBE", "1")
+        .env("PROXY_PROBE_CHILD", "1")
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
