@@ -488,18 +488,19 @@ fn the_bootstrap_check_refuses_an_sdk_a_function_never_calls_and_a_second_tls_st
     let sqs = "AmazonSQS.SendMessage";
     let events = "AWSEvents.PutEvents";
     let invoke = "/2015-03-31/functions/";
+    let check = |path: &str| check_bootstrap(&["--arch", host, "--max-glibc", "99.0", path]);
 
     let sweeper = write("sweeper", &[secrets]);
-    let (passed, text) = check_bootstrap(&["--arch", host, "--max-glibc", "99.0", &sweeper]);
+    let (passed, text) = check(&sweeper);
     assert!(passed, "{text}");
     assert!(text.contains("AWS APIs secretsmanager"), "{text}");
 
     let worker = write("worker", &[secrets, kms, sqs, events]);
-    let (passed, text) = check_bootstrap(&["--arch", host, "--max-glibc", "99.0", &worker]);
+    let (passed, text) = check(&worker);
     assert!(passed, "{text}");
 
     let sweeper = write("sweeper", &[secrets, kms, sqs]);
-    let (passed, text) = check_bootstrap(&["--arch", host, "--max-glibc", "99.0", &sweeper]);
+    let (passed, text) = check(&sweeper);
     assert!(!passed, "{text}");
     assert!(
         text.contains("sweeper links the SDK of kms, sqs, which it never calls"),
@@ -507,12 +508,12 @@ fn the_bootstrap_check_refuses_an_sdk_a_function_never_calls_and_a_second_tls_st
     );
 
     let console = write("console", &[secrets, kms, invoke]);
-    let (passed, text) = check_bootstrap(&["--arch", host, "--max-glibc", "99.0", &console]);
+    let (passed, text) = check(&console);
     assert!(!passed, "{text}");
     assert!(text.contains("console links the SDK of lambda"), "{text}");
 
     let receiver = write("receiver", &[secrets, kms, invoke, "rustls"]);
-    let (passed, text) = check_bootstrap(&["--arch", host, "--max-glibc", "99.0", &receiver]);
+    let (passed, text) = check(&receiver);
     assert!(!passed, "{text}");
     assert!(
         text.contains("rustls is compiled in beside OpenSSL"),
@@ -520,7 +521,7 @@ fn the_bootstrap_check_refuses_an_sdk_a_function_never_calls_and_a_second_tls_st
     );
 
     let worker = write("worker", &[secrets, kms, sqs]);
-    let (passed, text) = check_bootstrap(&["--arch", host, "--max-glibc", "99.0", &worker]);
+    let (passed, text) = check(&worker);
     assert!(!passed, "{text}");
     assert!(
         text.contains("worker lacks the SDK of eventbridge, which it calls"),

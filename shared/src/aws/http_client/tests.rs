@@ -67,21 +67,28 @@ async fn read_request(stream: &mut tokio::net::TcpStream) -> String {
     }
 }
 
-#[tokio::test]
-async fn a_request_goes_out_with_its_headers_and_body_and_the_answer_comes_back() {
+/// A server on 127.0.0.1 that reads one request, writes `answer` and closes: its URL (no
+/// trailing slash) and the request it read.
+async fn answer_once(answer: Vec<u8>) -> (String, tokio::task::JoinHandle<String>) {
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let url = format!("http://{}/", listener.local_addr().expect("addr"));
+    let url = format!("http://{}", listener.local_addr().expect("addr"));
     let server = tokio::spawn(async move {
         let (mut stream, _) = listener.accept().await.expect("accept");
         let seen = read_request(&mut stream).await;
-        stream
-            .write_all(b"HTTP/1.1 400 Bad Request\r\ncontent-type: application/x-amz-json-1.1\r\ncontent-length: 30\r\n\r\n{\"__type\":\"NotFoundException\"}")
-            .await
-            .expect("write");
+        stream.write_all(&answer).await.expect("write");
         seen
     });
+    (url, server)
+}
+
+#[tokio::test]
+async fn a_request_goes_out_with_its_headers_and_body_and_the_answer_comes_back() {
+    let (url, server) = answer_once(
+        b"HTTP/1.1 400 Bad Request\r\ncontent-type: application/x-amz-json-1.1\r\ncontent-length: 30\r\n\r\n{\"__type\":\"NotFoundException\"}".to_vec(),
+    )
+    .await;
     let response = connector(None)
-        .call(request(&url, r#"{"SecretId":"a"}"#))
+        .call(request(&format!("{url}/"), r#"{"SecretId":"a"}"#))
         .await
         .expect("an answer");
     assert_eq!(response.status().as_u16(), 400);
@@ -328,16 +335,8 @@ async fn the_wire_request_verifies_under_sigv4() {
         out
     }
 
-    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let url = format!("http://{}", listener.local_addr().expect("addr"));
-    let server = tokio::spawn(async move {
-        let (mut stream, _) = listener.accept().await.expect("accept");
-        let seen = read_request(&mut stream).await;
-        let _ = stream
-            .write_all(b"HTTP/1.1 202 Accepted\r\ncontent-length: 0\r\n\r\n")
-            .await;
-        seen
-    });
+    let (url, server) =
+        answer_once(b"HTTP/1.1 202 Accepted\r\ncontent-length: 0\r\n\r\n".to_vec()).await;
     let _ = lambda_at(&url)
         .await
         .invoke()
@@ -427,22 +426,15 @@ async fn the_wire_request_verifies_under_sigv4() {
 /// in its cause chain: what `error_chain` prints of it, and what `%error` alone prints.
 #[tokio::test]
 async fn a_failed_invoke_keeps_the_services_code_and_message_in_its_chain() {
-    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let url = format!("http://{}", listener.local_addr().expect("addr"));
-    tokio::spawn(async move {
-        let (mut stream, _) = listener.accept().await.expect("accept");
-        let _ = read_request(&mut stream).await;
-        let body = r#"{"Type":"User","message":"Function not found: arn:aws:lambda:us-east-1:123456789012:function:worker"}"#;
-        let _ = stream
-            .write_all(
-                format!(
-                    "HTTP/1.1 404 Not Found\r\nx-amzn-errortype: ResourceNotFoundException\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
-                    body.len()
-                )
-                .as_bytes(),
-            )
-            .await;
-    });
+    let body = r#"{"Type":"User","message":"Function not found: arn:aws:lambda:us-east-1:123456789012:function:worker"}"#;
+    let (url, _server) = answer_once(
+        format!(
+            "HTTP/1.1 404 Not Found\r\nx-amzn-errortype: ResourceNotFoundException\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+            body.len()
+        )
+        .into_bytes(),
+    )
+    .await;
     let error = lambda_at(&url)
         .await
         .invoke()
