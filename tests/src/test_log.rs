@@ -36,7 +36,9 @@ pub fn install() {
     });
     match file {
         Some(file) => {
-            let filter = tracing_subscriber::EnvFilter::new(FILTER);
+            let filter = FILTER
+                .parse()
+                .expect("FILTER is a list of target=level directives");
             let subscriber = shared::telemetry::subscriber(std::sync::Mutex::new(file), filter);
             // `try_init` also routes the `log` crate's records, as `shared::telemetry::init` does.
             let _ = tracing_subscriber::util::SubscriberInitExt::try_init(subscriber);

@@ -4,7 +4,8 @@
 
 use std::time::Duration;
 
-use tracing_subscriber::EnvFilter;
+use tracing_subscriber::filter::{LevelFilter, Targets};
+use tracing_subscriber::layer::SubscriberExt;
 
 use super::delivery::{delivery_document, DELIVERY_LATENCY_FIELD};
 
@@ -16,41 +17,60 @@ pub const CAPPED_TARGETS: [&str; 1] = ["tokio_postgres"];
 
 /// `filter` with every target of [`CAPPED_TARGETS`] capped at `info` (a directive for the same
 /// target in `filter`, e.g. `tokio_postgres=debug` from `RUST_LOG`, is replaced).
-pub fn capped(filter: EnvFilter) -> EnvFilter {
-    CAPPED_TARGETS
-        .iter()
-        .fold(filter, |filter, target| match format!("{target}=info")
-            .parse::<tracing_subscriber::filter::Directive>()
-        {
-            Ok(directive) => filter.add_directive(directive),
-            Err(_) => filter,
-        })
+pub fn capped(filter: Targets) -> Targets {
+    CAPPED_TARGETS.iter().fold(filter, |filter, target| {
+        filter.with_target(*target, LevelFilter::INFO)
+    })
+}
+
+/// The functions' filter: `RUST_LOG` as a list of `target=level` directives and a bare default
+/// level (`info`, `debug`, `hookledger_core=debug,warn`; tracing-subscriber's `Targets` syntax),
+/// [`capped`]. An unset or unreadable `RUST_LOG` means `info`.
+///
+/// `Targets`, not `EnvFilter`: `EnvFilter`'s span and field directives compile regular
+/// expressions, and the regex engine and its Unicode tables were about 0.1 MiB of every zipped
+/// function (issue 29).
+pub fn filter_from_env() -> Targets {
+    filter_from(std::env::var("RUST_LOG").ok().as_deref())
+}
+
+/// [`filter_from_env`] for the value `rust_log` of `RUST_LOG`.
+fn filter_from(rust_log: Option<&str>) -> Targets {
+    let info = || Targets::new().with_default(LevelFilter::INFO);
+    let filter = match rust_log.map(str::trim) {
+        Some(directives) if !directives.is_empty() => {
+            directives.parse::<Targets>().unwrap_or_else(|_| info())
+        }
+        _ => info(),
+    };
+    capped(filter)
 }
 
 /// Installs the functions' JSON subscriber ([`subscriber`] on stdout) once; later calls do
-/// nothing (tests call it freely). The level comes from `RUST_LOG` (default `info`), with
-/// [`CAPPED_TARGETS`] capped at `info`.
+/// nothing (tests call it freely). The level comes from `RUST_LOG` ([`filter_from_env`]).
 pub fn init() {
-    let filter =
-        capped(EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")));
     // `try_init` also routes the `log` crate's records into tracing, as the builder's did.
-    let _ =
-        tracing_subscriber::util::SubscriberInitExt::try_init(subscriber(std::io::stdout, filter));
+    let _ = tracing_subscriber::util::SubscriberInitExt::try_init(subscriber(
+        std::io::stdout,
+        filter_from_env(),
+    ));
 }
 
 /// The functions' subscriber, writing each event as one JSON line ([`LogLines`]) to `writer`
 /// (stdout in [`init`]), filtered by `filter`. Public so tests read exactly what a function
 /// writes.
-pub fn subscriber<W>(writer: W, filter: EnvFilter) -> impl tracing::Subscriber + Send + Sync
+pub fn subscriber<W>(writer: W, filter: Targets) -> impl tracing::Subscriber + Send + Sync
 where
     W: for<'writer> tracing_subscriber::fmt::MakeWriter<'writer> + Send + Sync + 'static,
 {
-    tracing_subscriber::fmt()
-        .fmt_fields(tracing_subscriber::fmt::format::JsonFields::new())
-        .event_format(LogLines::default())
-        .with_env_filter(filter)
-        .with_writer(writer)
-        .finish()
+    tracing_subscriber::registry()
+        .with(
+            tracing_subscriber::fmt::layer()
+                .fmt_fields(tracing_subscriber::fmt::format::JsonFields::new())
+                .event_format(LogLines::default())
+                .with_writer(writer),
+        )
+        .with(filter)
 }
 
 /// The event formatter of [`subscriber`]: tracing-subscriber's JSON with the event's fields
@@ -213,10 +233,41 @@ mod tests {
     }
 
     #[test]
+    fn rust_log_sets_levels_per_target_and_never_opens_tokio_postgres_debug() {
+        use tracing::Level;
+        let unset = filter_from(None);
+        assert!(unset.would_enable("shared::receive", &Level::INFO));
+        assert!(!unset.would_enable("shared::receive", &Level::DEBUG));
+        assert_eq!(
+            filter_from(Some("  ")).to_string(),
+            unset.to_string(),
+            "blank is unset"
+        );
+
+        let debug = filter_from(Some("debug"));
+        assert!(debug.would_enable("shared::receive", &Level::DEBUG));
+        assert!(debug.would_enable("tokio_postgres::query", &Level::INFO));
+        assert!(!debug.would_enable("tokio_postgres::query", &Level::DEBUG));
+
+        let per_target = filter_from(Some("tokio_postgres=trace,shared=debug,warn"));
+        assert!(per_target.would_enable("shared::work", &Level::DEBUG));
+        assert!(!per_target.would_enable("receiver", &Level::INFO));
+        assert!(!per_target.would_enable("tokio_postgres::query", &Level::DEBUG));
+        assert!(per_target.would_enable("tokio_postgres::query", &Level::INFO));
+
+        // EnvFilter's span and field directives are not read: the default, not an error.
+        let unreadable = filter_from(Some("[request{source=stripe}]=debug"));
+        assert_eq!(unreadable.to_string(), unset.to_string());
+    }
+
+    #[test]
     fn a_line_with_the_delivery_metric_fields_is_also_their_emf_document() {
         let lines = Lines::default();
         assert!(!delivery_metrics_in_log_line(), "no subscriber of ours yet");
-        let subscriber = subscriber(lines.clone(), EnvFilter::new("info"));
+        let subscriber = subscriber(
+            lines.clone(),
+            Targets::new().with_default(LevelFilter::INFO),
+        );
         tracing::subscriber::with_default(subscriber, || {
             assert!(delivery_metrics_in_log_line());
             tracing::info!(

@@ -132,7 +132,7 @@ async fn with_the_functions_subscriber_each_delivery_line_is_also_its_emf_docume
     let captured = Captured::default();
     let _guard = tracing::subscriber::set_default(shared::telemetry::subscriber(
         captured.clone(),
-        tracing_subscriber::EnvFilter::new("info,shared::telemetry=debug"),
+        "info,shared::telemetry=debug".parse().expect("a filter"),
     ));
     let first = stripe_payment("evt_l1", "ord_l1", 5, NOW);
     assert_eq!(
@@ -248,7 +248,7 @@ async fn a_filtered_out_delivery_line_leaves_the_metrics_on_their_own_line() {
     let captured = Captured::default();
     let _guard = tracing::subscriber::set_default(shared::telemetry::subscriber(
         captured.clone(),
-        tracing_subscriber::EnvFilter::new("warn,shared::telemetry=debug"),
+        "warn,shared::telemetry=debug".parse().expect("a filter"),
     ));
     let first = stripe_payment("evt_l4", "ord_l4", 5, NOW);
     assert_eq!(

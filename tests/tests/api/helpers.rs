@@ -391,16 +391,21 @@ impl Captured {
 /// do the tasks it spawns).
 pub fn capture_logs() -> (Captured, tracing::subscriber::DefaultGuard) {
     let captured = Captured::default();
-    let subscriber = tracing_subscriber::fmt()
-        .json()
-        .flatten_event(true)
-        // Debug too: every EMF metric is also a debug event with `emf_metric` (telemetry::count);
-        // capped as the functions' subscriber caps it (no statement parameters).
-        .with_env_filter(shared::telemetry::capped(
-            tracing_subscriber::EnvFilter::new("debug"),
-        ))
-        .with_writer(captured.clone())
-        .finish();
+    // Debug too: every EMF metric is also a debug event with `emf_metric` (telemetry::count);
+    // capped as the functions' subscriber caps it (no statement parameters).
+    let filter = shared::telemetry::capped(
+        tracing_subscriber::filter::Targets::new()
+            .with_default(tracing_subscriber::filter::LevelFilter::DEBUG),
+    );
+    use tracing_subscriber::layer::SubscriberExt as _;
+    let subscriber = tracing_subscriber::registry()
+        .with(
+            tracing_subscriber::fmt::layer()
+                .json()
+                .flatten_event(true)
+                .with_writer(captured.clone()),
+        )
+        .with(filter);
     (captured, tracing::subscriber::set_default(subscriber))
 }
 
