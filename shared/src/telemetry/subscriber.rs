@@ -24,7 +24,7 @@ pub fn capped(filter: Targets) -> Targets {
 }
 
 /// The functions' filter: `RUST_LOG` as a list of `target=level` directives and a bare default
-/// level (`info`, `debug`, `hookledger_core=debug,warn`; tracing-subscriber's `Targets` syntax),
+/// level (`info`, `debug`, `shared=debug,warn`; tracing-subscriber's `Targets` syntax),
 /// [`capped`]. An unset or unreadable `RUST_LOG` means `info`.
 ///
 /// `Targets`, not `EnvFilter`: `EnvFilter`'s span and field directives compile regular
