@@ -699,3 +699,58 @@ fn the_workspace_builds_one_tls_stack_openssl() {
         "OpenSSL is no longer found where PostgreSQL needs it:\n{openssl}"
     );
 }
+
+/// `(section, "key = value")` of every `[profile.release*]` entry in a Cargo.toml (comments and
+/// blank lines left out).
+fn release_profile(manifest: &str) -> BTreeSet<(String, String)> {
+    let mut section = String::new();
+    let mut entries = BTreeSet::new();
+    for line in manifest.lines().map(str::trim) {
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        if let Some(header) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
+            section = header.to_string();
+        } else if section.starts_with("profile.release") {
+            entries.insert((section.clone(), line.to_string()));
+        }
+    }
+    entries
+}
+
+/// The lines of a file that are neither comments nor blank.
+fn settings(text: &str) -> Vec<&str> {
+    text.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .collect()
+}
+
+/// A project made from the starter builds its Lambda packages as hookledger builds its own
+/// (profiles and `.cargo/config.toml` apply only at the root of the workspace that builds the
+/// binaries, so the starter carries copies): the release profile and the C flags are the same.
+#[test]
+fn the_starter_builds_its_packages_with_the_workspace_s_release_profile_and_c_flags() {
+    let root = workspace();
+    let read = |path: &str| {
+        std::fs::read_to_string(root.join(path)).unwrap_or_else(|e| panic!("{path}: {e}"))
+    };
+    let ours = release_profile(&read("Cargo.toml"));
+    assert!(
+        ours.contains(&("profile.release".into(), "strip = true".into())),
+        "the parse found the release profile: {ours:?}"
+    );
+    let starter = release_profile(&read("starter/Cargo.toml"));
+    let only_ours: Vec<_> = ours.difference(&starter).collect();
+    let only_starter: Vec<_> = starter.difference(&ours).collect();
+    assert!(
+        only_ours.is_empty() && only_starter.is_empty(),
+        "starter/Cargo.toml's release profile differs from Cargo.toml's: only in Cargo.toml \
+         {only_ours:?}, only in the starter {only_starter:?}"
+    );
+    assert_eq!(
+        settings(&read("starter/.cargo/config.toml")),
+        settings(&read(".cargo/config.toml")),
+        "starter/.cargo/config.toml's settings differ from .cargo/config.toml's"
+    );
+}
