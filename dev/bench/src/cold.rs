@@ -135,19 +135,21 @@ fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
 }
 
+/// A field of `/proc/{pid}/status` given in kB (`VmRSS:`, `RssAnon:`...), MiB; NaN when absent.
+fn status_mib(pid: u32, name: &str) -> f64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(name))
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|kb| kb.parse::<f64>().ok())
+        .map(|kb| kb / 1024.0)
+        .unwrap_or(f64::NAN)
+}
+
 /// VmRSS and VmHWM of `pid`, MiB.
 fn rss_mib(pid: u32) -> (f64, f64) {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    let field = |name: &str| {
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix(name))
-            .and_then(|rest| rest.split_whitespace().next())
-            .and_then(|kb| kb.parse::<f64>().ok())
-            .map(|kb| kb / 1024.0)
-            .unwrap_or(f64::NAN)
-    };
-    (field("VmRSS:"), field("VmHWM:"))
+    (status_mib(pid, "VmRSS:"), status_mib(pid, "VmHWM:"))
 }
 
 #[derive(Debug, Default)]
@@ -199,6 +201,8 @@ struct Measured {
     rss_after_init: Stats,
     rss_after: f64,
     hwm_after: f64,
+    anon_after: f64,
+    file_after: f64,
     invocations: usize,
     errors: usize,
     invocation_p50: f64,
@@ -292,6 +296,8 @@ async fn measure(
         }
     }
     let (rss_after, hwm_after) = rss_mib(pid);
+    // What the resident set is: the heap and stacks, or pages of the binary (and libraries).
+    let (anon_after, file_after) = (status_mib(pid, "RssAnon:"), status_mib(pid, "RssFile:"));
     let (user, sys) = cpu_ms(pid);
     child.kill().await?;
     Ok(Measured {
@@ -302,6 +308,8 @@ async fn measure(
         rss_after_init: stats(&rss_init),
         rss_after,
         hwm_after,
+        anon_after,
+        file_after,
         invocations,
         errors,
         invocation_p50: percentile(&latencies, 50.0),
@@ -597,6 +605,8 @@ async fn main() -> Result<()> {
                     "direct_connect_ms": if connects { stats_json(&connect) } else { Value::Null },
                     "rss_mib_after_init": stats_json(&m.rss_after_init),
                     "hwm_mib_after": round3(m.hwm_after),
+                    "rss_anon_mib_after": round3(m.anon_after),
+                    "rss_file_mib_after": round3(m.file_after),
                     "errors": m.errors,
                     "invocation_p50_ms": round3(m.invocation_p50),
                     "invocation_p99_ms": round3(m.invocation_p99),
@@ -757,6 +767,17 @@ fn table(v: &Value) -> String {
             )
         }),
         Some((v, &["rss_mib_after"])),
+    ));
+    s.push_str(&row(
+        "of which anonymous (heap, stacks) / file-backed (the binary's pages), MiB",
+        each(&|name| {
+            format!(
+                "{} / {}",
+                num(v, &[name, "detail", "rss_anon_mib_after"]),
+                num(v, &[name, "detail", "rss_file_mib_after"])
+            )
+        }),
+        None,
     ));
     s.push_str(&row(
         "invocation p50 / p99 over those, ms",
