@@ -889,7 +889,7 @@ fn markdown(v: &Value, baseline: Option<&Value>, command: &str) -> String {
     s.push_str("## Cold start and footprint\n\n");
     s.push_str(&format!(
         "Machine: {} ({} cores), {}, {}; commit {}{}. Binaries built with the workspace's \
-         release profile (thin LTO, codegen-units=1, strip). Each function runs as a child \
+         release profile (fat LTO, codegen-units=1, strip; OpenSSL at -Os). Each function runs as a child \
          process against a Lambda Runtime API served by the harness on 127.0.0.1 (environment: \
          the usual `AWS_LAMBDA_*` variables, region, dummy credentials; the receiver also gets \
          `DATABASE_URL` and one inline Stripe source in `HOOKLEDGER_SOURCES`); stdout and stderr \
