@@ -165,12 +165,17 @@ pub fn main(app: App) -> ExitCode {
 async fn cli_main(app: App) -> ExitCode {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
-    tracing_subscriber::fmt()
+    let subscriber = tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         // Colours only for a person at a terminal, never into a file or a pipe.
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_env_filter(filter)
-        .init();
+        .finish();
+    // tokio-postgres's debug lines carry statement parameters: capped at info, as the
+    // functions cap them.
+    tracing_subscriber::util::SubscriberInitExt::init(
+        tracing_subscriber::layer::SubscriberExt::with(subscriber, shared::telemetry::cap()),
+    );
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         // --help, --version, and the help a bare `hookledger` prints (exit status 2).

@@ -46,6 +46,5 @@ pub use delivery::{
 pub use emf::{count, emf_document, emf_document_with, emit_metrics, Metric, METRIC_NAMESPACE};
 pub use registry::{MetricName, MetricSpec, Unit, BY_SOURCE, BY_SOURCE_AND_OUTCOME, REGISTRY};
 pub use subscriber::{
-    capped, delivery_metrics_in_log_line, filter_from_env, init, subscriber, LogLines,
-    CAPPED_TARGETS,
+    cap, delivery_metrics_in_log_line, filter_from_env, init, subscriber, LogLines, CAPPED_TARGETS,
 };

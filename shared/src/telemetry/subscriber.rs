@@ -4,46 +4,66 @@
 
 use std::time::Duration;
 
-use tracing_subscriber::filter::{LevelFilter, Targets};
+use tracing_subscriber::filter::{filter_fn, FilterFn, LevelFilter, Targets};
 use tracing_subscriber::layer::SubscriberExt;
 
 use super::delivery::{delivery_document, DELIVERY_LATENCY_FIELD};
 
 /// Targets capped at `info` whatever `RUST_LOG` asks for: tokio-postgres logs every
-/// statement's parameters at `debug` (`executing statement .. with parameters: [..]`), i.e. the
-/// payload, its values and the rows a handler writes. No payload value reaches a log line, even
-/// with `RUST_LOG=debug`.
+/// statement's parameters at `debug` (`executing statement .. with parameters: [..]`, target
+/// `tokio_postgres::query`), i.e. the payload, its values and the rows a handler writes. No
+/// payload value reaches a log line, even with `RUST_LOG=debug`.
 pub const CAPPED_TARGETS: [&str; 1] = ["tokio_postgres"];
 
-/// `filter` with every target of [`CAPPED_TARGETS`] capped at `info` (a directive for the same
-/// target in `filter`, e.g. `tokio_postgres=debug` from `RUST_LOG`, is replaced).
-pub fn capped(filter: Targets) -> Targets {
-    CAPPED_TARGETS.iter().fold(filter, |filter, target| {
-        filter.with_target(*target, LevelFilter::INFO)
-    })
+/// Whether the cap lets an event or span with `metadata` through: not when its target is one of
+/// [`CAPPED_TARGETS`] or under one (`tokio_postgres::query`) and its level is below `info`.
+fn within_cap(metadata: &tracing::Metadata<'_>) -> bool {
+    *metadata.level() <= tracing::Level::INFO
+        || !CAPPED_TARGETS.iter().any(|capped| {
+            metadata
+                .target()
+                .strip_prefix(capped)
+                .is_some_and(|rest| rest.is_empty() || rest.starts_with("::"))
+        })
 }
 
-/// The functions' filter: `RUST_LOG` as a list of `target=level` directives and a bare default
-/// level (`info`, `debug`, `shared=debug,warn`; tracing-subscriber's `Targets` syntax),
-/// [`capped`]. An unset or unreadable `RUST_LOG` means `info`.
+/// The cap of [`CAPPED_TARGETS`] as a filter layer, for any subscriber (the functions' in
+/// [`subscriber`], the CLI's): it passes everything else, so added beside a level filter it only
+/// ever lowers what that filter lets through. A separate layer, not a directive inside the
+/// level filter, because a more specific directive (`tokio_postgres::query=debug`, a field
+/// directive) would win over `tokio_postgres=info` there.
+pub fn cap() -> FilterFn<fn(&tracing::Metadata<'_>) -> bool> {
+    filter_fn(within_cap as fn(&tracing::Metadata<'_>) -> bool)
+}
+
+/// The functions' level filter: `RUST_LOG` as a list of `target=level` directives and a bare
+/// default level (`info`, `debug`, `shared=debug,warn`; tracing-subscriber's `Targets` syntax;
+/// a target not named is off unless a default level is given). An unset, blank or unreadable
+/// `RUST_LOG` means `info`. [`subscriber`] adds the [`cap`].
 ///
 /// `Targets`, not `EnvFilter`: `EnvFilter`'s span and field directives compile regular
-/// expressions, and the regex engine and its Unicode tables were about 0.1 MiB of every zipped
-/// function (issue 29).
+/// expressions, and the regex engine, its Unicode tables and `EnvFilter` were 0.34 MiB of every
+/// zipped function (issue 29).
 pub fn filter_from_env() -> Targets {
     filter_from(std::env::var("RUST_LOG").ok().as_deref())
 }
 
-/// [`filter_from_env`] for the value `rust_log` of `RUST_LOG`.
+/// [`filter_from_env`] for the value `rust_log` of `RUST_LOG`. Empty directives (`debug,`) are
+/// left out: `Targets` would read one as `error`.
 fn filter_from(rust_log: Option<&str>) -> Targets {
-    let info = || Targets::new().with_default(LevelFilter::INFO);
-    let filter = match rust_log.map(str::trim) {
-        Some(directives) if !directives.is_empty() => {
-            directives.parse::<Targets>().unwrap_or_else(|_| info())
-        }
-        _ => info(),
-    };
-    capped(filter)
+    let directives: Vec<&str> = rust_log
+        .unwrap_or_default()
+        .split(',')
+        .map(str::trim)
+        .filter(|directive| !directive.is_empty())
+        .collect();
+    if directives.is_empty() {
+        return Targets::new().with_default(LevelFilter::INFO);
+    }
+    directives
+        .join(",")
+        .parse::<Targets>()
+        .unwrap_or_else(|_| Targets::new().with_default(LevelFilter::INFO))
 }
 
 /// Installs the functions' JSON subscriber ([`subscriber`] on stdout) once; later calls do
@@ -57,8 +77,8 @@ pub fn init() {
 }
 
 /// The functions' subscriber, writing each event as one JSON line ([`LogLines`]) to `writer`
-/// (stdout in [`init`]), filtered by `filter`. Public so tests read exactly what a function
-/// writes.
+/// (stdout in [`init`]), filtered by `filter` and the [`cap`]. Public so tests read exactly what
+/// a function writes.
 pub fn subscriber<W>(writer: W, filter: Targets) -> impl tracing::Subscriber + Send + Sync
 where
     W: for<'writer> tracing_subscriber::fmt::MakeWriter<'writer> + Send + Sync + 'static,
@@ -71,6 +91,7 @@ where
                 .with_writer(writer),
         )
         .with(filter)
+        .with(cap())
 }
 
 /// The event formatter of [`subscriber`]: tracing-subscriber's JSON with the event's fields
@@ -233,31 +254,77 @@ mod tests {
     }
 
     #[test]
-    fn rust_log_sets_levels_per_target_and_never_opens_tokio_postgres_debug() {
+    fn rust_log_sets_levels_per_target_with_info_when_unset_or_unreadable() {
         use tracing::Level;
         let unset = filter_from(None);
         assert!(unset.would_enable("shared::receive", &Level::INFO));
         assert!(!unset.would_enable("shared::receive", &Level::DEBUG));
-        assert_eq!(
-            filter_from(Some("  ")).to_string(),
-            unset.to_string(),
-            "blank is unset"
-        );
+        for blank in ["", "  ", ",", " , "] {
+            assert_eq!(
+                filter_from(Some(blank)).to_string(),
+                unset.to_string(),
+                "{blank:?}"
+            );
+        }
 
         let debug = filter_from(Some("debug"));
         assert!(debug.would_enable("shared::receive", &Level::DEBUG));
-        assert!(debug.would_enable("tokio_postgres::query", &Level::INFO));
-        assert!(!debug.would_enable("tokio_postgres::query", &Level::DEBUG));
+        // An empty directive is left out, not read as `error`.
+        assert_eq!(filter_from(Some("debug,")).to_string(), debug.to_string());
 
-        let per_target = filter_from(Some("tokio_postgres=trace,shared=debug,warn"));
+        let per_target = filter_from(Some("shared=debug,warn"));
         assert!(per_target.would_enable("shared::work", &Level::DEBUG));
         assert!(!per_target.would_enable("receiver", &Level::INFO));
-        assert!(!per_target.would_enable("tokio_postgres::query", &Level::DEBUG));
-        assert!(per_target.would_enable("tokio_postgres::query", &Level::INFO));
+        assert!(per_target.would_enable("receiver", &Level::WARN));
 
-        // EnvFilter's span and field directives are not read: the default, not an error.
-        let unreadable = filter_from(Some("[request{source=stripe}]=debug"));
+        // Not a directive list at all: the default.
+        let unreadable = filter_from(Some("shared=loud"));
         assert_eq!(unreadable.to_string(), unset.to_string());
+    }
+
+    /// What reaches the lines through [`subscriber`] with `RUST_LOG=rust_log`: a statement's
+    /// parameters at debug (as tokio-postgres logs them, through the `log` crate, target
+    /// `tokio_postgres::query`), its info line, and one info line of ours.
+    fn written_with(rust_log: &str) -> String {
+        let lines = Lines::default();
+        let subscriber = subscriber(lines.clone(), filter_from(Some(rust_log)));
+        tracing::subscriber::with_default(subscriber, || {
+            tracing::debug!(target: "tokio_postgres::query", "parameters: [PARAMETER_VALUE]");
+            tracing::debug!(target: "tokio_postgres", "parameters: [PARAMETER_VALUE]");
+            tracing::info!(target: "tokio_postgres::connection", "postgres notice");
+            tracing::info!(target: "shared::receive", "ours");
+        });
+        let bytes = lines.0.lock().unwrap().clone();
+        String::from_utf8(bytes).unwrap()
+    }
+
+    #[test]
+    fn no_rust_log_directive_opens_tokio_postgres_debug_however_specific() {
+        for rust_log in [
+            "debug",
+            "trace",
+            "tokio_postgres=trace",
+            "tokio_postgres::query=debug",
+            "tokio_postgres::query",
+            "tokio_postgres::=trace",
+            "tokio_postgres::q=debug",
+            "tokio_postgres[{message}]=debug",
+            "tokio_postgres::query[{message}]=trace,debug",
+        ] {
+            let written = written_with(rust_log);
+            assert!(
+                !written.contains("PARAMETER_VALUE"),
+                "RUST_LOG={rust_log} let a statement's parameters through: {written}"
+            );
+        }
+        let debug = written_with("debug");
+        assert!(
+            debug.contains("postgres notice") && debug.contains("ours"),
+            "{debug}"
+        );
+        // Off is off, tokio-postgres included (the cap lowers, never raises).
+        assert_eq!(written_with("off"), "");
+        assert!(!written_with("warn").contains("postgres notice"));
     }
 
     #[test]

@@ -488,8 +488,8 @@ fn non_test_code(source: &str) -> String {
 
 /// The environment variables the product reads, as written in its non-test sources (the `src/`
 /// of every product crate, see [`product_crates`]): every string literal that is exactly
-/// `"HOOKLEDGER_..."` or `"DATABASE_URL"`, and `RUST_LOG` where tracing's `EnvFilter` reads it
-/// (`from_default_env`). With the files that read each.
+/// `"HOOKLEDGER_..."`, `"DATABASE_URL"` or `"RUST_LOG"`, and `RUST_LOG` where tracing's
+/// `EnvFilter` reads it (`from_default_env`). With the files that read each.
 fn variables_read(root: &Path) -> BTreeMap<String, BTreeSet<String>> {
     let mut read_by: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for krate in product_crates(root) {
@@ -504,7 +504,11 @@ fn variables_read(root: &Path) -> BTreeMap<String, BTreeSet<String>> {
                 let is_name = literal
                     .chars()
                     .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_');
-                if is_name && (literal.starts_with("HOOKLEDGER_") || literal == "DATABASE_URL") {
+                if is_name
+                    && (literal.starts_with("HOOKLEDGER_")
+                        || literal == "DATABASE_URL"
+                        || literal == "RUST_LOG")
+                {
                     read_by
                         .entry(literal.to_owned())
                         .or_default()

@@ -393,10 +393,8 @@ pub fn capture_logs() -> (Captured, tracing::subscriber::DefaultGuard) {
     let captured = Captured::default();
     // Debug too: every EMF metric is also a debug event with `emf_metric` (telemetry::count);
     // capped as the functions' subscriber caps it (no statement parameters).
-    let filter = shared::telemetry::capped(
-        tracing_subscriber::filter::Targets::new()
-            .with_default(tracing_subscriber::filter::LevelFilter::DEBUG),
-    );
+    let filter = tracing_subscriber::filter::Targets::new()
+        .with_default(tracing_subscriber::filter::LevelFilter::DEBUG);
     use tracing_subscriber::layer::SubscriberExt as _;
     let subscriber = tracing_subscriber::registry()
         .with(
@@ -405,7 +403,8 @@ pub fn capture_logs() -> (Captured, tracing::subscriber::DefaultGuard) {
                 .flatten_event(true)
                 .with_writer(captured.clone()),
         )
-        .with(filter);
+        .with(filter)
+        .with(shared::telemetry::cap());
     (captured, tracing::subscriber::set_default(subscriber))
 }
 

@@ -537,6 +537,33 @@ async fn hookledger_inspect_of_a_missing_id_exits_1_with_one_line() {
     assert_eq!(stdout(&output), "");
 }
 
+/// tokio-postgres logs each statement's parameters at debug (target `tokio_postgres::query`):
+/// the CLI caps it at info however specific the `RUST_LOG` directive, as the functions do.
+#[tokio::test]
+async fn hookledger_with_rust_log_debug_never_logs_a_statement_s_parameters() {
+    let db = hookledger_tests::test_db().await.unwrap();
+    let output = hookledger_tests::hookledger_command(
+        env!("CARGO_BIN_EXE_hookledger-examples"),
+        &db.url,
+        &events_dir().join("sources.local.json"),
+    )
+    .args(["inspect", "--source", "stripe", "evt_parameter_probe"])
+    .env(
+        "RUST_LOG",
+        "tokio_postgres::query=trace,tokio_postgres=trace,trace",
+    )
+    .output()
+    .await
+    .expect("hookledger runs");
+    hookledger_tests::test_log::record("hookledger", &output);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let text = stderr(&output);
+    // Without the cap, stderr has `DEBUG tokio_postgres::query: executing statement s0 with
+    // parameters: ["stripe", "evt_parameter_probe"]`.
+    assert!(!text.contains("with parameters"), "{text}");
+    assert!(!text.contains("tokio_postgres"), "{text}");
+}
+
 #[tokio::test]
 async fn hookledger_stuck_json_lists_the_stuck_claims_oldest_first() {
     let db = hookledger_tests::test_db().await.unwrap();
