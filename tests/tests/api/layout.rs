@@ -700,9 +700,9 @@ fn the_workspace_builds_one_tls_stack_openssl() {
     );
 }
 
-/// `(section, "key = value")` of every `[profile.release*]` entry in a Cargo.toml (comments and
-/// blank lines left out).
-fn release_profile(manifest: &str) -> BTreeSet<(String, String)> {
+/// `(section, "key = value")` of every `[profile.*]` entry in a Cargo.toml (comments and blank
+/// lines left out).
+fn profiles(manifest: &str) -> BTreeSet<(String, String)> {
     let mut section = String::new();
     let mut entries = BTreeSet::new();
     for line in manifest.lines().map(str::trim) {
@@ -711,7 +711,7 @@ fn release_profile(manifest: &str) -> BTreeSet<(String, String)> {
         }
         if let Some(header) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
             section = header.to_string();
-        } else if section.starts_with("profile.release") {
+        } else if section.starts_with("profile.") {
             entries.insert((section.clone(), line.to_string()));
         }
     }
@@ -726,26 +726,27 @@ fn settings(text: &str) -> Vec<&str> {
         .collect()
 }
 
-/// A project made from the starter builds its Lambda packages as hookledger builds its own
-/// (profiles and `.cargo/config.toml` apply only at the root of the workspace that builds the
-/// binaries, so the starter carries copies): the release profile and the C flags are the same.
+/// A project made from the starter builds as hookledger builds itself (profiles and
+/// `.cargo/config.toml` apply only at the root of the workspace that builds the binaries, so the
+/// starter carries copies): its Lambda packages with the same release profile and C flags, its
+/// tests with the same dev profile.
 #[test]
-fn the_starter_builds_its_packages_with_the_workspace_s_release_profile_and_c_flags() {
+fn the_starter_builds_with_the_workspace_s_profiles_and_c_flags() {
     let root = workspace();
     let read = |path: &str| {
         std::fs::read_to_string(root.join(path)).unwrap_or_else(|e| panic!("{path}: {e}"))
     };
-    let ours = release_profile(&read("Cargo.toml"));
+    let ours = profiles(&read("Cargo.toml"));
     assert!(
         ours.contains(&("profile.release".into(), "strip = true".into())),
         "the parse found the release profile: {ours:?}"
     );
-    let starter = release_profile(&read("starter/Cargo.toml"));
+    let starter = profiles(&read("starter/Cargo.toml"));
     let only_ours: Vec<_> = ours.difference(&starter).collect();
     let only_starter: Vec<_> = starter.difference(&ours).collect();
     assert!(
         only_ours.is_empty() && only_starter.is_empty(),
-        "starter/Cargo.toml's release profile differs from Cargo.toml's: only in Cargo.toml \
+        "starter/Cargo.toml's profiles differ from Cargo.toml's: only in Cargo.toml \
          {only_ours:?}, only in the starter {only_starter:?}"
     );
     assert_eq!(
