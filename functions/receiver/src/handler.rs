@@ -30,11 +30,10 @@ impl AppState {
     /// The function's state as its `main` builds it once per execution environment: the pool
     /// (its first connection opening at once, `shared::db::Pool::warm`), `handlers` (the app's
     /// registry, `shared::App`), the worker's doorbell (`HOOKLEDGER_WORKER_FUNCTION`, off when
-    /// unset) and sources re-read after a signature
-    /// mismatch, so rotated signing secrets are picked up without a redeploy
-    /// (`shared::sources_refresh`). Logs what runs for each source, with a warning for a
-    /// handler registered for a source that is not configured and for a source where nothing
-    /// runs (`shared::coverage`).
+    /// unset) and sources re-read after a signature mismatch, so rotated signing secrets are
+    /// picked up without a redeploy (`shared::sources_refresh`). Logs what runs for each
+    /// source, with a warning for a handler registered for a source that is not configured and
+    /// for a source where nothing runs (`shared::coverage`).
     ///
     /// # Errors
     /// [`shared::db::DbError`] when the pool cannot be built from `settings.database` (fatal:
