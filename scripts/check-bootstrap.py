@@ -162,6 +162,12 @@ AWS_APIS = {
     "lambda": b"/2015-03-31/functions/",
     "sqs": b"AmazonSQS.",
     "eventbridge": b"AWSEvents.",
+    # aws-config's default credential chain (profiles' assumed roles and web identity, SSO):
+    # the functions read the environment alone (shared::aws::from_environment); only the
+    # operator CLI links these.
+    "sts": b"STS.AssumeRole",
+    "sso": b"SSO.GetRoleCredentials",
+    "sso-oidc": b"SSO OIDC.CreateToken",
 }
 # The AWS APIs each function calls (issue 29): Secrets Manager for its configuration; KMS
 # where payloads or responses are sealed or opened; Lambda where the worker's doorbell rings

@@ -163,6 +163,8 @@ pub fn main(app: App) -> ExitCode {
 }
 
 async fn cli_main(app: App) -> ExitCode {
+    // An operator's AWS profile, SSO session or assumed role, not only the environment.
+    shared::aws::use_shared_config_files();
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
     let subscriber = tracing_subscriber::fmt()

@@ -39,15 +39,15 @@ impl Dispatcher {
     /// The environment's AWS configuration with the dispatch timeouts; loaded once per client
     /// kind (each client is built once and kept).
     async fn aws() -> aws_config::SdkConfig {
-        crate::aws::loader()
-            .timeout_config(
-                aws_config::timeout::TimeoutConfig::builder()
-                    .operation_attempt_timeout(AWS_ATTEMPT_TIMEOUT)
-                    .operation_timeout(AWS_OPERATION_TIMEOUT)
-                    .build(),
-            )
-            .load()
-            .await
+        let config = crate::aws::load().await;
+        let mut timeouts = aws_config::timeout::TimeoutConfig::builder()
+            .operation_attempt_timeout(AWS_ATTEMPT_TIMEOUT)
+            .operation_timeout(AWS_OPERATION_TIMEOUT)
+            .build();
+        if let Some(base) = config.timeout_config() {
+            timeouts.take_defaults_from(base);
+        }
+        config.into_builder().timeout_config(timeouts).build()
     }
 
     /// Sends `message` to `target` at `now`: its body reshaped first by the target's

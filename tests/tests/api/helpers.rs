@@ -567,3 +567,25 @@ pub async fn console_page(app: &TestApp, settings: Settings, path: &str) -> Stri
     assert_eq!(page.status(), 200);
     page.text().await.unwrap()
 }
+
+/// A fresh folder under the system temp dir, removed on drop.
+pub(crate) struct Scratch(pub(crate) std::path::PathBuf);
+
+impl Scratch {
+    pub(crate) fn new(tag: &str) -> Self {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos();
+        let dir =
+            std::env::temp_dir().join(format!("hookledger-{tag}-{}-{nanos}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        Self(dir)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}

@@ -8,30 +8,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::helpers::Scratch;
+
 fn root() -> PathBuf {
     hookledger_tests::repo_root()
-}
-
-/// A fresh folder under the system temp dir, removed on drop.
-struct Scratch(PathBuf);
-
-impl Scratch {
-    fn new(tag: &str) -> Self {
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_nanos();
-        let dir =
-            std::env::temp_dir().join(format!("hookledger-{tag}-{}-{nanos}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        Self(dir)
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
 }
 
 /// Runs `script` in bash from the checkout with `scripts/demo-lib.sh` sourced; `env` is added to
@@ -511,6 +491,18 @@ fn the_bootstrap_check_refuses_an_sdk_a_function_never_calls_and_a_second_tls_st
     let (passed, text) = check(&console);
     assert!(!passed, "{text}");
     assert!(text.contains("console links the SDK of lambda"), "{text}");
+
+    // aws-config's default credential chain (assumed roles, SSO) is the CLI's, not a function's.
+    let migrate = write(
+        "migrate",
+        &[secrets, "STS.AssumeRole", "SSO OIDC.CreateToken"],
+    );
+    let (passed, text) = check(&migrate);
+    assert!(!passed, "{text}");
+    assert!(
+        text.contains("migrate links the SDK of sso-oidc, sts, which it never calls"),
+        "{text}"
+    );
 
     let receiver = write("receiver", &[secrets, kms, invoke, "rustls"]);
     let (passed, text) = check(&receiver);

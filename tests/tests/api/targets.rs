@@ -145,17 +145,26 @@ pub(crate) fn recorded(path: &std::path::Path) -> Vec<Value> {
         .collect()
 }
 
-pub(crate) fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!(
-        "hookledger-targets-{}-{name}-{}",
-        std::process::id(),
-        SystemTime::now()
-            .duration_since(SystemTime::UNIX_EPOCH)
-            .unwrap()
-            .as_nanos()
-    ));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join("record.jsonl")
+/// `record.jsonl` in a fresh scratch folder, removed (with what the test wrote there) on drop.
+pub(crate) struct Record {
+    path: PathBuf,
+    _dir: crate::helpers::Scratch,
+}
+
+impl std::ops::Deref for Record {
+    type Target = std::path::Path;
+
+    fn deref(&self) -> &std::path::Path {
+        &self.path
+    }
+}
+
+pub(crate) fn scratch(name: &str) -> Record {
+    let dir = crate::helpers::Scratch::new(&format!("targets-{name}"));
+    Record {
+        path: dir.0.join("record.jsonl"),
+        _dir: dir,
+    }
 }
 
 #[tokio::test]
@@ -929,7 +938,8 @@ async fn the_demo_forward_source_and_endpoint_work_as_make_demo_runs_them() {
     let found = String::from_utf8(found.stdout).unwrap();
     let (port, secret) = found.trim().split_once(' ').unwrap();
     assert_eq!(port, url.port().unwrap().to_string());
-    let log = scratch("demo").with_file_name("forward.log");
+    let demo = scratch("demo");
+    let log = demo.with_file_name("forward.log");
     let test_port = free_port();
     let started = Command::new("bash")
         .arg("-c")
