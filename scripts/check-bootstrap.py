@@ -13,6 +13,8 @@ little-endian only (x86_64 and arm64 Lambda):
 - the highest GLIBC_x.y symbol version it needs is at most --max-glibc (al2023: 2.34);
 - for a zip: it holds exactly one file, `bootstrap`, with its executable bits set;
 - one TLS and crypto stack: no rustls or aws-lc compiled in beside OpenSSL;
+- OpenSSL without its 512 KiB table of precomputed SM2 points (arm64 builds have one unless
+  OpenSSL's Configure gets `no-sm2-precomp`, which .cargo/openssl-configure-perl adds);
 - a function named by its folder (`<target dir>/lambda/<function>/bootstrap.zip`, as `make
   package` writes them) links the AWS SDKs it calls and no other (`CALLS`), each found by a
   string its SDK compiles in (`AWS_APIS`).
@@ -183,6 +185,14 @@ CALLS = {
 }
 # Another TLS or crypto stack than OpenSSL (the AWS SDK's default client brought both).
 OTHER_STACKS = {"rustls": b"rustls", "aws-lc": b"aws-lc"}
+# The first point of OpenSSL's precomputed SM2 table (crypto/ec/ecp_sm2p256_table.c: the
+# curve's generator, x then y, as four little-endian 64-bit words each), which only that table
+# and the SM2 code beside it hold in this form; the curve's parameters elsewhere are big-endian.
+SM2_TABLE = struct.pack(
+    "<8Q",
+    0x715A4589334C74C7, 0x8FE30BBFF2660BE1, 0x5F9904466A39C994, 0x32C4AE2C1F198119,
+    0x02DF32E52139F0A0, 0xD0A9877CC62A4740, 0x59BDCEE36B692153, 0xBC3736A2F4F6779C,
+)
 
 
 def linked_apis(data):
@@ -247,6 +257,11 @@ def check(data, arch, max_glibc, function=None):
     for name, marker in OTHER_STACKS.items():
         if marker in data:
             problems.append(f"{name} is compiled in beside OpenSSL (one TLS stack only)")
+    if SM2_TABLE in data:
+        problems.append(
+            "OpenSSL's precomputed SM2 table (512 KiB) is compiled in: its Configure did not get "
+            "no-sm2-precomp (.cargo/openssl-configure-perl, OPENSSL_SRC_PERL in .cargo/config.toml)"
+        )
     apis = linked_apis(data)
     parts.append("AWS APIs " + (", ".join(apis) if apis else "none"))
     if function is not None:

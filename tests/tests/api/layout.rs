@@ -754,4 +754,19 @@ fn the_starter_builds_with_the_workspace_s_profiles_and_c_flags() {
         settings(&read(".cargo/config.toml")),
         "starter/.cargo/config.toml's settings differ from .cargo/config.toml's"
     );
+    // The perl that config points openssl-src at, byte for byte and executable.
+    assert_eq!(
+        read("starter/.cargo/openssl-configure-perl"),
+        read(".cargo/openssl-configure-perl"),
+        "starter/.cargo/openssl-configure-perl differs from .cargo/openssl-configure-perl"
+    );
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(root.join("starter/.cargo/openssl-configure-perl"))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert!(
+        mode & 0o111 != 0,
+        "starter/.cargo/openssl-configure-perl is not executable"
+    );
 }

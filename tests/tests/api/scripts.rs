@@ -772,3 +772,83 @@ fn the_bootstrap_check_refuses_a_binary_needing_glibc_abi_dt_relr() {
         "accepted for al2023 (glibc 2.34) a binary that needs GLIBC_ABI_DT_RELR (glibc 2.36+): {text}"
     );
 }
+
+/// Issue 29: arm64's OpenSSL carries a 512 KiB table of precomputed SM2 points unless its
+/// Configure gets `no-sm2-precomp`; `make package` refuses a bootstrap that has it. The fixture:
+/// the host's /bin/true with the table's first point (SM2's generator, as
+/// `crypto/ec/ecp_sm2p256_table.c` stores it) appended.
+#[test]
+fn the_bootstrap_check_refuses_openssls_precomputed_sm2_table() {
+    let host = match std::env::consts::ARCH {
+        "aarch64" => "arm64",
+        _ => "x86_64",
+    };
+    let scratch = Scratch::new("bootstrap-sm2");
+    let mut data = std::fs::read("/bin/true").unwrap();
+    let clean = scratch.0.join("clean");
+    std::fs::write(&clean, &data).unwrap();
+    for word in [
+        0x715a_4589_334c_74c7_u64,
+        0x8fe3_0bbf_f266_0be1,
+        0x5f99_0446_6a39_c994,
+        0x32c4_ae2c_1f19_8119,
+        0x02df_32e5_2139_f0a0,
+        0xd0a9_877c_c62a_4740,
+        0x59bd_cee3_6b69_2153,
+        0xbc37_36a2_f4f6_779c,
+    ] {
+        data.extend_from_slice(&word.to_le_bytes());
+    }
+    let with_table = scratch.0.join("with-table");
+    std::fs::write(&with_table, &data).unwrap();
+    let check = |path: &Path| {
+        check_bootstrap(&[
+            "--arch",
+            host,
+            "--max-glibc",
+            "99.0",
+            path.to_str().unwrap(),
+        ])
+    };
+    let (passed, text) = check(&clean);
+    assert!(passed, "{text}");
+    let (passed, text) = check(&with_table);
+    assert!(!passed, "{text}");
+    assert!(
+        text.contains("precomputed SM2 table") && text.contains("no-sm2-precomp"),
+        "{text}"
+    );
+}
+
+/// The perl `.cargo/config.toml` gives openssl-src (`OPENSSL_SRC_PERL`) adds `no-sm2-precomp`
+/// to OpenSSL's `./Configure` and runs every other perl command unchanged. A fake perl (`PERL`)
+/// prints the arguments it gets.
+#[test]
+fn openssls_configure_gets_no_sm2_precomp_and_other_perl_runs_unchanged() {
+    let scratch = Scratch::new("openssl-perl");
+    let fake = scratch.0.join("perl");
+    std::fs::write(&fake, "#!/bin/sh\necho \"$@\"\n").unwrap();
+    std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let shim = root().join(".cargo/openssl-configure-perl");
+    let run = |args: &[&str]| {
+        let output = Command::new(&shim)
+            .args(args)
+            .env("PERL", &fake)
+            .output()
+            .expect("the shim runs");
+        assert!(output.status.success(), "{output:?}");
+        String::from_utf8_lossy(&output.stdout).trim().to_owned()
+    };
+    assert_eq!(
+        run(&["./Configure", "--prefix=/x", "no-shared", "linux-aarch64"]),
+        "./Configure --prefix=/x no-shared linux-aarch64 no-sm2-precomp"
+    );
+    assert_eq!(run(&["util/mkerr.pl", "-a"]), "util/mkerr.pl -a");
+    let config = std::fs::read_to_string(root().join(".cargo/config.toml")).unwrap();
+    assert!(
+        config.contains(
+            "OPENSSL_SRC_PERL = { value = \".cargo/openssl-configure-perl\", relative = true }"
+        ),
+        "{config}"
+    );
+}
