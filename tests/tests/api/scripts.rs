@@ -424,6 +424,14 @@ fn make_package_builds_every_function_crate_at_once_for_al2023s_glibc() {
     );
 }
 
+/// This machine's architecture as `make package` and `scripts/check-bootstrap.py` name it.
+fn host_arch() -> &'static str {
+    match std::env::consts::ARCH {
+        "aarch64" => "arm64",
+        _ => "x86_64",
+    }
+}
+
 /// Runs `scripts/check-bootstrap.py` with `args`: (passed, stdout + stderr).
 fn check_bootstrap(args: &[&str]) -> (bool, String) {
     let output = Command::new("python3")
@@ -445,10 +453,7 @@ fn check_bootstrap(args: &[&str]) -> (bool, String) {
 /// `make package` writes (`lambda/<function>/bootstrap`).
 #[test]
 fn the_bootstrap_check_refuses_an_sdk_a_function_never_calls_and_a_second_tls_stack() {
-    let host = match std::env::consts::ARCH {
-        "aarch64" => "arm64",
-        _ => "x86_64",
-    };
+    let host = host_arch();
     let scratch = Scratch::new("bootstrap-sdks");
     let true_bin = std::fs::read("/bin/true").unwrap();
     let write = |function: &str, markers: &[&str]| {
@@ -757,10 +762,7 @@ fn the_bootstrap_check_refuses_a_binary_needing_glibc_abi_dt_relr() {
         "the fixture {fixture} needs GLIBC_ABI_DT_RELR on this machine (Debian 12)"
     );
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let arch = match std::env::consts::ARCH {
-        "aarch64" => "arm64",
-        _ => "x86_64",
-    };
+    let arch = host_arch();
     let output = std::process::Command::new("python3")
         .arg(root.join("scripts/check-bootstrap.py"))
         .args(["--arch", arch, "--max-glibc", "2.34", fixture])
@@ -779,10 +781,7 @@ fn the_bootstrap_check_refuses_a_binary_needing_glibc_abi_dt_relr() {
 /// `crypto/ec/ecp_sm2p256_table.c` stores it) appended.
 #[test]
 fn the_bootstrap_check_refuses_openssls_precomputed_sm2_table() {
-    let host = match std::env::consts::ARCH {
-        "aarch64" => "arm64",
-        _ => "x86_64",
-    };
+    let host = host_arch();
     let scratch = Scratch::new("bootstrap-sm2");
     let mut data = std::fs::read("/bin/true").unwrap();
     let clean = scratch.0.join("clean");
