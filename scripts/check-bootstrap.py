@@ -13,8 +13,9 @@ little-endian only (x86_64 and arm64 Lambda):
 - the highest GLIBC_x.y symbol version it needs is at most --max-glibc (al2023: 2.34);
 - for a zip: it holds exactly one file, `bootstrap`, with its executable bits set;
 - one TLS and crypto stack: no rustls or aws-lc compiled in beside OpenSSL;
-- OpenSSL without its 512 KiB table of precomputed SM2 points (arm64 builds have one unless
-  OpenSSL's Configure gets `no-sm2-precomp`, which .cargo/openssl-configure-perl adds);
+- OpenSSL configured by .cargo/openssl-configure-perl (issue 29): none of the parts it leaves
+  out is compiled in, each found by a marker (`TRIMMED`): the 512 KiB table of precomputed SM2
+  points (arm64 builds have one without `no-sm2-precomp`), QUIC, ML-DSA, DES;
 - a function named by its folder (`<target dir>/lambda/<function>/bootstrap.zip`, as `make
   package` writes them) links the AWS SDKs it calls and no other (`CALLS`), each found by a
   string its SDK compiles in (`AWS_APIS`).
@@ -193,6 +194,17 @@ SM2_TABLE = struct.pack(
     0x715A4589334C74C7, 0x8FE30BBFF2660BE1, 0x5F9904466A39C994, 0x32C4AE2C1F198119,
     0x02DF32E52139F0A0, 0xD0A9877CC62A4740, 0x59BDCEE36B692153, 0xBC3736A2F4F6779C,
 )
+# Parts of OpenSSL that .cargo/openssl-configure-perl's Configure options leave out: (what,
+# the option, a marker only that part compiles in). One per kind of part: a table, a transport
+# (a format string of QUIC's), an algorithm provider (its provider name list, colon-separated:
+# the object names table elsewhere holds each name alone). Any of them present means the shim
+# did not take effect, and every other option with it.
+TRIMMED = [
+    ("OpenSSL's precomputed SM2 table (512 KiB)", "no-sm2-precomp", SM2_TABLE),
+    ("OpenSSL's QUIC", "no-quic", b'QUIC error code: 0x%llx%s%s%s, reason: "%s"'),
+    ("OpenSSL's ML-DSA", "no-ml-dsa", b"ML-DSA-65:MLDSA65:"),
+    ("OpenSSL's DES", "no-des", b"DES-EDE3-CBC:DES3:"),
+]
 
 
 def linked_apis(data):
@@ -257,11 +269,13 @@ def check(data, arch, max_glibc, function=None):
     for name, marker in OTHER_STACKS.items():
         if marker in data:
             problems.append(f"{name} is compiled in beside OpenSSL (one TLS stack only)")
-    if SM2_TABLE in data:
-        problems.append(
-            "OpenSSL's precomputed SM2 table (512 KiB) is compiled in: its Configure did not get "
-            "no-sm2-precomp (.cargo/openssl-configure-perl, OPENSSL_SRC_PERL in .cargo/config.toml)"
-        )
+    for what, option, marker in TRIMMED:
+        if marker in data:
+            problems.append(
+                f"{what} is compiled in: its Configure did not get {option} "
+                "(.cargo/openssl-configure-perl, OPENSSL_SRC_PERL in .cargo/config.toml; "
+                "in an existing target directory, `cargo clean -p openssl-sys` once)"
+            )
     apis = linked_apis(data)
     parts.append("AWS APIs " + (", ".join(apis) if apis else "none"))
     if function is not None:

@@ -775,18 +775,18 @@ fn the_bootstrap_check_refuses_a_binary_needing_glibc_abi_dt_relr() {
     );
 }
 
-/// Issue 29: arm64's OpenSSL carries a 512 KiB table of precomputed SM2 points unless its
-/// Configure gets `no-sm2-precomp`; `make package` refuses a bootstrap that has it. The fixture:
-/// the host's /bin/true with the table's first point (SM2's generator, as
-/// `crypto/ec/ecp_sm2p256_table.c` stores it) appended.
+/// Issue 29: `make package` refuses a bootstrap whose OpenSSL has a part that
+/// .cargo/openssl-configure-perl leaves out (its Configure options did not take effect), naming
+/// the option. The fixtures: the host's /bin/true with one part's marker appended each: the
+/// first point of arm64's 512 KiB table of precomputed SM2 points (SM2's generator, as
+/// `crypto/ec/ecp_sm2p256_table.c` stores it), a format string of QUIC's, and the provider name
+/// lists of ML-DSA-65 and 3DES.
 #[test]
-fn the_bootstrap_check_refuses_openssls_precomputed_sm2_table() {
+fn the_bootstrap_check_refuses_the_parts_of_openssl_its_configure_leaves_out() {
     let host = host_arch();
-    let scratch = Scratch::new("bootstrap-sm2");
-    let mut data = std::fs::read("/bin/true").unwrap();
-    let clean = scratch.0.join("clean");
-    std::fs::write(&clean, &data).unwrap();
-    for word in [
+    let scratch = Scratch::new("bootstrap-openssl-parts");
+    let plain = std::fs::read("/bin/true").unwrap();
+    let sm2_table: Vec<u8> = [
         0x715a_4589_334c_74c7_u64,
         0x8fe3_0bbf_f266_0be1,
         0x5f99_0446_6a39_c994,
@@ -795,11 +795,10 @@ fn the_bootstrap_check_refuses_openssls_precomputed_sm2_table() {
         0xd0a9_877c_c62a_4740,
         0x59bd_cee3_6b69_2153,
         0xbc37_36a2_f4f6_779c,
-    ] {
-        data.extend_from_slice(&word.to_le_bytes());
-    }
-    let with_table = scratch.0.join("with-table");
-    std::fs::write(&with_table, &data).unwrap();
+    ]
+    .iter()
+    .flat_map(|word| word.to_le_bytes())
+    .collect();
     let check = |path: &Path| {
         check_bootstrap(&[
             "--arch",
@@ -809,21 +808,47 @@ fn the_bootstrap_check_refuses_openssls_precomputed_sm2_table() {
             path.to_str().unwrap(),
         ])
     };
+    let clean = scratch.0.join("clean");
+    std::fs::write(&clean, &plain).unwrap();
     let (passed, text) = check(&clean);
     assert!(passed, "{text}");
-    let (passed, text) = check(&with_table);
-    assert!(!passed, "{text}");
-    assert!(
-        text.contains("precomputed SM2 table") && text.contains("no-sm2-precomp"),
-        "{text}"
-    );
+    for (name, marker, what, option) in [
+        (
+            "sm2",
+            sm2_table.as_slice(),
+            "precomputed SM2 table",
+            "no-sm2-precomp",
+        ),
+        (
+            "quic",
+            b"QUIC error code: 0x%llx%s%s%s, reason: \"%s\"".as_slice(),
+            "QUIC",
+            "no-quic",
+        ),
+        (
+            "ml-dsa",
+            b"ML-DSA-65:MLDSA65:".as_slice(),
+            "ML-DSA",
+            "no-ml-dsa",
+        ),
+        ("des", b"DES-EDE3-CBC:DES3:".as_slice(), "DES", "no-des"),
+    ] {
+        let path = scratch.0.join(name);
+        std::fs::write(&path, [plain.as_slice(), marker].concat()).unwrap();
+        let (passed, text) = check(&path);
+        assert!(!passed, "{name}: {text}");
+        assert!(
+            text.contains(&format!("OpenSSL's {what}")) && text.contains(option),
+            "{name}: {text}"
+        );
+    }
 }
 
-/// The perl `.cargo/config.toml` gives openssl-src (`OPENSSL_SRC_PERL`) adds `no-sm2-precomp`
-/// to OpenSSL's `./Configure` and runs every other perl command unchanged. A fake perl (`PERL`)
-/// prints the arguments it gets.
+/// The perl `.cargo/config.toml` gives openssl-src (`OPENSSL_SRC_PERL`) adds its options to
+/// OpenSSL's `./Configure`, after openssl-src's own, and runs every other perl command
+/// unchanged. A fake perl (`PERL`) prints the arguments it gets.
 #[test]
-fn openssls_configure_gets_no_sm2_precomp_and_other_perl_runs_unchanged() {
+fn openssls_configure_gets_our_options_and_other_perl_runs_unchanged() {
     let scratch = Scratch::new("openssl-perl");
     let fake = scratch.0.join("perl");
     std::fs::write(&fake, "#!/bin/sh\necho \"$@\"\n").unwrap();
@@ -838,10 +863,16 @@ fn openssls_configure_gets_no_sm2_precomp_and_other_perl_runs_unchanged() {
         assert!(output.status.success(), "{output:?}");
         String::from_utf8_lossy(&output.stdout).trim().to_owned()
     };
-    assert_eq!(
-        run(&["./Configure", "--prefix=/x", "no-shared", "linux-aarch64"]),
-        "./Configure --prefix=/x no-shared linux-aarch64 no-sm2-precomp"
-    );
+    let configure = run(&["./Configure", "--prefix=/x", "no-shared", "linux-aarch64"]);
+    let options = configure
+        .strip_prefix("./Configure --prefix=/x no-shared linux-aarch64 ")
+        .unwrap_or_else(|| panic!("openssl-src's arguments first, in order: {configure}"));
+    let options: Vec<&str> = options.split_whitespace().collect();
+    // The parts scripts/check-bootstrap.py looks for, and every option an OpenSSL option.
+    for part in ["no-sm2-precomp", "no-quic", "no-ml-dsa", "no-des"] {
+        assert!(options.contains(&part), "{part} missing: {configure}");
+    }
+    assert!(options.iter().all(|o| o.starts_with("no-")), "{configure}");
     assert_eq!(run(&["util/mkerr.pl", "-a"]), "util/mkerr.pl -a");
     let config = std::fs::read_to_string(root().join(".cargo/config.toml")).unwrap();
     assert!(
