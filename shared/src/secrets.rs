@@ -8,8 +8,8 @@
 //! `HOOKLEDGER_DB_PORT` and `HOOKLEDGER_DB_NAME` ([`DbEndpoint`]) override or supply the rest,
 //! e.g. to point a function at an RDS Proxy endpoint. The connection string built from it always
 //! says `sslmode=require`, and `crate::db::tls_connector` verifies the server's chain and host
-//! name against the system roots plus the RDS CAs compiled into the binary
-//! (`crate::rds_ca::RDS_CA_BUNDLE`) or `HOOKLEDGER_DB_CA_FILE`.
+//! name against the RDS CAs compiled into the binary (`crate::rds_ca::RDS_CA_BUNDLE`), or
+//! against `HOOKLEDGER_DB_CA_FILE` instead (`system`: the system roots, for an RDS Proxy).
 //!
 //! The endpoint, region and credentials come from the standard AWS chain; tests point it at a
 //! local emulator with `AWS_ENDPOINT_URL_SECRETS_MANAGER`.

@@ -16,7 +16,8 @@
 //! v2), so its first response is a real claim against `DATABASE_URL`; hello's and hello-pg's
 //! are a plain GET.
 //! Then `--invocations` on one process (the receiver: unique events with every tenth a
-//! duplicate of an earlier one), and its `VmRSS` from /proc. Finally the binaries zipped as
+//! duplicate of an earlier one), and its `VmRSS` from /proc (its `smaps`, mapping by mapping,
+//! goes to `<logs>/<name>.smaps`). Finally the binaries zipped as
 //! `bootstrap` (deflate, level 9, as cargo-lambda does; python3's zipfile).
 //!
 //! Writes `<out>/cold.json` (`{"receiver": C, "hello": C, "hello-pg": C, ...}`) and
@@ -298,6 +299,11 @@ async fn measure(
     let (rss_after, hwm_after) = rss_mib(pid);
     // What the resident set is: the heap and stacks, or pages of the binary (and libraries).
     let (anon_after, file_after) = (status_mib(pid, "RssAnon:"), status_mib(pid, "RssFile:"));
+    // Which mappings make up that resident set (the binary's segments, libc, the heap), for
+    // whoever works on it next: `<logs>/<name>.smaps`.
+    if let Ok(smaps) = std::fs::read(format!("/proc/{pid}/smaps")) {
+        std::fs::write(logs.join(format!("{}.smaps", target.name)), smaps)?;
+    }
     let (user, sys) = cpu_ms(pid);
     child.kill().await?;
     Ok(Measured {

@@ -1,8 +1,8 @@
 //! `bench-hello-pg`: bench-cold's floor of a function that answers after a PostgreSQL round
 //! trip (issue 29): `bench-hello` (the smallest lambda_http function) plus, on its first
 //! invocation, one tokio-postgres connection to `DATABASE_URL` over
-//! postgres-native-tls (the system roots, plus the certificate in `HOOKLEDGER_DB_CA_FILE` when
-//! set), and every invocation runs `SELECT 1` on that connection before answering `200 hello`;
+//! postgres-native-tls (trusting the certificate in `HOOKLEDGER_DB_CA_FILE` when set, as the
+//! receiver does, else the system roots), and every invocation runs `SELECT 1` on that connection before answering `200 hello`;
 //! an error answers 500.
 
 use std::sync::Arc;
@@ -46,6 +46,8 @@ async fn connect(url: &str) -> Result<Client, Error> {
     let mut builder = native_tls::TlsConnector::builder();
     if let Ok(path) = std::env::var("HOOKLEDGER_DB_CA_FILE") {
         let pem = std::fs::read(&path).map_err(|e| format!("reading {path}: {e}"))?;
+        // The CA file alone, as the receiver trusts it (shared::db::tls_connector).
+        builder.disable_built_in_roots(true);
         builder.add_root_certificate(native_tls::Certificate::from_pem(&pem)?);
     }
     let tls = postgres_native_tls::MakeTlsConnector::new(builder.build()?);

@@ -2,6 +2,7 @@
 //! service stack the binary runs.
 
 pub mod handler;
+pub mod heap;
 mod run;
 pub mod stack;
 pub mod transport;

@@ -52,6 +52,13 @@ async fn serve(app: App) -> Result<(), Error> {
     .await
     .map_err(|e| shared::error_chain::error_chain(&e))?;
     let state: &'static AppState = Box::leak(Box::new(state));
+    // Once the pool's first connection is open (its TLS connector built, the thread that built
+    // it gone), give back what that build freed (heap.rs).
+    let pool = state.receiver.pool.clone();
+    tokio::spawn(async move {
+        pool.warmed_up().await;
+        crate::heap::release_freed_memory();
+    });
     let handler = service_fn(move |request: Request| function_handler(state, request));
     // lambda_http::run(handler) is this without the guards: it panics on invalid base64
     // (transport.rs) and cannot read an event with a CR, LF or NUL in a header (unreadable.rs).

@@ -100,16 +100,6 @@ pub fn guard(request: &mut LambdaRequest) {
                 &mut r.body,
             )
         }
-        LambdaRequest::WebSocket(r) => {
-            repair_path(&mut r.path);
-            repair_domain(&mut r.request_context.domain_name);
-            repair(
-                &mut r.headers,
-                Some(&mut r.multi_value_headers),
-                &mut r.is_base64_encoded,
-                &mut r.body,
-            )
-        }
         _ => {}
     }
 }

@@ -122,7 +122,6 @@ fn headers_of(request: &mut LambdaRequest) -> Option<(&mut HeaderMap, Option<&mu
         LambdaRequest::ApiGatewayV1(r) => Some((&mut r.headers, Some(&mut r.multi_value_headers))),
         LambdaRequest::ApiGatewayV2(r) => Some((&mut r.headers, None)),
         LambdaRequest::Alb(r) => Some((&mut r.headers, Some(&mut r.multi_value_headers))),
-        LambdaRequest::WebSocket(r) => Some((&mut r.headers, Some(&mut r.multi_value_headers))),
         _ => None,
     }
 }

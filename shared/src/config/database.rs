@@ -10,13 +10,15 @@ use secrecy::SecretString;
 pub struct DatabaseSettings {
     /// The PostgreSQL URL; `sslmode=require` (or `prefer`, the default) negotiates TLS.
     pub url: SecretString,
-    /// PEM file of CA certificates added to the system roots; when set, the compiled-in RDS
-    /// CAs are not added ([`DatabaseSettings::bundled_rds_ca`] is ignored).
+    /// PEM file of the CA certificates to trust, instead of the system roots and of the
+    /// compiled-in RDS CAs ([`DatabaseSettings::bundled_rds_ca`] is ignored); the value
+    /// `system` ([`crate::db::SYSTEM_ROOTS`]) trusts the system roots instead, as libpq's
+    /// `sslrootcert=system` does.
     pub ca_file: Option<PathBuf>,
-    /// Add the RDS CAs compiled into the binary (`crate::rds_ca::RDS_CA_BUNDLE`) to the system
-    /// roots when no [`DatabaseSettings::ca_file`] is given. `true` for a connection configured
-    /// from `HOOKLEDGER_DB_SECRET_ARN`, `false` for `DATABASE_URL` (its CA is the user's to
-    /// give) and from [`DatabaseSettings::with_url`].
+    /// Trust the RDS CAs compiled into the binary (`crate::rds_ca::RDS_CA_BUNDLE`), instead of
+    /// the system roots, when no [`DatabaseSettings::ca_file`] is given. `true` for a connection
+    /// configured from `HOOKLEDGER_DB_SECRET_ARN`, `false` for `DATABASE_URL` (its CA is the
+    /// user's to give) and from [`DatabaseSettings::with_url`].
     pub bundled_rds_ca: bool,
     /// Connections per execution environment (Lambda runs one delivery at a time per
     /// environment, so one is used; the rest serve local runs and tests).

@@ -3,7 +3,9 @@
 //!
 //! Building a native-tls connector loads the system trust store: OpenSSL parses every
 //! certificate of the distribution's bundle (about 140 on Debian and Amazon Linux 2023, a few
-//! milliseconds of CPU), plus the compiled-in RDS CAs for a secret-configured connection. The
+//! milliseconds of CPU), even when a CA file or the compiled-in RDS CAs then replace it
+//! ([`super::tls_connector`]). The thread's allocator arena keeps what it freed; the receiver
+//! gives it back once the pool's first connection is open (functions/receiver/src/heap.rs). The
 //! first delivery needs it only when it opens the pool's first connection, so
 //! [`BackgroundTls::start`] begins the build on its own thread while the runtime starts and
 //! polls for the first event, and the first connect waits for it (or builds it itself if the

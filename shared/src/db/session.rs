@@ -188,6 +188,16 @@ impl Pool {
         self
     }
 
+    /// Waits, asleep, until the warm-up ([`Pool::warm`]) has opened its connection or failed;
+    /// returns at once for a pool that was not warmed. By then the TLS connector's build is
+    /// done and the thread that built it ([`super::pool`]) has exited: the receiver gives back
+    /// the memory that build freed after this (functions/receiver/src/heap.rs).
+    pub async fn warmed_up(&self) {
+        if let Some(warm_up) = &self.warm_up {
+            let _ = warm_up.clone().await;
+        }
+    }
+
     /// The same connections under other transaction limits (the worker's transactions take the
     /// handler timeout as their idle limit).
     pub fn with_session(&self, session: Session) -> Self {

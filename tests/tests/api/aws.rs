@@ -137,6 +137,85 @@ async fn the_bundled_rds_cas_do_not_make_the_test_ca_trusted() {
     assert!(session_is_encrypted(&client).await);
 }
 
+/// Set in the child of [`a_ca_file_or_the_rds_cas_replace_the_system_roots`]: the connection
+/// string it tries.
+const ROOTS_CHILD_URL: &str = "HOOKLEDGER_TEST_ROOTS_CHILD_URL";
+
+/// Issue 29: a CA file (`HOOKLEDGER_DB_CA_FILE`) or, for a secret-configured connection, the
+/// compiled-in RDS CAs are the only roots a database connection trusts; the system's trust store
+/// is trusted only without either, or when the CA file is `system` (libpq's
+/// `sslrootcert=system`; an RDS Proxy's certificate chains to a system root). This runs the test
+/// binary again with `SSL_CERT_FILE` (the "system" store as openssl-probe finds it) holding the
+/// test CA: without a CA file, and with the CA file `system` beside the RDS CAs, the child
+/// connects; with the RDS bundle as its CA file or the compiled-in RDS CAs it is refused. Before,
+/// both of those connected too (the system roots were trusted beside them).
+#[tokio::test]
+async fn a_ca_file_or_the_rds_cas_replace_the_system_roots() {
+    if let Ok(url) = std::env::var(ROOTS_CHILD_URL) {
+        let rds_file =
+            std::env::temp_dir().join(format!("hookledger-rds-{}.pem", std::process::id()));
+        std::fs::write(&rds_file, shared::rds_ca::RDS_CA_BUNDLE).unwrap();
+        let system_only = DatabaseSettings::with_url(url.clone());
+        let mut rds_as_file = DatabaseSettings::with_url(url.clone());
+        rds_as_file.ca_file = Some(rds_file.clone());
+        let mut bundled = DatabaseSettings::with_url(url.clone());
+        bundled.bundled_rds_ca = true;
+        // What the template sets behind an RDS Proxy: the system roots, by name.
+        let mut system_by_name = DatabaseSettings::with_url(url);
+        system_by_name.bundled_rds_ca = true;
+        system_by_name.ca_file = Some(shared::db::SYSTEM_ROOTS.into());
+        for (name, settings) in [
+            ("system roots", system_only),
+            ("ca file", rds_as_file),
+            ("bundled rds", bundled),
+            ("ca file system", system_by_name),
+        ] {
+            match shared::db::connect(&settings).await {
+                Ok(client) if session_is_encrypted(&client).await => {
+                    println!("ROOTS-CHILD {name}: connected")
+                }
+                Ok(_) => println!("ROOTS-CHILD {name}: connected without TLS"),
+                Err(error) => println!("ROOTS-CHILD {name}: refused: {}", chain(&error)),
+            }
+        }
+        let _ = std::fs::remove_file(rds_file);
+        return;
+    }
+    let db = hookledger_tests::test_db().await.unwrap();
+    let exe = std::env::current_exe().unwrap();
+    let module = module_path!().split_once("::").map_or("", |(_, rest)| rest);
+    let test = format!("{module}::a_ca_file_or_the_rds_cas_replace_the_system_roots");
+    let output = std::process::Command::new(exe)
+        .args(["--exact", &test, "--nocapture", "--test-threads=1"])
+        .env(ROOTS_CHILD_URL, tls_url(&db.url))
+        .env("SSL_CERT_FILE", ca_file())
+        .env_remove("SSL_CERT_DIR")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    for name in ["system roots", "ca file system"] {
+        assert!(
+            stdout.contains(&format!("ROOTS-CHILD {name}: connected\n")),
+            "{stdout}"
+        );
+    }
+    for name in ["ca file", "bundled rds"] {
+        let line = stdout
+            .lines()
+            .find(|l| l.starts_with(&format!("ROOTS-CHILD {name}: ")))
+            .unwrap_or_else(|| panic!("{name} not tried: {stdout}"));
+        assert!(
+            line.contains("refused") && line.contains("certificate verify failed"),
+            "{line}"
+        );
+    }
+}
+
 /// Set in the child of [`native_tls_finds_the_amazon_linux_2023_trust_store_with_vendored_openssl`]:
 /// the connection string it tries.
 const PROBE_CHILD_URL: &str = "HOOKLEDGER_TEST_PROBE_CHILD_URL";
@@ -449,7 +528,7 @@ async fn a_secret_configured_connection_trusts_the_rds_cas_and_refuses_plain_tex
         }
         Settings::from_lookup_with_secrets(secrets_lookup(vars))
     };
-    // No CA file: the system roots and the RDS CAs, which do not include the test CA.
+    // No CA file: the RDS CAs alone, which do not include the test CA.
     let settings = with(port_of(&db.url), None).await.unwrap();
     assert!(settings.database.ca_file.is_none() && settings.database.bundled_rds_ca);
     let error = shared::db::connect(&settings.database).await.unwrap_err();

@@ -1003,6 +1003,43 @@ fn kms_is_granted_on_the_payload_key_only_per_purpose_and_the_console_opens_only
     );
 }
 
+/// Issue 29: the functions trust the compiled-in RDS CAs alone by default, and an RDS Proxy's
+/// certificate chains to an Amazon Root CA among the system roots, so behind the proxy every
+/// function trusts the system roots by name (`HOOKLEDGER_DB_CA_FILE=system`); a CA file the
+/// operator gives wins either way.
+#[test]
+fn behind_an_rds_proxy_the_functions_trust_the_system_roots() {
+    let template = template();
+    let globals = &template["Globals"]["Function"]["Environment"]["Variables"];
+    assert_eq!(
+        globals["HOOKLEDGER_DB_CA_FILE"],
+        serde_json::json!({"Fn::If": ["HasCaFile", {"Ref": "DatabaseCaFile"},
+            {"Fn::If": ["UseProxy", shared::db::SYSTEM_ROOTS, {"Ref": "AWS::NoValue"}]}]})
+    );
+    assert_eq!(
+        template["Conditions"]["UseProxy"],
+        serde_json::json!({"Fn::Equals": [{"Ref": "UseRdsProxy"}, "true"]})
+    );
+    assert_eq!(
+        template["Conditions"]["HasCaFile"],
+        serde_json::json!({"Fn::Not": [{"Fn::Equals": [{"Ref": "DatabaseCaFile"}, ""]}]})
+    );
+    let functions = template["Resources"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .filter(|(_, r)| r["Type"] == "AWS::Serverless::Function")
+        .count();
+    assert!(functions >= 7, "{functions} functions");
+    for (name, resource) in template["Resources"].as_object().unwrap() {
+        let own = &resource["Properties"]["Environment"]["Variables"]["HOOKLEDGER_DB_CA_FILE"];
+        assert!(
+            own.is_null(),
+            "{name} sets its own HOOKLEDGER_DB_CA_FILE: {own}"
+        );
+    }
+}
+
 // ---- The checks catch what they are for ----
 
 const FIXTURE: &str = r#"
