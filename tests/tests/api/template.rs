@@ -1005,10 +1005,11 @@ fn kms_is_granted_on_the_payload_key_only_per_purpose_and_the_console_opens_only
 
 /// Issue 29: the functions trust the compiled-in RDS CAs alone by default, and an RDS Proxy's
 /// certificate chains to an Amazon Root CA among the system roots, so behind the proxy every
-/// function trusts the system roots by name (`HOOKLEDGER_DB_CA_FILE=system`); a CA file the
-/// operator gives wins either way.
+/// function that goes through it trusts the system roots by name
+/// (`HOOKLEDGER_DB_CA_FILE=system`) and migrate, which connects to the database directly, keeps
+/// the RDS CAs; a CA file the operator gives wins either way.
 #[test]
-fn behind_an_rds_proxy_the_functions_trust_the_system_roots() {
+fn behind_an_rds_proxy_the_proxied_functions_trust_the_system_roots_and_migrate_the_rds_cas() {
     let template = template();
     let globals = &template["Globals"]["Function"]["Environment"]["Variables"];
     assert_eq!(
@@ -1031,12 +1032,28 @@ fn behind_an_rds_proxy_the_functions_trust_the_system_roots() {
         .filter(|(_, r)| r["Type"] == "AWS::Serverless::Function")
         .count();
     assert!(functions >= 7, "{functions} functions");
+    // Migrate connects to the database, never through the proxy: the RDS CAs (or the
+    // operator's file) whatever UseRdsProxy says. No other function sets its own.
     for (name, resource) in template["Resources"].as_object().unwrap() {
-        let own = &resource["Properties"]["Environment"]["Variables"]["HOOKLEDGER_DB_CA_FILE"];
-        assert!(
-            own.is_null(),
-            "{name} sets its own HOOKLEDGER_DB_CA_FILE: {own}"
-        );
+        let variables = &resource["Properties"]["Environment"]["Variables"];
+        let own = &variables["HOOKLEDGER_DB_CA_FILE"];
+        if name == "MigrateFunction" {
+            assert_eq!(
+                own,
+                &serde_json::json!({"Fn::If": ["HasCaFile", {"Ref": "DatabaseCaFile"},
+                    {"Ref": "AWS::NoValue"}]}),
+                "{name}"
+            );
+            assert_eq!(
+                variables["HOOKLEDGER_DB_HOST"],
+                serde_json::json!({"Ref": "DatabaseHost"})
+            );
+        } else {
+            assert!(
+                own.is_null(),
+                "{name} sets its own HOOKLEDGER_DB_CA_FILE: {own}"
+            );
+        }
     }
 }
 
