@@ -2,7 +2,8 @@
 //! trip (issue 29): `bench-hello` (the smallest lambda_http function) plus, on its first
 //! invocation, one tokio-postgres connection to `DATABASE_URL` over
 //! postgres-native-tls (trusting the certificate in `HOOKLEDGER_DB_CA_FILE` when set, as the
-//! receiver does, else the system roots), and every invocation runs `SELECT 1` on that connection before answering `200 hello`;
+//! receiver does, else the system roots), and every invocation runs `SELECT 1` on that
+//! connection before answering `200 hello`;
 //! an error answers 500.
 
 use std::sync::Arc;

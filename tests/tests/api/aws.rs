@@ -137,6 +137,18 @@ async fn the_bundled_rds_cas_do_not_make_the_test_ca_trusted() {
     assert!(session_is_encrypted(&client).await);
 }
 
+/// The arguments that make this test binary run only `test` of this module, its output shown:
+/// how a test here runs itself again as a child process with another environment.
+fn this_test_alone(test: &str) -> [String; 4] {
+    let module = module_path!().split_once("::").map_or("", |(_, rest)| rest);
+    [
+        "--exact".to_owned(),
+        format!("{module}::{test}"),
+        "--nocapture".to_owned(),
+        "--test-threads=1".to_owned(),
+    ]
+}
+
 /// Set in the child of [`a_ca_file_or_the_rds_cas_replace_the_system_roots`]: the connection
 /// string it tries.
 const ROOTS_CHILD_URL: &str = "HOOKLEDGER_TEST_ROOTS_CHILD_URL";
@@ -182,11 +194,10 @@ async fn a_ca_file_or_the_rds_cas_replace_the_system_roots() {
         return;
     }
     let db = hookledger_tests::test_db().await.unwrap();
-    let exe = std::env::current_exe().unwrap();
-    let module = module_path!().split_once("::").map_or("", |(_, rest)| rest);
-    let test = format!("{module}::a_ca_file_or_the_rds_cas_replace_the_system_roots");
-    let output = std::process::Command::new(exe)
-        .args(["--exact", &test, "--nocapture", "--test-threads=1"])
+    let output = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(this_test_alone(
+            "a_ca_file_or_the_rds_cas_replace_the_system_roots",
+        ))
         .env(ROOTS_CHILD_URL, tls_url(&db.url))
         .env("SSL_CERT_FILE", ca_file())
         .env_remove("SSL_CERT_DIR")
@@ -286,10 +297,6 @@ async fn native_tls_finds_the_amazon_linux_2023_trust_store_with_vendored_openss
         },
     ];
     let exe = std::env::current_exe().unwrap();
-    let module = module_path!().split_once("::").map_or("", |(_, rest)| rest);
-    let test = format!(
-        "{module}::native_tls_finds_the_amazon_linux_2023_trust_store_with_vendored_openssl"
-    );
     for layout in layouts {
         let root = std::env::temp_dir().join(format!(
             "hookledger-etc-{}-{}",
@@ -319,7 +326,9 @@ async fn native_tls_finds_the_amazon_linux_2023_trust_store_with_vendored_openss
             .arg("sh")
             .arg(&etc)
             .arg(&exe)
-            .args(["--exact", &test, "--nocapture", "--test-threads=1"])
+            .args(this_test_alone(
+                "native_tls_finds_the_amazon_linux_2023_trust_store_with_vendored_openssl",
+            ))
             .env(PROBE_CHILD_URL, &url)
             .env_remove("SSL_CERT_FILE")
             .env_remove("SSL_CERT_DIR")
